@@ -1,0 +1,10 @@
+find_package(Git QUIET)
+set(ATTNSCOPE_GIT_REVISION "unknown")
+if(GIT_FOUND)
+  execute_process(COMMAND ${GIT_EXECUTABLE} rev-parse --short HEAD
+    WORKING_DIRECTORY ${CMAKE_CURRENT_SOURCE_DIR}
+    OUTPUT_VARIABLE _rev OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET RESULT_VARIABLE _rc)
+  if(_rc EQUAL 0 AND _rev)
+    set(ATTNSCOPE_GIT_REVISION "${_rev}")
+  endif()
+endif()

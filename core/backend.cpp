@@ -1,0 +1,27 @@
+#include "core/backend.h"
+
+#include "core/clock.h"
+
+namespace attnscope {
+
+void RunContext::beginPhase(std::string_view name) {
+  TraceEvent e;
+  e.kind = EventKind::phase;
+  e.source = EventSource::host;
+  e.memory = alloc_.kind();
+  e.name = std::string(name);
+  e.start_ns = e.end_ns = nowNs();
+  open_.push_back(phases_.size());
+  phases_.push_back(std::move(e));
+  if (listener_) listener_->phaseBegin(name);
+}
+
+void RunContext::endPhase() {
+  if (open_.empty()) return;
+  TraceEvent& e = phases_[open_.back()];
+  open_.pop_back();
+  e.end_ns = nowNs();
+  if (listener_) listener_->phaseEnd(e.name);
+}
+
+}  // namespace attnscope

@@ -1,0 +1,117 @@
+#pragma once
+// The backend interface. A backend may live in this process (CPU, CUDA) or, later, drive another
+// process (PyTorch through the user's Python); the engine only sees this interface.
+//
+// Life of one run, driven by RunEngine:
+//   alloc = backend.makeAllocator();  RunContext ctx(*alloc, cancel);
+//   exec = backend.prepare(spec, inputs, ctx);   // copies inputs into tracked buffers
+//   exec->run() x (warm-up + repetitions);       // returns the device-measured seconds
+//   exec->output(out);                           // O as float, [B, H, Lq, D]
+//   exec.reset();                                // releases every buffer
+// Every byte a backend uses goes through ctx.allocator(), so the allocator's peak can be held
+// against plan(spec).peakBytes().
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "core/host_inputs.h"
+#include "core/memory_plan.h"
+#include "core/trace_event.h"
+#include "core/tracking_allocator.h"
+#include "core/workload_spec.h"
+
+namespace attnscope {
+
+// Thrown from inside a backend when the run was cancelled.
+struct Cancelled : std::runtime_error {
+  Cancelled() : std::runtime_error("cancelled") {}
+};
+
+// Receives phase begin/end, e.g. to emit NVTX ranges for CUPTI. Optional.
+class PhaseListener {
+ public:
+  virtual ~PhaseListener() = default;
+  virtual void phaseBegin(std::string_view name) = 0;
+  virtual void phaseEnd(std::string_view name) = 0;
+};
+
+class RunContext {
+ public:
+  RunContext(TrackingAllocator& allocator, const std::atomic<bool>* cancel = nullptr,
+             PhaseListener* listener = nullptr)
+      : alloc_(allocator), cancel_(cancel), listener_(listener) {}
+
+  TrackingAllocator& allocator() { return alloc_; }
+  bool cancelled() const { return cancel_ && cancel_->load(std::memory_order_relaxed); }
+  void throwIfCancelled() const {
+    if (cancelled()) throw Cancelled();
+  }
+
+  // Records a phase range (host clock) and forwards it to the listener.
+  void beginPhase(std::string_view name);
+  void endPhase();
+  std::vector<TraceEvent> takePhaseEvents() { return std::exchange(phases_, {}); }
+
+ private:
+  TrackingAllocator& alloc_;
+  const std::atomic<bool>* cancel_;
+  PhaseListener* listener_;
+  std::vector<TraceEvent> phases_;
+  std::vector<size_t> open_;
+};
+
+// RAII phase range.
+class PhaseScope {
+ public:
+  PhaseScope(RunContext& ctx, std::string_view name) : ctx_(ctx) { ctx_.beginPhase(name); }
+  ~PhaseScope() { ctx_.endPhase(); }
+  PhaseScope(const PhaseScope&) = delete;
+  PhaseScope& operator=(const PhaseScope&) = delete;
+
+ private:
+  RunContext& ctx_;
+};
+
+struct Availability {
+  bool available = true;
+  std::string reason;  // why not, e.g. "GPU backends unavailable: no CUDA-capable device is detected"
+};
+
+struct Support {
+  std::vector<std::string> reasons;  // empty: supported
+  bool ok() const { return reasons.empty(); }
+};
+
+class Execution {
+ public:
+  virtual ~Execution() = default;  // releases every buffer of the run
+  // One forward pass. Returns the elapsed seconds as the backend's device measures them.
+  // May throw Cancelled, OutOfMemory, or std::runtime_error with the device's error text.
+  virtual double run() = 0;
+  // The output O as float, [B, H, Lq, D] (values rounded to the spec's dtype).
+  virtual void output(std::vector<float>& out) = 0;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual std::string id() const = 0;           // "cpu.reference", "cuda.flash", ...
+  virtual std::string device() const = 0;       // "cpu", "cuda:0"
+  virtual std::string description() const = 0;  // one line for people
+  virtual Availability availability() const = 0;
+  // Reasons this backend cannot run the spec on this machine (availability included).
+  virtual Support support(const WorkloadSpec& spec) const = 0;
+  virtual MemoryPlan plan(const WorkloadSpec& spec) const = 0;
+  // Memory available to this backend's device right now, in bytes; -1 if unknown.
+  virtual int64_t memoryAvailable() const = 0;
+  virtual std::unique_ptr<TrackingAllocator> makeAllocator() const = 0;
+  virtual std::unique_ptr<Execution> prepare(const WorkloadSpec& spec, const HostInputs& inputs,
+                                             RunContext& ctx) = 0;
+};
+
+}  // namespace attnscope

@@ -1,0 +1,81 @@
+#include "core/host_inputs.h"
+
+#include <cstring>
+
+#include "core/mask.h"
+#include "core/random.h"
+
+namespace attnscope {
+
+int64_t HostTensor::elements() const {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+float HostTensor::at(int64_t i) const {
+  switch (dtype) {
+    case DType::fp32: {
+      float f;
+      std::memcpy(&f, bytes.data() + i * 4, 4);
+      return f;
+    }
+    case DType::fp16: {
+      uint16_t h;
+      std::memcpy(&h, bytes.data() + i * 2, 2);
+      return halfToFloat(h);
+    }
+    case DType::bf16: {
+      uint16_t h;
+      std::memcpy(&h, bytes.data() + i * 2, 2);
+      return bf16ToFloat(h);
+    }
+  }
+  return 0;
+}
+
+void HostTensor::set(int64_t i, float v) {
+  switch (dtype) {
+    case DType::fp32: std::memcpy(bytes.data() + i * 4, &v, 4); break;
+    case DType::fp16: {
+      uint16_t h = floatToHalf(v);
+      std::memcpy(bytes.data() + i * 2, &h, 2);
+      break;
+    }
+    case DType::bf16: {
+      uint16_t h = floatToBf16(v);
+      std::memcpy(bytes.data() + i * 2, &h, 2);
+      break;
+    }
+  }
+}
+
+HostTensor HostTensor::zeros(DType d, std::vector<int64_t> shape) {
+  HostTensor t;
+  t.dtype = d;
+  t.shape = std::move(shape);
+  t.bytes.assign(static_cast<size_t>(t.elements() * bytesPerElement(d)), 0);
+  return t;
+}
+
+namespace {
+HostTensor randomTensor(const WorkloadSpec& s, RandomStream stream, std::vector<int64_t> shape) {
+  HostTensor t = HostTensor::zeros(s.dtype, std::move(shape));
+  const int64_t n = t.elements();
+  for (int64_t i = 0; i < n; ++i)
+    t.set(i, static_cast<float>(2.0 * uniform01(s.seed, stream, static_cast<uint64_t>(i)) - 1.0));
+  return t;
+}
+}  // namespace
+
+HostInputs HostInputs::generate(const WorkloadSpec& s) {
+  HostInputs in;
+  const int64_t d = s.headDim();
+  in.q = randomTensor(s, RandomStream::q, {s.batch, s.heads, s.seq_q, d});
+  in.k = randomTensor(s, RandomStream::k, {s.batch, s.kvHeads(), s.seqKv(), d});
+  in.v = randomTensor(s, RandomStream::v, {s.batch, s.kvHeads(), s.seqKv(), d});
+  if (s.mask.kind == MaskKind::dense) in.mask = makeDenseMask(s);
+  return in;
+}
+
+}  // namespace attnscope

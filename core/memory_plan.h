@@ -1,0 +1,44 @@
+#pragma once
+// A backend's prediction of its memory: named buffers with sizes and lifetimes over the steps
+// of one run. The predicted peak is the largest sum of buffers live at one step.
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+namespace attnscope {
+
+enum class BufferRole : uint8_t { input, output, mask, workspace, library };
+std::string_view toString(BufferRole r);
+
+struct PlannedBuffer {
+  std::string name;
+  int64_t bytes = 0;
+  int first_step = 0;  // live from the start of first_step...
+  int last_step = 0;   // ...to the end of last_step (inclusive)
+  BufferRole role = BufferRole::workspace;
+};
+
+struct MemoryPlan {
+  std::vector<std::string> steps;  // e.g. {"inputs", "scores", "softmax", "output"}
+  std::vector<PlannedBuffer> buffers;
+
+  int stepCount() const { return static_cast<int>(steps.size()); }
+  int64_t bytesAt(int step) const;
+  int64_t peakBytes() const;
+  int peakStep() const;  // first step where the peak is reached
+  // Bytes of inputs, outputs and masks (what overhead is measured against).
+  int64_t ioBytes() const;
+
+  // Adds a step and returns its index.
+  int addStep(std::string name);
+  void add(std::string name, int64_t bytes, int first, int last, BufferRole role);
+};
+
+nlohmann::json toJson(const MemoryPlan& plan);
+MemoryPlan memoryPlanFromJson(const nlohmann::json& j);
+
+}  // namespace attnscope

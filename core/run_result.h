@@ -1,0 +1,72 @@
+#pragma once
+// The outcome of one (spec, backend) point: plain values, safe to copy across threads.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "core/memory_plan.h"
+#include "core/trace_event.h"
+#include "core/workload_spec.h"
+
+namespace attnscope {
+
+enum class RunStatus { ok, unsupported, oom, error, cancelled, skipped };
+std::string_view toString(RunStatus s);
+std::optional<RunStatus> parseRunStatus(std::string_view s);
+
+struct Timing {
+  int warmup = 0;
+  int reps = 0;
+  double median_s = 0;
+  double min_s = 0;
+  double max_s = 0;
+  std::vector<double> samples_s;
+};
+
+struct MemoryFigures {
+  int64_t predicted_peak = -1;  // plan(spec).peakBytes()
+  int64_t measured_peak = -1;   // the tracking allocator's peak
+  int64_t cupti_peak = -1;      // CUPTI's device-memory peak, -1 when not captured
+  int64_t io_bytes = 0;         // Q + K + V + O + mask
+  int64_t available = -1;       // memory the device had available before the run
+  int64_t overhead() const { return measured_peak >= 0 ? measured_peak - io_bytes : -1; }
+};
+
+struct Accuracy {
+  bool checked = false;
+  double max_abs_error = 0;
+  double rel_l2_error = 0;
+  int64_t rows_checked = 0;
+  int64_t rows_total = 0;
+  double tolerance = 0;  // max_abs_error allowed for the dtype
+  bool passed() const { return checked && max_abs_error <= tolerance; }
+};
+
+struct RunResult {
+  int64_t id = 0;  // store id, 0 until saved
+  WorkloadSpec spec;
+  std::string backend;
+  std::string device;
+  RunStatus status = RunStatus::ok;
+  std::string message;  // why, for anything but ok; warnings for ok
+  Timing timing;
+  double flops = 0;  // forward flops of the spec (core/mask.h)
+  double flopsPerSecond() const { return timing.median_s > 0 ? flops / timing.median_s : 0; }
+  MemoryFigures memory;
+  MemoryPlan plan;
+  Accuracy accuracy;
+  Trace trace;
+  int64_t started_unix_ms = 0;
+  double wall_s = 0;  // whole point, set-up and checks included
+};
+
+// Without the trace (it is stored and exported separately).
+nlohmann::json toJson(const RunResult& r);
+RunResult runResultFromJson(const nlohmann::json& j);
+
+}  // namespace attnscope

@@ -1,0 +1,91 @@
+#pragma once
+// The SQLite store: one file holds environments, sweeps, runs and their trace events.
+// WAL journal, foreign keys on, busy_timeout, prepared statements, one transaction per finished
+// run (a crash loses at most the point in flight). Schema version in PRAGMA user_version with
+// forward migrations. A newer schema, a non-AttnScope file or a corrupt file is refused with a
+// StoreError and left byte-for-byte untouched.
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/environment.h"
+#include "core/run_result.h"
+#include "core/sweep_spec.h"
+#include "core/trace_event.h"
+
+namespace attnscope {
+
+class StoreError : public std::runtime_error {
+ public:
+  enum class Kind { not_attnscope, newer_schema, corrupt, io, not_found, invalid };
+  StoreError(Kind kind, const std::string& message) : std::runtime_error(message), kind_(kind) {}
+  Kind kind() const { return kind_; }
+
+ private:
+  Kind kind_;
+};
+
+struct SweepInfo {
+  int64_t id = 0;
+  std::string name;
+  int64_t created_unix_ms = 0;
+  std::string state;  // running, finished, cancelled, interrupted
+  std::string notes;
+  std::vector<std::string> tags;
+  int64_t environment_id = 0;
+  nlohmann::json spec;  // toJson(SweepSpec)
+  int64_t run_count = 0;
+  int64_t ok_count = 0;
+};
+
+class Store {
+ public:
+  static constexpr int kSchemaVersion = 1;
+
+  // Opens (or, when create is true and the file does not exist, creates) the database.
+  // Throws StoreError; a refused file is not modified.
+  explicit Store(const std::string& path, bool create = true);
+  ~Store();
+  Store(const Store&) = delete;
+  Store& operator=(const Store&) = delete;
+
+  const std::string& path() const;
+
+  int64_t saveEnvironment(const Environment& env);  // reuses an identical stored one
+  Environment environment(int64_t id);
+
+  int64_t createSweep(const SweepSpec& spec, int64_t environment_id);
+  void setSweepState(int64_t sweep_id, std::string_view state);
+  // One transaction: the run row, its plan and all its events. Returns the run id.
+  int64_t saveRun(int64_t sweep_id, const RunResult& run);
+
+  std::vector<SweepInfo> sweeps();
+  std::optional<SweepInfo> sweep(int64_t id);
+  std::vector<RunResult> runs(int64_t sweep_id);  // without trace events
+  std::optional<RunResult> run(int64_t run_id, bool with_events = true);
+  std::optional<int64_t> sweepOfRun(int64_t run_id);
+  std::vector<TraceEvent> events(int64_t run_id);
+
+  void renameSweep(int64_t id, std::string_view name);
+  void setSweepNotes(int64_t id, std::string_view notes);
+  void setSweepTags(int64_t id, const std::vector<std::string>& tags);
+  void deleteSweep(int64_t id);
+  void deleteRun(int64_t id);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// ATTNSCOPE_DB if set, else $XDG_DATA_HOME/attnscope/runs.sqlite, else
+// ~/.local/share/attnscope/runs.sqlite.
+std::string defaultDatabasePath();
+
+}  // namespace attnscope

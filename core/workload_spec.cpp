@@ -1,0 +1,314 @@
+#include "core/workload_spec.h"
+
+#include <charconv>
+#include <cmath>
+#include <limits>
+#include <sstream>
+#include <stdexcept>
+
+#include <nlohmann/json.hpp>
+
+namespace attnscope {
+namespace {
+
+std::string fmtDouble(double v) {
+  std::ostringstream os;
+  os << v;
+  return os.str();
+}
+
+bool parseInt(std::string_view s, int64_t& out) {
+  if (s.empty()) return false;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
+  return ec == std::errc() && p == s.data() + s.size();
+}
+
+bool parseDouble(std::string_view s, double& out) {
+  if (s.empty()) return false;
+  std::string tmp(s);
+  char* end = nullptr;
+  out = std::strtod(tmp.c_str(), &end);
+  return end == tmp.c_str() + tmp.size();
+}
+
+bool mulOverflows(int64_t a, int64_t b, int64_t& out) { return __builtin_mul_overflow(a, b, &out); }
+
+// Product of the dims times `scale`, or nullopt on int64 overflow.
+std::optional<int64_t> checkedProduct(std::initializer_list<int64_t> dims, int64_t scale) {
+  int64_t acc = scale;
+  for (int64_t d : dims)
+    if (d <= 0 || mulOverflows(acc, d, acc)) return std::nullopt;
+  return acc;
+}
+
+}  // namespace
+
+std::string_view toString(MaskKind k) {
+  switch (k) {
+    case MaskKind::none: return "none";
+    case MaskKind::causal: return "causal";
+    case MaskKind::window: return "window";
+    case MaskKind::block: return "block";
+    case MaskKind::dense: return "dense";
+  }
+  return "?";
+}
+
+std::string_view toString(MaskLayout l) { return l == MaskLayout::broadcast ? "broadcast" : "per_head"; }
+
+std::string toString(const MaskSpec& m) {
+  switch (m.kind) {
+    case MaskKind::window:
+    case MaskKind::block: return std::string(toString(m.kind)) + ":" + std::to_string(m.width);
+    case MaskKind::dense: return m.keep_prob == 1.0 ? "dense" : "dense:" + fmtDouble(m.keep_prob);
+    default: return std::string(toString(m.kind));
+  }
+}
+
+double WorkloadSpec::effectiveScale() const {
+  if (scale) return *scale;
+  int64_t d = headDim();
+  return d > 0 ? 1.0 / std::sqrt(static_cast<double>(d)) : 1.0;
+}
+
+int64_t WorkloadSpec::maskBytes() const {
+  if (mask.kind != MaskKind::dense) return 0;
+  return mask_layout == MaskLayout::per_head ? batch * heads * seq_q * seqKv() : seq_q * seqKv();
+}
+
+int64_t WorkloadSpec::ioBytes() const {
+  int64_t e = bytesPerElement(dtype);
+  return 2 * qElements() * e + 2 * kvElements() * e + maskBytes();
+}
+
+ParsedMask parseMask(std::string_view text) {
+  auto bad = [&](std::string why) {
+    return ParsedMask{std::nullopt, SpecError{"mask", std::string(text), std::move(why)}};
+  };
+  std::string_view name = text, arg;
+  bool hasArg = false;
+  if (auto colon = text.find(':'); colon != std::string_view::npos) {
+    name = text.substr(0, colon);
+    arg = text.substr(colon + 1);
+    hasArg = true;
+  }
+  MaskSpec m;
+  if (name == "none" || name == "causal") {
+    if (hasArg) return bad("mask '" + std::string(name) + "' takes no argument (allowed: " + std::string(kMaskChoices) + ")");
+    m.kind = name == "none" ? MaskKind::none : MaskKind::causal;
+    return {m, std::nullopt};
+  }
+  if (name == "window" || name == "block") {
+    m.kind = name == "window" ? MaskKind::window : MaskKind::block;
+    int64_t w = 0;
+    if (!hasArg || !parseInt(arg, w))
+      return bad("mask '" + std::string(name) + "' needs an integer width, e.g. " + std::string(name) + ":128");
+    if (w < 1) return bad("mask " + std::string(name) + " width must be >= 1 (got " + std::string(arg) + ")");
+    m.width = w;
+    return {m, std::nullopt};
+  }
+  if (name == "dense") {
+    m.kind = MaskKind::dense;
+    if (hasArg) {
+      double p = 0;
+      if (!parseDouble(arg, p)) return bad("dense mask keep-probability must be a number in (0, 1], e.g. dense:0.5");
+      if (!(p > 0.0 && p <= 1.0))
+        return bad("dense mask keep-probability must be in (0, 1] (got " + std::string(arg) + ")");
+      m.keep_prob = p;
+    }
+    return {m, std::nullopt};
+  }
+  return bad("unknown mask '" + std::string(text) + "' (allowed: " + std::string(kMaskChoices) + ")");
+}
+
+std::optional<MaskLayout> parseMaskLayout(std::string_view text) {
+  if (text == "broadcast") return MaskLayout::broadcast;
+  if (text == "per_head" || text == "per-head") return MaskLayout::per_head;
+  return std::nullopt;
+}
+
+std::vector<SpecError> validate(const WorkloadSpec& s) {
+  std::vector<SpecError> errs;
+  auto add = [&](std::string field, std::string value, std::string msg) {
+    errs.push_back({std::move(field), std::move(value), std::move(msg)});
+  };
+  auto str = [](int64_t v) { return std::to_string(v); };
+  if (s.batch < 1) add("batch", str(s.batch), "batch must be >= 1 (got " + str(s.batch) + ")");
+  if (s.heads < 1) add("heads", str(s.heads), "heads must be >= 1 (got " + str(s.heads) + ")");
+  if (s.kv_heads < 0)
+    add("kv_heads", str(s.kv_heads), "kv_heads must be >= 1, or 0 for the same as heads (got " + str(s.kv_heads) + ")");
+  else if (s.kv_heads > 0 && s.heads >= 1 && (s.kv_heads > s.heads || s.heads % s.kv_heads != 0))
+    add("kv_heads", str(s.kv_heads),
+        "kv_heads must divide heads (" + str(s.heads) + "), e.g. 1 (MQA) or a divisor for GQA (got " + str(s.kv_heads) + ")");
+  if (s.seq_q < 1) add("seq", str(s.seq_q), "seq must be >= 1 (got " + str(s.seq_q) + ")");
+  if (s.seq_kv < 0)
+    add("seq_kv", str(s.seq_kv), "seq_kv must be >= 1, or 0 for the same as seq (got " + str(s.seq_kv) + ")");
+  if (s.width < 0) add("width", str(s.width), "width must be >= 1, or 0 to use head_dim (got " + str(s.width) + ")");
+  if (s.width > 0 && s.heads >= 1) {
+    if (s.width % s.heads != 0)
+      add("width", str(s.width),
+          "width (" + str(s.width) + ") must be divisible by heads (" + str(s.heads) + ") so that head_dim = width / heads");
+    else if (s.width / s.heads > kMaxHeadDim)
+      add("width", str(s.width),
+          "width / heads = " + str(s.width / s.heads) + " exceeds the largest head_dim, " + str(kMaxHeadDim));
+  } else if (s.width == 0 && (s.head_dim < 1 || s.head_dim > kMaxHeadDim)) {
+    add("head_dim", str(s.head_dim),
+        "head_dim must be in 1.." + str(kMaxHeadDim) + " (got " + str(s.head_dim) + ")");
+  }
+  switch (s.mask.kind) {
+    case MaskKind::window:
+    case MaskKind::block:
+      if (s.mask.width < 1)
+        add("mask", toString(s.mask),
+            std::string(toString(s.mask.kind)) + " width must be >= 1 (got " + str(s.mask.width) + ")");
+      if (s.mask.kind == MaskKind::block && s.seq_q >= 1 && s.seqKv() != s.seq_q)
+        add("mask", toString(s.mask),
+            "block masks need seq == seq_kv (got seq " + str(s.seq_q) + ", seq_kv " + str(s.seqKv()) + ")");
+      break;
+    case MaskKind::dense:
+      if (!(s.mask.keep_prob > 0.0 && s.mask.keep_prob <= 1.0))
+        add("mask", toString(s.mask), "dense mask keep-probability must be in (0, 1] (got " + fmtDouble(s.mask.keep_prob) + ")");
+      break;
+    default: break;
+  }
+  if (s.scale && !(std::isfinite(*s.scale) && *s.scale > 0.0))
+    add("scale", fmtDouble(*s.scale), "scale must be a finite number > 0 (got " + fmtDouble(*s.scale) + ")");
+  if (errs.empty()) {
+    // Every tensor's byte count (fp32 compute buffers are the largest) must fit the int64 index type.
+    const int64_t d = s.headDim();
+    struct Tensor { const char* name; std::initializer_list<int64_t> dims; };
+    const Tensor tensors[] = {{"Q/O", {s.batch, s.heads, s.seq_q, d}},
+                              {"K/V", {s.batch, s.kvHeads(), s.seqKv(), d}},
+                              {"scores", {s.batch, s.heads, s.seq_q, s.seqKv()}}};
+    for (const auto& t : tensors)
+      if (!checkedProduct(t.dims, 8))
+        add("seq", str(s.seq_q),
+            std::string("the ") + t.name + " tensor of " + summary(s) + " has more elements than the 64-bit index type allows");
+  }
+  return errs;
+}
+
+std::string describe(const std::vector<SpecError>& errors) {
+  std::string out;
+  for (const auto& e : errors) {
+    if (!out.empty()) out += '\n';
+    out += e.field + ": " + e.message;
+  }
+  return out;
+}
+
+std::string summary(const WorkloadSpec& s) {
+  std::ostringstream os;
+  os << "B" << s.batch << " H" << s.heads << "/" << s.kvHeads() << " L" << s.seq_q << "x" << s.seqKv() << " D"
+     << s.headDim() << " " << toString(s.dtype) << " " << toString(s.mask);
+  if (s.mask.kind == MaskKind::dense) os << "/" << toString(s.mask_layout);
+  return os.str();
+}
+
+const std::vector<std::string>& specFieldNames() {
+  static const std::vector<std::string> names{"batch", "heads", "kv_heads", "seq", "seq_kv", "head_dim",
+                                              "width", "dtype", "mask", "mask_layout", "scale", "seed"};
+  return names;
+}
+
+std::optional<SpecError> setField(WorkloadSpec& s, std::string_view field, std::string_view text) {
+  const std::string f(field), v(text);
+  auto intField = [&](int64_t& target) -> std::optional<SpecError> {
+    int64_t x = 0;
+    if (!parseInt(text, x)) return SpecError{f, v, f + " must be an integer (got '" + v + "')"};
+    target = x;
+    return std::nullopt;
+  };
+  if (f == "batch") return intField(s.batch);
+  if (f == "heads") return intField(s.heads);
+  if (f == "kv_heads" || f == "kv-heads") return intField(s.kv_heads);
+  if (f == "seq" || f == "seq_q") return intField(s.seq_q);
+  if (f == "seq_kv" || f == "seq-kv") return intField(s.seq_kv);
+  if (f == "head_dim" || f == "head-dim") {
+    auto e = intField(s.head_dim);
+    if (!e) s.width = 0;
+    return e;
+  }
+  if (f == "width") return intField(s.width);
+  if (f == "seed") {
+    int64_t x = 0;
+    if (!parseInt(text, x) || x < 0) return SpecError{f, v, "seed must be a non-negative integer (got '" + v + "')"};
+    s.seed = static_cast<uint64_t>(x);
+    return std::nullopt;
+  }
+  if (f == "dtype") {
+    auto d = parseDType(text);
+    if (!d) return SpecError{f, v, "unknown dtype '" + v + "' (allowed: " + std::string(kDTypeChoices) + ")"};
+    s.dtype = *d;
+    return std::nullopt;
+  }
+  if (f == "mask") {
+    auto m = parseMask(text);
+    if (m.error) return m.error;
+    s.mask = *m.mask;
+    return std::nullopt;
+  }
+  if (f == "mask_layout" || f == "mask-layout") {
+    auto l = parseMaskLayout(text);
+    if (!l) return SpecError{"mask_layout", v, "unknown mask layout '" + v + "' (allowed: " + std::string(kMaskLayoutChoices) + ")"};
+    s.mask_layout = *l;
+    return std::nullopt;
+  }
+  if (f == "scale") {
+    if (v == "default" || v.empty()) {
+      s.scale.reset();
+      return std::nullopt;
+    }
+    double x = 0;
+    if (!parseDouble(text, x)) return SpecError{f, v, "scale must be a number (got '" + v + "')"};
+    s.scale = x;
+    return std::nullopt;
+  }
+  std::string all;
+  for (const auto& n : specFieldNames()) all += (all.empty() ? "" : ", ") + n;
+  return SpecError{f, v, "unknown spec field '" + f + "' (allowed: " + all + ")"};
+}
+
+nlohmann::json toJson(const WorkloadSpec& s) {
+  nlohmann::json j{{"batch", s.batch},   {"heads", s.heads},       {"kv_heads", s.kvHeads()},
+                   {"seq", s.seq_q},     {"seq_kv", s.seqKv()},    {"head_dim", s.headDim()},
+                   {"width", s.width},   {"dtype", toString(s.dtype)}, {"mask", toString(s.mask)},
+                   {"mask_layout", toString(s.mask_layout)},       {"seed", s.seed}};
+  j["scale"] = s.scale ? nlohmann::json(*s.scale) : nlohmann::json(nullptr);
+  // The unresolved values keep "same as" semantics across a round trip.
+  if (s.kv_heads == 0) j["kv_heads"] = 0;
+  if (s.seq_kv == 0) j["seq_kv"] = 0;
+  return j;
+}
+
+WorkloadSpec workloadSpecFromJson(const nlohmann::json& j) {
+  if (!j.is_object()) throw std::runtime_error("workload spec: expected a JSON object");
+  WorkloadSpec s;
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    const std::string& key = it.key();
+    std::string text;
+    if (it->is_null()) {
+      if (key == "scale") { s.scale.reset(); continue; }
+      throw std::runtime_error("workload spec: field '" + key + "' must not be null");
+    }
+    if (it->is_string()) text = it->get<std::string>();
+    else if (it->is_number_integer() || it->is_number_unsigned()) text = std::to_string(it->get<int64_t>());
+    else if (it->is_number_float()) {
+      std::ostringstream os;
+      os.precision(17);
+      os << it->get<double>();
+      text = os.str();
+    } else throw std::runtime_error("workload spec: field '" + key + "' has the wrong JSON type");
+    // head_dim after width would reset width; keep both as stored.
+    if (key == "head_dim") {
+      int64_t keepWidth = s.width;
+      if (auto e = setField(s, key, text)) throw std::runtime_error("workload spec: " + e->message);
+      s.width = keepWidth;
+      continue;
+    }
+    if (auto e = setField(s, key, text)) throw std::runtime_error("workload spec: " + e->message);
+  }
+  return s;
+}
+
+}  // namespace attnscope

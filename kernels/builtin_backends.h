@@ -1,0 +1,8 @@
+#pragma once
+#include "core/backend_registry.h"
+
+namespace attnscope {
+// Registers the CPU backends and, in CUDA builds, the CUDA backends (listed as unavailable, with
+// the CUDA runtime's reason, on machines without a usable GPU; the reason is added as a note).
+void registerBuiltinBackends(BackendRegistry& registry);
+}  // namespace attnscope
