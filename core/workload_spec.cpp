@@ -271,7 +271,7 @@ std::optional<SpecError> setField(WorkloadSpec& s, std::string_view field, std::
 
 nlohmann::json toJson(const WorkloadSpec& s) {
   nlohmann::json j{{"batch", s.batch},   {"heads", s.heads},       {"kv_heads", s.kvHeads()},
-                   {"seq", s.seq_q},     {"seq_kv", s.seqKv()},    {"head_dim", s.headDim()},
+                   {"seq", s.seq_q},     {"seq_kv", s.seqKv()},    {"head_dim", s.head_dim},
                    {"width", s.width},   {"dtype", toString(s.dtype)}, {"mask", toString(s.mask)},
                    {"mask_layout", toString(s.mask_layout)},       {"seed", s.seed}};
   j["scale"] = s.scale ? nlohmann::json(*s.scale) : nlohmann::json(nullptr);

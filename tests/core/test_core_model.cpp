@@ -1,0 +1,277 @@
+// Allocator, plan, reference, sweep expansion and the run engine's status handling. The engine
+// is driven through a small backend defined here that computes with the float64 reference, so
+// its statuses can be provoked precisely.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "core/reference.h"
+#include "core/run_engine.h"
+#include "core/sweep_runner.h"
+
+using namespace attnscope;
+
+TEST(TrackingAllocator, TracksLivePeakAndEvents) {
+  HostAllocator a;
+  {
+    Buffer<float> x(a, 100, "x");
+    Buffer<float> y(a, 50, "y");
+    EXPECT_EQ(a.liveBytes(), 600);
+    y.reset();
+    Buffer<uint8_t> z(a, 10, "z");
+    EXPECT_EQ(a.liveBytes(), 410);
+  }
+  EXPECT_EQ(a.liveBytes(), 0);
+  EXPECT_EQ(a.peakBytes(), 600);
+  auto ev = a.takeEvents();
+  ASSERT_EQ(ev.size(), 6u);
+  EXPECT_EQ(ev[0].kind, EventKind::alloc);
+  EXPECT_EQ(ev[0].name, "x");
+  EXPECT_EQ(ev[0].bytes, 400);
+  EXPECT_EQ(ev[2].kind, EventKind::free);
+  EXPECT_EQ(ev[2].name, "y");
+  for (size_t i = 1; i < ev.size(); ++i) EXPECT_GE(ev[i].start_ns, ev[i - 1].start_ns);
+  EXPECT_TRUE(a.takeEvents().empty());
+}
+
+TEST(TrackingAllocator, LimitRaisesOutOfMemoryWithNumbers) {
+  HostAllocator a(1000);
+  Buffer<uint8_t> x(a, 600, "x");
+  try {
+    Buffer<uint8_t> y(a, 500, "y");
+    FAIL() << "expected OutOfMemory";
+  } catch (const OutOfMemory& e) {
+    EXPECT_EQ(e.requested(), 500);
+    EXPECT_EQ(e.freeBytes(), 400);
+    EXPECT_NE(std::string(e.what()).find("500 B"), std::string::npos);
+  }
+  EXPECT_EQ(a.liveBytes(), 600);
+}
+
+TEST(MemoryPlan, PeakIsTheLargestLiveSum) {
+  MemoryPlan p;
+  int in = p.addStep("inputs"), sc = p.addStep("scores"), sm = p.addStep("softmax"), out = p.addStep("output");
+  p.add("q", 100, in, out, BufferRole::input);
+  p.add("S", 1000, sc, sm, BufferRole::workspace);
+  p.add("P", 1000, sm, out, BufferRole::workspace);
+  p.add("o", 100, out, out, BufferRole::output);
+  EXPECT_EQ(p.peakBytes(), 2100);
+  EXPECT_EQ(p.peakStep(), sm);
+  EXPECT_EQ(p.ioBytes(), 200);
+  MemoryPlan back = memoryPlanFromJson(nlohmann::json::parse(toJson(p).dump()));
+  EXPECT_EQ(back.peakBytes(), 2100);
+  EXPECT_EQ(back.buffers.size(), 4u);
+  EXPECT_EQ(back.buffers[3].role, BufferRole::output);
+}
+
+TEST(Reference, SingleVisibleKeyReturnsItsValue) {
+  WorkloadSpec s;
+  s.batch = 1;
+  s.heads = 1;
+  s.seq_q = 4;
+  s.head_dim = 3;
+  s.mask = {MaskKind::causal, 0, 1.0};
+  HostInputs in = HostInputs::generate(s);
+  std::vector<double> out;
+  referenceRows(s, in, {0}, out);
+  for (int d = 0; d < 3; ++d) EXPECT_DOUBLE_EQ(out[d], in.v.at(d));
+  // Lq > Lkv with causal: query 0 sees nothing -> zeros.
+  s.seq_kv = 2;
+  in = HostInputs::generate(s);
+  referenceRows(s, in, {0, 3}, out);
+  for (int d = 0; d < 3; ++d) EXPECT_EQ(out[d], 0.0);
+  EXPECT_NE(out[3 + 0], 0.0);
+}
+
+TEST(Reference, SampledRowsAreSeededDistinctAndIncludeEnds) {
+  WorkloadSpec s;
+  s.heads = 16;
+  s.seq_q = 4096;
+  auto rows = accuracyRows(s);
+  EXPECT_EQ(rows.size(), 256u);
+  EXPECT_EQ(rows.front(), 0);
+  EXPECT_EQ(rows.back(), 16 * 4096 - 1);
+  EXPECT_TRUE(std::is_sorted(rows.begin(), rows.end()));
+  EXPECT_EQ(rows, accuracyRows(s));
+  s.seq_q = 100;
+  EXPECT_EQ(accuracyRows(s).size(), 1600u);
+}
+
+TEST(SweepSpec, ExpandsTheGridAndReportsBadPoints) {
+  SweepSpec sw;
+  sw.base.width = 64;
+  sw.axes = {{"heads", {"8", "16"}}, {"seq", {"128", "256", "512"}}};
+  sw.backends = {"a", "b"};
+  std::vector<SpecError> errs;
+  auto pts = sw.expand(&errs);
+  EXPECT_TRUE(errs.empty()) << describe(errs);
+  ASSERT_EQ(pts.size(), 6u);
+  EXPECT_EQ(sw.pointCount(), 12u);
+  EXPECT_EQ(pts[3].heads, 16);
+  EXPECT_EQ(pts[3].headDim(), 4);
+  EXPECT_EQ(pts[3].seq_q, 128);
+  sw.axes = {{"heads", {"8", "128"}}};
+  errs.clear();
+  sw.expand(&errs);
+  ASSERT_EQ(errs.size(), 1u);
+  EXPECT_EQ(errs[0].field, "width");
+  sw.axes = {{"dtype", {"fp32", "int8"}}};
+  errs.clear();
+  sw.expand(&errs);
+  ASSERT_EQ(errs.size(), 1u);
+  EXPECT_EQ(errs[0].field, "dtype");
+  SweepSpec back = sweepSpecFromJson(nlohmann::json::parse(toJson(sw).dump()));
+  EXPECT_EQ(back.axes.size(), 1u);
+  EXPECT_EQ(back.base, sw.base);
+}
+
+namespace {
+
+// Computes attention with the float64 reference; buffers tracked as a real backend's would be.
+class ReferenceTestBackend : public Backend {
+ public:
+  int64_t available = -1;
+  bool slow = false;
+  std::string id() const override { return "test.reference"; }
+  std::string device() const override { return "cpu"; }
+  std::string description() const override { return "float64 reference (tests)"; }
+  Availability availability() const override { return {}; }
+  Support support(const WorkloadSpec& s) const override {
+    Support r;
+    if (s.dtype == DType::bf16) r.reasons.push_back("bf16 not supported by the test backend");
+    return r;
+  }
+  MemoryPlan plan(const WorkloadSpec& s) const override {
+    MemoryPlan p;
+    int st = p.addStep("all");
+    p.add("io", s.ioBytes(), st, st, BufferRole::input);
+    return p;
+  }
+  int64_t memoryAvailable() const override { return available; }
+  std::unique_ptr<TrackingAllocator> makeAllocator() const override { return std::make_unique<HostAllocator>(); }
+  std::unique_ptr<Execution> prepare(const WorkloadSpec& s, const HostInputs& in, RunContext& ctx) override {
+    struct Exec : Execution {
+      WorkloadSpec s;
+      const HostInputs* in;
+      RunContext* ctx;
+      bool slow;
+      Buffer<uint8_t> io;
+      std::vector<float> o;
+      double run() override {
+        PhaseScope phase(*ctx, "compute");
+        for (int i = 0; slow && i < 1000; ++i) {
+          ctx->throwIfCancelled();
+          std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        }
+        std::vector<int64_t> rows(static_cast<size_t>(s.batch * s.heads * s.seq_q));
+        for (size_t r = 0; r < rows.size(); ++r) rows[r] = static_cast<int64_t>(r);
+        std::vector<double> out;
+        referenceRows(s, *in, rows, out);
+        o.assign(out.begin(), out.end());
+        return 1e-3;
+      }
+      void output(std::vector<float>& out) override { out = o; }
+    };
+    auto e = std::make_unique<Exec>();
+    e->s = s;
+    e->in = &in;
+    e->ctx = &ctx;
+    e->slow = slow;
+    e->io = Buffer<uint8_t>(ctx.allocator(), s.ioBytes(), "io");
+    return e;
+  }
+};
+
+WorkloadSpec small() {
+  WorkloadSpec s;
+  s.heads = 2;
+  s.seq_q = 16;
+  s.head_dim = 8;
+  return s;
+}
+
+}  // namespace
+
+TEST(RunEngine, OkRunHasTimingMemoryAccuracyAndTrace) {
+  ReferenceTestBackend b;
+  RunOptions o;
+  o.warmup = 1;
+  o.reps = 3;
+  RunResult r = runPoint(b, small(), o);
+  ASSERT_EQ(r.status, RunStatus::ok) << r.message;
+  EXPECT_EQ(r.timing.samples_s.size(), 3u);
+  EXPECT_DOUBLE_EQ(r.timing.median_s, 1e-3);
+  EXPECT_EQ(r.memory.measured_peak, r.memory.predicted_peak);
+  EXPECT_TRUE(r.accuracy.passed());
+  EXPECT_EQ(r.accuracy.rows_checked, 32);
+  EXPECT_GT(r.flops, 0);
+  int phases = 0;
+  for (const auto& e : r.trace.events) phases += e.kind == EventKind::phase;
+  EXPECT_EQ(phases, 4);
+}
+
+TEST(RunEngine, StatusesForInvalidUnsupportedBudgetAndMemory) {
+  ReferenceTestBackend b;
+  RunOptions o;
+  WorkloadSpec bad = small();
+  bad.heads = 0;
+  EXPECT_EQ(runPoint(b, bad, o).status, RunStatus::error);
+  WorkloadSpec bf = small();
+  bf.dtype = DType::bf16;
+  RunResult u = runPoint(b, bf, o);
+  EXPECT_EQ(u.status, RunStatus::unsupported);
+  EXPECT_NE(u.message.find("bf16"), std::string::npos);
+  o.memory_budget = 100;
+  RunResult sk = runPoint(b, small(), o);
+  EXPECT_EQ(sk.status, RunStatus::skipped);
+  EXPECT_EQ(sk.memory.predicted_peak, small().ioBytes());
+  o.memory_budget = -1;
+  b.available = 1000;
+  RunResult oom = runPoint(b, small(), o);
+  EXPECT_EQ(oom.status, RunStatus::oom);
+  EXPECT_NE(oom.message.find("available"), std::string::npos);
+}
+
+TEST(RunEngine, CancelStopsARunInFlight) {
+  ReferenceTestBackend b;
+  b.slow = true;
+  std::atomic<bool> cancel{false};
+  RunOptions o;
+  o.cancel = &cancel;
+  std::thread t([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    cancel = true;
+  });
+  auto t0 = std::chrono::steady_clock::now();
+  RunResult r = runPoint(b, small(), o);
+  t.join();
+  EXPECT_EQ(r.status, RunStatus::cancelled);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(1));
+  EXPECT_EQ(r.memory.measured_peak, small().ioBytes());
+}
+
+TEST(SweepRunner, RunsEveryPointIsolatesFailuresAndReportsProgress) {
+  BackendRegistry reg;
+  reg.add(std::make_unique<ReferenceTestBackend>());
+  SweepSpec sw;
+  sw.base = small();
+  sw.axes = {{"dtype", {"fp32", "bf16", "fp16"}}};
+  sw.backends = {"test.reference"};
+  sw.reps = 1;
+  std::vector<SweepProgress> progress;
+  int stored = 0;
+  SweepRunner runner(reg);
+  auto results = runner.run(sw, {[&](const SweepProgress& p) { progress.push_back(p); },
+                                 [&](RunResult& r) { r.id = ++stored; }});
+  ASSERT_EQ(results.size(), 3u);
+  EXPECT_EQ(results[0].status, RunStatus::ok);
+  EXPECT_EQ(results[1].status, RunStatus::unsupported);
+  EXPECT_EQ(results[2].status, RunStatus::ok);
+  EXPECT_EQ(results[2].id, 3);
+  ASSERT_FALSE(progress.empty());
+  EXPECT_EQ(progress.back().done, 3u);
+  EXPECT_EQ(progress.back().total, 3u);
+  sw.backends = {"nope"};
+  EXPECT_THROW(runner.run(sw, {}), std::invalid_argument);
+}
