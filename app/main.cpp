@@ -1,1 +1,94 @@
-int main() { return 0; }
+// attnscope: the GUI with no arguments, headless subcommands otherwise.
+// Exit status: 0 success, 2 bad input (reason on stderr), 1 any other failure.
+#include <cstring>
+#include <iostream>
+
+#include "app/cli_common.h"
+#include "app/commands.h"
+#include "core/environment.h"
+#ifdef ATTNSCOPE_HAVE_GUI
+#include "ui/gui_entry.h"
+#endif
+
+using namespace attnscope;
+using namespace attnscope::cli;
+
+namespace {
+
+struct Command {
+  const CommandDef* def;
+  int (*fn)(const std::vector<std::string>&);
+};
+
+const Command kCommands[] = {{&kBackendsDef, cmdBackends}, {&kRunDef, cmdRun},         {&kSweepDef, cmdSweep},
+                             {&kRunsDef, cmdRuns},         {&kShowDef, cmdShow},       {&kCompareDef, cmdCompare},
+                             {&kExportDef, cmdExport},     {&kReportDef, cmdReport}};
+
+const CommandDef kGuiDef{"gui", "gui [--db FILE]", "Open the desktop application on a database.", {dbOption()}, 0, {}};
+
+void printUsage(std::ostream& os) {
+  os << "AttnScope " << appVersion() << ": profile attention memory and time across backends.\n\n"
+     << "usage: attnscope                 open the desktop application\n"
+     << "       attnscope COMMAND [OPTIONS]\n\ncommands:\n";
+  for (const auto& c : kCommands) os << "  " << c.def->name << std::string(10 - c.def->name.size(), ' ') << c.def->summary.substr(0, c.def->summary.find(". ") + 1) << "\n";
+  os << "  gui       " << kGuiDef.summary << "\n\n"
+     << "Run 'attnscope COMMAND --help' for a command's options. Results are saved to " << defaultDatabasePath()
+     << "\n(override with --db or ATTNSCOPE_DB).\n";
+}
+
+int runGuiCommand(int argc, char** argv, const std::vector<std::string>& rest) {
+  Args args(kGuiDef, rest);
+#ifdef ATTNSCOPE_HAVE_GUI
+  return runGui(argc, argv, databasePath(args));
+#else
+  (void)argc;
+  (void)argv;
+  std::cerr << "error: this build has no GUI (configured with ATTNSCOPE_GUI=OFF); see 'attnscope --help'\n";
+  return 1;
+#endif
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  try {
+    if (args.empty()) return runGuiCommand(argc, argv, {});
+    const std::string cmd = args[0];
+    std::vector<std::string> rest(args.begin() + 1, args.end());
+    if (cmd == "--help" || cmd == "-h" || cmd == "help") {
+      printUsage(std::cout);
+      return 0;
+    }
+    if (cmd == "--version") {
+      std::cout << "attnscope " << appVersion() << " (" << gitRevision() << ")\n";
+      return 0;
+    }
+    const bool wantsHelp = std::find(rest.begin(), rest.end(), "--help") != rest.end() ||
+                           std::find(rest.begin(), rest.end(), "-h") != rest.end();
+    if (cmd == "gui") {
+      if (wantsHelp) {
+        std::cout << helpText(kGuiDef);
+        return 0;
+      }
+      return runGuiCommand(argc, argv, rest);
+    }
+    for (const auto& c : kCommands) {
+      if (c.def->name != cmd) continue;
+      if (wantsHelp) {
+        std::cout << helpText(*c.def);
+        return 0;
+      }
+      return c.fn(rest);
+    }
+    std::cerr << "error: unknown command '" << cmd << "'\n\n";
+    printUsage(std::cerr);
+    return 2;
+  } catch (const UsageError& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return 1;
+  }
+}

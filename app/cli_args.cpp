@@ -1,0 +1,104 @@
+#include "app/cli_args.h"
+
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+
+namespace attnscope::cli {
+
+Args::Args(const CommandDef& def, const std::vector<std::string>& argv) : def_(def) {
+  for (size_t i = 0; i < argv.size(); ++i) {
+    const std::string& a = argv[i];
+    if (a.rfind("--", 0) != 0 || a == "--") {
+      if (static_cast<int>(positionals_.size()) >= def.max_positionals)
+        throw UsageError("unexpected argument '" + a + "' for '" + def.name + "' (see attnscope " + def.name + " --help)");
+      positionals_.push_back(a);
+      continue;
+    }
+    std::string name = a.substr(2), val;
+    bool inlineValue = false;
+    if (auto eq = name.find('='); eq != std::string::npos) {
+      val = name.substr(eq + 1);
+      name = name.substr(0, eq);
+      inlineValue = true;
+    }
+    auto it = std::find_if(def.options.begin(), def.options.end(), [&](const OptionDef& o) { return o.name == name; });
+    if (it == def.options.end())
+      throw UsageError("unknown option '--" + name + "' for '" + def.name + "' (see attnscope " + def.name + " --help)");
+    if (it->metavar.empty()) {
+      if (inlineValue) throw UsageError("option '--" + name + "' takes no value");
+      values_[name] = "";
+      continue;
+    }
+    if (!inlineValue) {
+      if (i + 1 >= argv.size()) throw UsageError("option '--" + name + "' needs a value (" + it->metavar + ")");
+      val = argv[++i];
+    }
+    if (values_.count(name)) throw UsageError("option '--" + name + "' given twice");
+    values_[name] = val;
+  }
+}
+
+std::optional<std::string> Args::value(const std::string& name) const {
+  auto it = values_.find(name);
+  if (it == values_.end()) return std::nullopt;
+  return it->second;
+}
+
+int Args::intValue(const std::string& name, int fallback, int min_value) const {
+  auto v = value(name);
+  if (!v) return fallback;
+  try {
+    size_t used = 0;
+    int x = std::stoi(*v, &used);
+    if (used != v->size() || x < min_value) throw std::invalid_argument("range");
+    return x;
+  } catch (const std::exception&) {
+    throw UsageError("--" + name + " must be an integer >= " + std::to_string(min_value) + " (got '" + *v + "')");
+  }
+}
+
+std::string helpText(const CommandDef& def) {
+  std::ostringstream os;
+  os << "usage: attnscope " << def.synopsis << "\n\n" << def.summary << "\n";
+  if (!def.options.empty()) {
+    os << "\noptions:\n";
+    size_t width = 0;
+    for (const auto& o : def.options) width = std::max(width, o.name.size() + o.metavar.size() + 3);
+    for (const auto& o : def.options) {
+      std::string left = "--" + o.name + (o.metavar.empty() ? "" : " " + o.metavar);
+      os << "  " << left << std::string(width + 2 - left.size(), ' ') << o.help << "\n";
+    }
+    os << "  --help" << std::string(width - 4, ' ') << "show this help\n";
+  }
+  if (!def.details.empty()) os << "\n" << def.details << "\n";
+  return os.str();
+}
+
+std::vector<std::string> splitList(const std::string& text) {
+  std::vector<std::string> out;
+  std::stringstream ss(text);
+  std::string item;
+  while (std::getline(ss, item, ','))
+    if (!item.empty()) out.push_back(item);
+  return out;
+}
+
+int64_t parseBytes(const std::string& option, const std::string& text) {
+  size_t pos = 0;
+  double v = 0;
+  try {
+    v = std::stod(text, &pos);
+  } catch (const std::exception&) {
+    pos = 0;
+  }
+  std::string unit = text.substr(pos);
+  static const std::pair<const char*, double> units[] = {
+      {"", 1}, {"B", 1}, {"KiB", 1024.0}, {"MiB", 1048576.0}, {"GiB", 1073741824.0}, {"TiB", 1099511627776.0},
+      {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"TB", 1e12}, {"K", 1024.0}, {"M", 1048576.0}, {"G", 1073741824.0}};
+  for (const auto& [name, mult] : units)
+    if (pos > 0 && unit == name && v >= 0 && std::isfinite(v)) return static_cast<int64_t>(v * mult);
+  throw UsageError("--" + option + " must be a size such as 8GiB, 512MiB or 1000000 (got '" + text + "')");
+}
+
+}  // namespace attnscope::cli

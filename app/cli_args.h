@@ -1,0 +1,53 @@
+#pragma once
+// A small command-line parser: --name value, --name=value, flags and positionals, with --help
+// text generated from the same option table the parser uses.
+
+#include <map>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace attnscope::cli {
+
+// Bad input: the message goes to stderr and the process exits with 2.
+struct UsageError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+struct OptionDef {
+  std::string name;     // without dashes: "heads"
+  std::string metavar;  // empty for a flag
+  std::string help;
+};
+
+struct CommandDef {
+  std::string name;
+  std::string synopsis;  // "run --backend ID [SPEC] ..."
+  std::string summary;   // one line
+  std::vector<OptionDef> options;
+  int max_positionals = 0;
+  std::string details;  // extra help text
+};
+
+class Args {
+ public:
+  // Throws UsageError naming the unknown option or the missing value.
+  Args(const CommandDef& def, const std::vector<std::string>& argv);
+  bool flag(const std::string& name) const { return values_.count(name) > 0; }
+  std::optional<std::string> value(const std::string& name) const;
+  const std::vector<std::string>& positionals() const { return positionals_; }
+  int intValue(const std::string& name, int fallback, int min_value) const;
+
+ private:
+  const CommandDef& def_;
+  std::map<std::string, std::string> values_;
+  std::vector<std::string> positionals_;
+};
+
+std::string helpText(const CommandDef& def);
+std::vector<std::string> splitList(const std::string& text);  // "a,b,,c" -> {a, b, c}
+// "512MiB", "8GiB", "1e9", "1000000" -> bytes. Throws UsageError naming the option.
+int64_t parseBytes(const std::string& option, const std::string& text);
+
+}  // namespace attnscope::cli

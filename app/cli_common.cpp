@@ -1,0 +1,147 @@
+#include "app/cli_common.h"
+
+#include <cstdlib>
+#include <ctime>
+#include <iostream>
+
+#include "kernels/builtin_backends.h"
+#ifdef ATTNSCOPE_HAVE_CUPTI
+#include "core/cupti/cupti_capture.h"
+#endif
+
+namespace attnscope::cli {
+
+namespace {
+struct SpecOption {
+  const char* cli;
+  const char* field;
+  const char* metavar;
+  const char* help;
+};
+const SpecOption kSpecOptions[] = {
+    {"batch", "batch", "N", "batch size (default 1)"},
+    {"heads", "heads", "N", "query heads (default 8)"},
+    {"kv-heads", "kv_heads", "N", "key/value heads, dividing heads: GQA, 1 = MQA (default: heads)"},
+    {"seq", "seq", "N", "query sequence length (default 1024)"},
+    {"seq-kv", "seq_kv", "N", "key/value sequence length (default: seq)"},
+    {"head-dim", "head_dim", "N", "head dimension 1..256 (default 64)"},
+    {"width", "width", "N", "fixed model width: head_dim = width / heads (instead of --head-dim)"},
+    {"dtype", "dtype", "T", "fp32, fp16 or bf16 (default fp32)"},
+    {"mask", "mask", "M", "none, causal, window:W, block:W, dense[:p] (default none)"},
+    {"mask-layout", "mask_layout", "L", "dense mask layout: broadcast [1,1,L,S] or per_head [B,H,L,S]"},
+    {"scale", "scale", "X", "softmax scale (default 1/sqrt(head_dim))"},
+    {"seed", "seed", "S", "seed for inputs and dense masks (default 0)"},
+};
+}  // namespace
+
+std::vector<OptionDef> specOptions(bool lists) {
+  std::vector<OptionDef> out;
+  for (const auto& o : kSpecOptions)
+    out.push_back({o.cli, lists ? std::string(o.metavar) + ",..." : o.metavar, o.help});
+  return out;
+}
+
+std::vector<std::string> specOptionNames() {
+  std::vector<std::string> out;
+  for (const auto& o : kSpecOptions) out.push_back(o.cli);
+  return out;
+}
+
+void throwIfInvalid(const WorkloadSpec& spec) {
+  if (auto errs = validate(spec); !errs.empty()) throw UsageError(describe(errs));
+}
+
+WorkloadSpec specFromArgs(const Args& args) {
+  WorkloadSpec spec;
+  std::vector<SpecError> errs;
+  if (args.value("width") && args.value("head-dim"))
+    throw UsageError("--width and --head-dim are exclusive: head_dim = width / heads");
+  for (const auto& o : kSpecOptions) {
+    auto v = args.value(o.cli);
+    if (!v) continue;
+    if (v->find(',') != std::string::npos) {
+      errs.push_back({o.field, *v, std::string("--") + o.cli + " takes one value here; lists are for 'attnscope sweep'"});
+      continue;
+    }
+    if (auto e = setField(spec, o.field, *v)) errs.push_back(*e);
+  }
+  if (!errs.empty()) throw UsageError(describe(errs));
+  throwIfInvalid(spec);
+  return spec;
+}
+
+OptionDef dbOption() { return {"db", "FILE", "database file (default: $ATTNSCOPE_DB or " + defaultDatabasePath() + ")"}; }
+OptionDef jsonOption() { return {"json", "", "print JSON for scripts instead of tables"}; }
+
+std::string databasePath(const Args& args) {
+  if (auto v = args.value("db")) return *v;
+  return defaultDatabasePath();
+}
+
+std::unique_ptr<Store> openStore(const std::string& path, bool create) {
+  try {
+    return std::make_unique<Store>(path, create);
+  } catch (const StoreError& e) {
+    if (e.kind() == StoreError::Kind::io) throw std::runtime_error(e.what());
+    throw UsageError(e.what());
+  }
+}
+
+Session& session() {
+  static Session* s = [] {
+    auto* st = new Session;
+#ifdef ATTNSCOPE_HAVE_CUPTI
+    // CUPTI must subscribe before the first CUDA call of the process, i.e. before the CUDA
+    // backends probe the device during registration.
+    st->capture = &CuptiCapture::start();
+    if (st->capture && !st->capture->active()) st->notes.push_back(st->capture->note());
+#endif
+    registerBuiltinBackends(st->registry);
+    for (const auto& n : st->registry.notes()) st->notes.insert(st->notes.begin(), n);
+    return st;
+  }();
+  return *s;
+}
+
+void Session::printNotes() const {
+  static bool printed = false;
+  if (printed) return;
+  printed = true;
+  for (const auto& n : notes) std::cerr << "note: " << n << "\n";
+}
+
+ItemId parseId(const std::string& text) {
+  ItemId id;
+  std::string digits = text;
+  if (!text.empty() && (text[0] == 'R' || text[0] == 'r')) {
+    id.is_run = true;
+    digits = text.substr(1);
+  } else if (!text.empty() && (text[0] == 'S' || text[0] == 's')) {
+    digits = text.substr(1);
+  }
+  try {
+    size_t used = 0;
+    id.id = std::stoll(digits, &used);
+    if (used != digits.size() || id.id <= 0) throw std::invalid_argument("id");
+  } catch (const std::exception&) {
+    throw UsageError("'" + text + "' is not an id: use S<n> (or <n>) for a sweep, R<n> for a run (see attnscope runs)");
+  }
+  return id;
+}
+
+std::string join(const std::vector<std::string>& items, const std::string& sep) {
+  std::string out;
+  for (const auto& i : items) out += (out.empty() ? "" : sep) + i;
+  return out;
+}
+
+std::string formatTime(int64_t unix_ms) {
+  std::time_t t = static_cast<std::time_t>(unix_ms / 1000);
+  std::tm tm{};
+  localtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S", &tm);
+  return buf;
+}
+
+}  // namespace attnscope::cli

@@ -1,0 +1,52 @@
+#pragma once
+// Pieces every command shares: the spec options, the database, the backends, ids, output.
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "app/cli_args.h"
+#include "core/backend_registry.h"
+#include "core/store.h"
+#include "core/trace_capture.h"
+#include "core/workload_spec.h"
+
+namespace attnscope::cli {
+
+// The SPEC options shared by backends, run and sweep (CLI name -> spec field).
+std::vector<OptionDef> specOptions(bool lists);
+std::vector<std::string> specOptionNames();
+// The spec from the SPEC options (single values). Throws UsageError listing every bad field.
+WorkloadSpec specFromArgs(const Args& args);
+void throwIfInvalid(const WorkloadSpec& spec);
+
+OptionDef dbOption();
+OptionDef jsonOption();
+// --db, else ATTNSCOPE_DB, else the default path.
+std::string databasePath(const Args& args);
+// Opens the store; refusals become UsageError (bad input), I/O failures runtime_error.
+std::unique_ptr<Store> openStore(const std::string& path, bool create = true);
+
+// Backends of this build, plus device-side trace capture where the build has it. Notes such as
+// "GPU backends unavailable: <reason>" and "CUPTI unavailable: <reason>" are printed once to stderr.
+struct Session {
+  BackendRegistry registry;
+  TraceCapture* capture = nullptr;  // process-wide, never destroyed
+  std::vector<std::string> notes;
+  void printNotes() const;
+};
+Session& session();
+
+struct ItemId {
+  bool is_run = false;
+  int64_t id = 0;
+  std::string text() const { return (is_run ? "R" : "S") + std::to_string(id); }
+};
+// "S3" or "3": sweep 3; "R17": run 17. Throws UsageError.
+ItemId parseId(const std::string& text);
+
+std::string join(const std::vector<std::string>& items, const std::string& sep);
+std::string formatTime(int64_t unix_ms);
+
+}  // namespace attnscope::cli

@@ -1,0 +1,82 @@
+#include "app/cli_results.h"
+
+#include <cstdio>
+
+#include "core/format.h"
+
+namespace attnscope::cli {
+
+std::string timeCell(const RunResult& r) {
+  return r.status == RunStatus::ok && r.timing.median_s > 0 ? formatDuration(r.timing.median_s) : "-";
+}
+
+std::string bytesCell(int64_t bytes) { return bytes >= 0 ? formatBytes(bytes) : "-"; }
+
+namespace {
+std::string errorCell(const RunResult& r) {
+  if (!r.accuracy.checked) return "-";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1e%s", r.accuracy.max_abs_error, r.accuracy.passed() ? "" : " FAIL");
+  return buf;
+}
+}  // namespace
+
+Table resultsTable(const std::vector<RunResult>& runs) {
+  Table t({"id", "backend", "B", "H", "Hkv", "Lq", "Lkv", "D", "dtype", "mask", "status", "time", "GFLOP/s",
+           "predicted", "measured", "max err", "note"});
+  for (const auto& r : runs) {
+    const WorkloadSpec& s = r.spec;
+    char gf[32] = "-";
+    if (r.status == RunStatus::ok && r.flopsPerSecond() > 0) std::snprintf(gf, sizeof gf, "%.1f", r.flopsPerSecond() / 1e9);
+    std::string note = r.status == RunStatus::ok ? r.message : r.message.substr(0, 70);
+    t.add({r.id ? "R" + std::to_string(r.id) : "-", r.backend, std::to_string(s.batch), std::to_string(s.heads),
+           std::to_string(s.kvHeads()), std::to_string(s.seq_q), std::to_string(s.seqKv()), std::to_string(s.headDim()),
+           std::string(toString(s.dtype)), toString(s.mask), std::string(toString(r.status)), timeCell(r), gf,
+           bytesCell(r.memory.predicted_peak), bytesCell(r.status == RunStatus::ok ? r.memory.measured_peak : -1),
+           errorCell(r), note});
+  }
+  return t;
+}
+
+void printRunDetails(const RunResult& r, std::ostream& os) {
+  const auto line = [&](const std::string& k, const std::string& v) { os << "  " << k << std::string(k.size() < 18 ? 18 - k.size() : 1, ' ') << v << "\n"; };
+  os << (r.id ? "run R" + std::to_string(r.id) : std::string("run")) << ": " << r.backend << " on " << r.device << "\n";
+  line("spec", summary(r.spec));
+  line("scale", std::to_string(r.spec.effectiveScale()));
+  line("status", std::string(toString(r.status)) + (r.message.empty() ? "" : ": " + r.message));
+  if (r.status == RunStatus::ok) {
+    line("time (median)", formatDuration(r.timing.median_s) + "  (min " + formatDuration(r.timing.min_s) + ", max " +
+                              formatDuration(r.timing.max_s) + "; " + std::to_string(r.timing.warmup) + " warm-up, " +
+                              std::to_string(r.timing.reps) + " reps)");
+    line("throughput", formatFlops(r.flopsPerSecond()));
+  }
+  os << "  memory\n";
+  line("  predicted peak", bytesCell(r.memory.predicted_peak));
+  line("  allocator peak", bytesCell(r.memory.measured_peak) +
+                               (r.memory.measured_peak >= 0 && r.memory.predicted_peak >= 0
+                                    ? "  (measured - predicted = " + std::to_string(r.memory.measured_peak - r.memory.predicted_peak) + " B)"
+                                    : ""));
+  line("  CUPTI peak", r.memory.cupti_peak >= 0 ? formatBytes(r.memory.cupti_peak) +
+                                                      (r.memory.measured_peak >= 0 ? "  (CUPTI - allocator = " + formatBytes(r.memory.cupti_peak - r.memory.measured_peak) + ")" : "")
+                                                : std::string("not captured") + (r.trace.capture_note.empty() ? "" : " (" + r.trace.capture_note + ")"));
+  line("  Q+K+V+O+mask", formatBytes(r.memory.io_bytes));
+  if (r.memory.measured_peak >= 0) line("  overhead", formatBytes(r.memory.overhead()));
+  if (!r.plan.buffers.empty()) {
+    os << "  plan (peak at step '" << (r.plan.steps.empty() ? "" : r.plan.steps[r.plan.peakStep()]) << "')\n";
+    for (const auto& b : r.plan.buffers) {
+      std::string life = r.plan.steps.empty() ? "" : r.plan.steps[b.first_step] + (b.first_step == b.last_step ? "" : ".." + r.plan.steps[b.last_step]);
+      line("    " + b.name, formatBytes(b.bytes) + "  " + std::string(toString(b.role)) + "  " + life);
+    }
+  }
+  if (r.accuracy.checked) {
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "max abs %.3e, rel L2 %.3e over %lld of %lld rows (tolerance %.1e): %s",
+                  r.accuracy.max_abs_error, r.accuracy.rel_l2_error, static_cast<long long>(r.accuracy.rows_checked),
+                  static_cast<long long>(r.accuracy.rows_total), r.accuracy.tolerance, r.accuracy.passed() ? "pass" : "FAIL");
+    line("accuracy", buf);
+  }
+  line("trace", std::to_string(r.trace.events.size()) + " events" +
+                    (r.trace.dropped_records ? ", " + std::to_string(r.trace.dropped_records) + " CUPTI records dropped" : ""));
+}
+
+}  // namespace attnscope::cli

@@ -1,0 +1,21 @@
+#pragma once
+#include <string>
+#include <vector>
+
+#include "app/cli_args.h"
+
+namespace attnscope::cli {
+
+// Each returns the process exit code; UsageError escapes to main (exit 2).
+int cmdBackends(const std::vector<std::string>& argv);
+int cmdRun(const std::vector<std::string>& argv);
+int cmdSweep(const std::vector<std::string>& argv);
+int cmdRuns(const std::vector<std::string>& argv);
+int cmdShow(const std::vector<std::string>& argv);
+int cmdCompare(const std::vector<std::string>& argv);
+int cmdExport(const std::vector<std::string>& argv);
+int cmdReport(const std::vector<std::string>& argv);
+
+extern const CommandDef kBackendsDef, kRunDef, kSweepDef, kRunsDef, kShowDef, kCompareDef, kExportDef, kReportDef;
+
+}  // namespace attnscope::cli

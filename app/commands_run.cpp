@@ -1,0 +1,269 @@
+// backends, run, sweep: the commands that execute workloads.
+#include <chrono>
+#include <csignal>
+#include <iostream>
+
+#include <nlohmann/json.hpp>
+
+#include "app/cli_common.h"
+#include "app/cli_results.h"
+#include "app/commands.h"
+#include "core/environment.h"
+#include "core/format.h"
+#include "core/npy.h"
+#include "core/run_engine.h"
+#include "core/sweep_runner.h"
+
+namespace attnscope::cli {
+namespace {
+
+std::vector<OptionDef> withSpec(std::vector<OptionDef> opts, bool lists) {
+  auto spec = specOptions(lists);
+  opts.insert(opts.begin(), spec.begin(), spec.end());
+  return opts;
+}
+
+std::atomic<bool> g_cancel{false};
+extern "C" void onInterrupt(int) { g_cancel.store(true); }
+
+// Ctrl-C cancels the run in flight; finished points stay saved.
+struct InterruptGuard {
+  InterruptGuard() {
+    g_cancel = false;
+    std::signal(SIGINT, onInterrupt);
+    std::signal(SIGTERM, onInterrupt);
+  }
+  ~InterruptGuard() {
+    std::signal(SIGINT, SIG_DFL);
+    std::signal(SIGTERM, SIG_DFL);
+  }
+};
+
+Backend& findBackend(const std::string& id) {
+  Backend* b = session().registry.find(id);
+  if (!b) throw UsageError("--backend: unknown backend '" + id + "' (allowed: " + join(session().registry.ids(), ", ") + ")");
+  return *b;
+}
+
+}  // namespace
+
+const CommandDef kBackendsDef{
+    "backends", "backends [SPEC] [--json]", "List the backends of this build and whether each can run SPEC, and why not.",
+    withSpec({jsonOption()}, false), 0,
+    "SPEC defaults to B=1, 8 heads, seq 1024, head_dim 64, fp32, no mask."};
+
+int cmdBackends(const std::vector<std::string>& argv) {
+  Args args(kBackendsDef, argv);
+  WorkloadSpec spec = specFromArgs(args);
+  Session& s = session();
+  if (args.flag("json")) {
+    nlohmann::json out = {{"spec", toJson(spec)}, {"notes", s.notes}, {"backends", nlohmann::json::array()}};
+    for (Backend* b : s.registry.all()) {
+      Availability av = b->availability();
+      Support sup = b->support(spec);
+      out["backends"].push_back({{"id", b->id()},
+                                 {"device", b->device()},
+                                 {"description", b->description()},
+                                 {"available", av.available},
+                                 {"unavailable_reason", av.reason},
+                                 {"supported", sup.ok()},
+                                 {"reasons", sup.reasons},
+                                 {"predicted_peak", sup.ok() ? b->plan(spec).peakBytes() : -1}});
+    }
+    std::cout << out.dump(2) << "\n";
+    return 0;
+  }
+  s.printNotes();
+  std::cout << "spec: " << summary(spec) << "\n\n";
+  Table t({"backend", "device", "available", "runs spec", "predicted peak", "why not / description"});
+  for (Backend* b : s.registry.all()) {
+    Availability av = b->availability();
+    Support sup = b->support(spec);
+    t.add({b->id(), b->device(), av.available ? "yes" : "no", sup.ok() ? "yes" : "no",
+           sup.ok() ? formatBytes(b->plan(spec).peakBytes()) : "-", sup.ok() ? b->description() : join(sup.reasons, "; ")});
+  }
+  std::cout << t.render();
+  return 0;
+}
+
+const CommandDef kRunDef{
+    "run", "run --backend ID [SPEC] [--reps N] [--warmup N] [--dump DIR] [--inputs DIR] [--db FILE | --no-db] [--json]",
+    "Run one workload on one backend: time, throughput, predicted and measured peak memory, accuracy against a "
+    "float64 reference.",
+    withSpec({{"backend", "ID", "backend id (see attnscope backends)"},
+              {"reps", "N", "timed repetitions (default 5)"},
+              {"warmup", "N", "warm-up runs (default 1)"},
+              {"dump", "DIR", "write q.npy k.npy v.npy out.npy (and mask.npy) in [B,H,L,D] layout"},
+              {"inputs", "DIR", "read q.npy k.npy v.npy (and mask.npy) instead of generating inputs"},
+              {"no-check", "", "skip the accuracy check against the float64 reference"},
+              {"name", "NAME", "name of the saved run's sweep (default: run <backend>)"},
+              dbOption(),
+              {"no-db", "", "do not save the run"},
+              jsonOption()},
+             false),
+    0,
+    "bf16 arrays are dumped and read as float32 holding exact bf16 values. Exit status: 0 ok, 1 the run did not "
+    "succeed (status oom, error, unsupported, cancelled), 2 bad input."};
+
+int cmdRun(const std::vector<std::string>& argv) {
+  Args args(kRunDef, argv);
+  auto backendId = args.value("backend");
+  if (!backendId) throw UsageError("--backend is required (allowed: " + join(session().registry.ids(), ", ") + ")");
+  WorkloadSpec spec = specFromArgs(args);
+  RunOptions opt;
+  opt.reps = args.intValue("reps", 5, 1);
+  opt.warmup = args.intValue("warmup", 1, 0);
+  opt.check_accuracy = !args.flag("no-check");
+  if (args.flag("no-db") && args.value("db")) throw UsageError("--db and --no-db are exclusive");
+  std::unique_ptr<Store> store;
+  if (!args.flag("no-db")) store = openStore(databasePath(args));
+  Backend& backend = findBackend(*backendId);
+  HostInputs inputs;
+  if (auto dir = args.value("inputs")) {
+    try {
+      inputs = loadInputs(*dir, spec);
+    } catch (const std::invalid_argument& e) {
+      throw UsageError(std::string("--inputs: ") + e.what());
+    }
+  } else {
+    inputs = HostInputs::generate(spec);
+  }
+  opt.inputs = &inputs;
+  std::vector<float> output;
+  if (args.value("dump")) opt.output = &output;
+  Session& s = session();
+  if (!args.flag("json")) s.printNotes();
+  opt.capture = s.capture;
+  InterruptGuard guard;
+  opt.cancel = &g_cancel;
+  RunResult r = runPoint(backend, spec, opt);
+  if (store) {
+    SweepSpec one;
+    one.name = args.value("name").value_or("run " + backend.id());
+    one.base = spec;
+    one.backends = {backend.id()};
+    one.reps = opt.reps;
+    one.warmup = opt.warmup;
+    int64_t sweepId = store->createSweep(one, store->saveEnvironment(captureEnvironment()));
+    r.id = store->saveRun(sweepId, r);
+    store->setSweepState(sweepId, r.status == RunStatus::cancelled ? "cancelled" : "finished");
+  }
+  if (auto dir = args.value("dump"); dir && r.status == RunStatus::ok) dumpRun(*dir, spec, inputs, output);
+  if (args.flag("json")) {
+    std::cout << toJson(r).dump(2) << "\n";
+  } else {
+    printRunDetails(r, std::cout);
+    if (auto dir = args.value("dump"); dir && r.status == RunStatus::ok) std::cout << "  dumped to        " << *dir << "\n";
+    if (store) std::cout << "  saved as         R" << r.id << " in " << store->path() << "\n";
+  }
+  if (r.status != RunStatus::ok) std::cerr << "error: " << r.backend << ": " << toString(r.status) << ": " << r.message << "\n";
+  return r.status == RunStatus::ok ? 0 : 1;
+}
+
+const CommandDef kSweepDef{
+    "sweep", "sweep --backends A,B [--heads 8,16,32] [--seq 1024,4096] [SPEC lists] [--budget SIZE] [--name N] [--db FILE] [--json]",
+    "Run a grid of workloads (every SPEC option takes a comma-separated list) on several backends, saving every "
+    "point as it finishes.",
+    withSpec({{"backends", "A,B", "backend ids (default: every backend available on this machine)"},
+              {"name", "NAME", "sweep name (default: sweep <time>)"},
+              {"budget", "SIZE", "skip points whose predicted peak exceeds SIZE (e.g. 8GiB); stored as skipped"},
+              {"reps", "N", "timed repetitions per point (default 3)"},
+              {"warmup", "N", "warm-up runs per point (default 1)"},
+              {"quiet", "", "no per-point progress on stderr"},
+              dbOption(),
+              jsonOption()},
+             true),
+    0,
+    "A failing point (oom, unsupported, error) is stored with its status and the sweep goes on. Ctrl-C cancels: "
+    "every finished point stays saved. --width W sweeps heads at a fixed model width (head_dim = W / heads)."};
+
+int cmdSweep(const std::vector<std::string>& argv) {
+  Args args(kSweepDef, argv);
+  Session& s = session();
+  SweepSpec sw;
+  if (args.value("width") && args.value("head-dim")) throw UsageError("--width and --head-dim are exclusive");
+  for (const auto& name : specOptionNames()) {
+    auto v = args.value(name);
+    if (!v) continue;
+    auto values = splitList(*v);
+    if (values.empty()) throw UsageError("--" + name + " needs at least one value");
+    std::string field = name;
+    for (auto& c : field)
+      if (c == '-') c = '_';
+    if (values.size() == 1) {
+      if (auto e = setField(sw.base, field, values[0])) throw UsageError(e->field + ": " + e->message);
+    } else {
+      sw.axes.push_back({field, values});
+    }
+  }
+  if (auto b = args.value("backends")) {
+    sw.backends = splitList(*b);
+    for (const auto& id : sw.backends) findBackend(id);
+  } else {
+    for (Backend* b : s.registry.all())
+      if (b->availability().available) sw.backends.push_back(b->id());
+  }
+  if (sw.backends.empty()) throw UsageError("--backends: no backend given");
+  sw.reps = args.intValue("reps", 3, 1);
+  sw.warmup = args.intValue("warmup", 1, 0);
+  if (auto b = args.value("budget")) sw.memory_budget = parseBytes("budget", *b);
+  std::vector<SpecError> errs;
+  auto points = sw.expand(&errs);
+  if (!errs.empty()) throw UsageError(describe(errs));
+  sw.name = args.value("name").value_or("sweep " + formatTime(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                                                   std::chrono::system_clock::now().time_since_epoch())
+                                                                   .count()));
+  auto store = openStore(databasePath(args));
+  const bool json = args.flag("json"), quiet = args.flag("quiet") || json;
+  if (!json) s.printNotes();
+  const int64_t sweepId = store->createSweep(sw, store->saveEnvironment(captureEnvironment()));
+  if (!quiet)
+    std::cerr << "sweep S" << sweepId << " '" << sw.name << "': " << sw.pointCount() << " points ("
+              << points.size() << " specs x " << sw.backends.size() << " backends) -> " << store->path() << "\n";
+  SweepRunner runner(s.registry);
+  runner.setCapture(s.capture);
+  InterruptGuard guard;
+  size_t total = sw.pointCount();
+  SweepCallbacks cb;
+  cb.result = [&](RunResult& r) {
+    r.id = store->saveRun(sweepId, r);
+    if (!quiet) {
+      std::cerr << "  R" << r.id << " " << r.backend << " " << summary(r.spec) << ": " << toString(r.status);
+      if (r.status == RunStatus::ok)
+        std::cerr << ", " << timeCell(r) << ", peak " << formatBytes(r.memory.measured_peak);
+      else
+        std::cerr << " (" << r.message.substr(0, 100) << ")";
+      std::cerr << "\n";
+    }
+  };
+  cb.progress = [&](const SweepProgress& p) {
+    if (!quiet && !p.current.empty())
+      std::cerr << "[" << p.done + 1 << "/" << total << "] " << p.current
+                << (p.eta_s >= 0 ? "  (ETA " + formatDuration(p.eta_s) + ")" : "") << "\n";
+  };
+  std::vector<RunResult> results;
+  try {
+    results = runner.run(sw, cb, &g_cancel);
+  } catch (const std::invalid_argument& e) {
+    store->setSweepState(sweepId, "error");
+    throw UsageError(e.what());
+  }
+  const bool cancelled = g_cancel.load();
+  store->setSweepState(sweepId, cancelled ? "cancelled" : "finished");
+  if (json) {
+    nlohmann::json out = {{"sweep_id", sweepId}, {"name", sw.name}, {"cancelled", cancelled}, {"runs", nlohmann::json::array()}};
+    for (const auto& r : results) out["runs"].push_back(toJson(r));
+    std::cout << out.dump(2) << "\n";
+  } else {
+    std::cout << "sweep S" << sweepId << " '" << sw.name << "'" << (cancelled ? " (cancelled)" : "") << "\n"
+              << resultsTable(results).render();
+    std::cout << "saved " << results.size() << " of " << total << " points to " << store->path() << "\n";
+  }
+  if (cancelled) {
+    std::cerr << "cancelled: " << results.size() << " finished points are saved in sweep S" << sweepId << "\n";
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace attnscope::cli

@@ -1,0 +1,310 @@
+// runs, show, compare, export, report: the commands that read saved results.
+#include <fstream>
+#include <iostream>
+#include <map>
+
+#include <nlohmann/json.hpp>
+
+#include "app/cli_common.h"
+#include "app/cli_results.h"
+#include "app/commands.h"
+#include "core/chrome_trace.h"
+#include "core/format.h"
+#include "core/kernel_summary.h"
+#include "core/results_export.h"
+#ifdef ATTNSCOPE_HAVE_GUI
+#include "ui/gui_entry.h"
+#endif
+
+namespace attnscope::cli {
+namespace {
+
+SweepInfo requireSweep(Store& store, int64_t id) {
+  auto sw = store.sweep(id);
+  if (!sw) throw UsageError("no sweep S" + std::to_string(id) + " in " + store.path() + " (see attnscope runs)");
+  return *sw;
+}
+
+RunResult requireRun(Store& store, int64_t id, bool events) {
+  auto r = store.run(id, events);
+  if (!r) throw UsageError("no run R" + std::to_string(id) + " in " + store.path() + " (see attnscope runs)");
+  return *r;
+}
+
+std::string backendsOf(const SweepInfo& sw) {
+  std::vector<std::string> b = sw.spec.value("backends", std::vector<std::string>{});
+  return join(b, ",");
+}
+
+std::string gridOf(const SweepInfo& sw) {
+  std::string out;
+  for (const auto& a : sw.spec.value("axes", nlohmann::json::array()))
+    out += (out.empty() ? "" : " x ") + a.value("field", "") + "[" + join(a.value("values", std::vector<std::string>{}), ",") + "]";
+  return out.empty() ? "single point" : out;
+}
+
+// A key identifying a point across sweeps: backend plus the resolved spec without the seed.
+std::string pointKey(const RunResult& r) { return r.backend + " " + summary(r.spec); }
+
+}  // namespace
+
+const CommandDef kRunsDef{"runs", "runs [--db FILE] [--json]", "List the saved sweeps with their runs.",
+                          {dbOption(), jsonOption()}, 0,
+                          "Ids: S<n> is a sweep, R<n> a run; 'show', 'compare' and 'export' take either."};
+
+int cmdRuns(const std::vector<std::string>& argv) {
+  Args args(kRunsDef, argv);
+  auto store = openStore(databasePath(args), false);
+  auto sweeps = store->sweeps();
+  if (args.flag("json")) {
+    nlohmann::json out = nlohmann::json::array();
+    for (const auto& sw : sweeps) {
+      nlohmann::json runs = nlohmann::json::array();
+      for (const auto& r : store->runs(sw.id))
+        runs.push_back({{"id", r.id}, {"backend", r.backend}, {"summary", summary(r.spec)}, {"status", toString(r.status)}});
+      out.push_back({{"id", sw.id}, {"name", sw.name}, {"created_unix_ms", sw.created_unix_ms}, {"state", sw.state},
+                     {"tags", sw.tags}, {"notes", sw.notes}, {"run_count", sw.run_count}, {"ok_count", sw.ok_count},
+                     {"runs", runs}});
+    }
+    std::cout << out.dump(2) << "\n";
+    return 0;
+  }
+  if (sweeps.empty()) {
+    std::cout << "no saved sweeps in " << store->path() << "\n";
+    return 0;
+  }
+  Table t({"id", "name", "created", "state", "runs", "ok", "backends", "grid", "tags"});
+  for (const auto& sw : sweeps)
+    t.add({"S" + std::to_string(sw.id), sw.name, formatTime(sw.created_unix_ms), sw.state, std::to_string(sw.run_count),
+           std::to_string(sw.ok_count), backendsOf(sw), gridOf(sw), join(sw.tags, ",")});
+  std::cout << t.render();
+  return 0;
+}
+
+const CommandDef kShowDef{"show", "show ID [--kernels] [--db FILE] [--json]",
+                          "Show one sweep (S<n>) or run (R<n>) in full: spec, environment, results, memory "
+                          "(predicted, allocator and CUPTI peaks side by side).",
+                          {{"kernels", "", "list the run's kernels: count, total and mean time, grid, block, registers, shared memory"},
+                           dbOption(), jsonOption()},
+                          1, {}};
+
+int cmdShow(const std::vector<std::string>& argv) {
+  Args args(kShowDef, argv);
+  if (args.positionals().empty()) throw UsageError("show needs an id (S<n> or R<n>; see attnscope runs)");
+  ItemId id = parseId(args.positionals()[0]);
+  auto store = openStore(databasePath(args), false);
+  const bool json = args.flag("json");
+  if (!id.is_run) {
+    SweepInfo sw = requireSweep(*store, id.id);
+    auto runs = store->runs(sw.id);
+    Environment env = store->environment(sw.environment_id);
+    if (json) {
+      std::cout << sweepToJson(sw, env, runs).dump(2) << "\n";
+      return 0;
+    }
+    std::cout << "sweep S" << sw.id << " '" << sw.name << "' (" << sw.state << "), created " << formatTime(sw.created_unix_ms) << "\n"
+              << "  base spec   " << summary(workloadSpecFromJson(sw.spec.at("base"))) << "\n"
+              << "  grid        " << gridOf(sw) << "\n  backends    " << backendsOf(sw) << "\n";
+    if (!sw.notes.empty()) std::cout << "  notes       " << sw.notes << "\n";
+    if (!sw.tags.empty()) std::cout << "  tags        " << join(sw.tags, ", ") << "\n";
+    std::cout << "  machine     " << env.host << ", " << env.cpu << " (" << env.cpu_threads << " threads), "
+              << formatBytes(env.memory_total) << ", " << env.os << "\n";
+    for (const auto& g : env.gpus)
+      std::cout << "  gpu         " << g.name << " (sm_" << g.cc_major << g.cc_minor << ", " << formatBytes(g.memory_total) << ")\n";
+    if (!env.gpu_note.empty()) std::cout << "  gpu         " << env.gpu_note << "\n";
+    std::cout << "  app         " << env.app_version << " (" << env.git_revision << ")\n\n" << resultsTable(runs).render();
+    return 0;
+  }
+  RunResult r = requireRun(*store, id.id, true);
+  if (json) {
+    nlohmann::json j = toJson(r);
+    if (args.flag("kernels")) j["kernels"] = toJson(summarizeKernels(r.trace.events));
+    std::cout << j.dump(2) << "\n";
+    return 0;
+  }
+  printRunDetails(r, std::cout);
+  if (auto sw = store->sweepOfRun(r.id)) std::cout << "  sweep             S" << *sw << "\n";
+  if (args.flag("kernels")) {
+    auto kernels = summarizeKernels(r.trace.events);
+    if (kernels.empty()) {
+      std::cout << "\nno kernels recorded for R" << r.id
+                << (r.trace.capture_note.empty() ? std::string(" (CPU backends record phases, not kernels)") : " (" + r.trace.capture_note + ")") << "\n";
+    } else {
+      Table t({"kernel", "count", "total", "mean", "grid", "block", "regs", "smem"});
+      auto dim = [](const int32_t* d) { return std::to_string(d[0]) + "x" + std::to_string(d[1]) + "x" + std::to_string(d[2]); };
+      for (const auto& k : kernels)
+        t.add({k.name.size() > 60 ? k.name.substr(0, 57) + "..." : k.name, std::to_string(k.count),
+               formatDuration(static_cast<double>(k.total_ns) * 1e-9), formatDuration(k.meanNs() * 1e-9), dim(k.config.grid),
+               dim(k.config.block), std::to_string(k.config.registers), formatBytes(k.sharedMemory())});
+      std::cout << "\n" << t.render();
+    }
+  }
+  return 0;
+}
+
+const CommandDef kCompareDef{"compare", "compare ID ID [--db FILE] [--json]",
+                             "Compare two sweeps point by point (memory, time, status) with their environments side "
+                             "by side, or two runs field by field.",
+                             {dbOption(), jsonOption()}, 2, {}};
+
+int cmdCompare(const std::vector<std::string>& argv) {
+  Args args(kCompareDef, argv);
+  if (args.positionals().size() != 2) throw UsageError("compare needs two ids (S<n> or R<n>)");
+  ItemId a = parseId(args.positionals()[0]), b = parseId(args.positionals()[1]);
+  if (a.is_run != b.is_run) throw UsageError("compare two sweeps or two runs, not one of each");
+  auto store = openStore(databasePath(args), false);
+  std::vector<RunResult> ra, rb;
+  nlohmann::json envs = nlohmann::json::array();
+  if (a.is_run) {
+    ra = {requireRun(*store, a.id, false)};
+    rb = {requireRun(*store, b.id, false)};
+  } else {
+    SweepInfo sa = requireSweep(*store, a.id), sb = requireSweep(*store, b.id);
+    ra = store->runs(sa.id);
+    rb = store->runs(sb.id);
+    envs = {toJson(store->environment(sa.environment_id)), toJson(store->environment(sb.environment_id))};
+  }
+  // Runs pair up by backend and spec; compared runs pair up whatever they are.
+  std::map<std::string, const RunResult*> byKey;
+  for (const auto& r : rb) byKey[pointKey(r)] = &r;
+  struct Pair { const RunResult* a; const RunResult* b; };
+  std::vector<Pair> pairs;
+  if (a.is_run) pairs.push_back({&ra[0], &rb[0]});
+  else
+    for (const auto& r : ra) pairs.push_back({&r, byKey.count(pointKey(r)) ? byKey[pointKey(r)] : nullptr});
+  if (args.flag("json")) {
+    nlohmann::json out = {{"a", a.text()}, {"b", b.text()}, {"environments", envs}, {"points", nlohmann::json::array()}};
+    for (const auto& p : pairs) {
+      nlohmann::json j = {{"point", pointKey(*p.a)}, {"a", toJson(*p.a)}, {"b", p.b ? toJson(*p.b) : nlohmann::json()}};
+      if (p.b && p.a->status == RunStatus::ok && p.b->status == RunStatus::ok) {
+        j["time_ratio"] = p.a->timing.median_s > 0 ? p.b->timing.median_s / p.a->timing.median_s : 0;
+        j["peak_difference"] = p.b->memory.measured_peak - p.a->memory.measured_peak;
+      }
+      out["points"].push_back(j);
+    }
+    std::cout << out.dump(2) << "\n";
+    return 0;
+  }
+  if (!a.is_run) {
+    Table env({"environment", a.text(), b.text(), ""});
+    for (auto it = envs[0].begin(); it != envs[0].end(); ++it) {
+      std::string va = it->dump(), vb = envs[1].value(it.key(), nlohmann::json()).dump();
+      if (va.size() > 60) va = va.substr(0, 57) + "...";
+      if (vb.size() > 60) vb = vb.substr(0, 57) + "...";
+      env.add({it.key(), va, vb, va == vb ? "" : "differs"});
+    }
+    std::cout << env.render() << "\n";
+  }
+  Table t({"point", "status " + a.text(), "status " + b.text(), "time " + a.text(), "time " + b.text(), "B/A time",
+           "peak " + a.text(), "peak " + b.text(), "peak B-A"});
+  for (const auto& p : pairs) {
+    const RunResult& x = *p.a;
+    std::string ratio = "-", diff = "-";
+    if (p.b && x.status == RunStatus::ok && p.b->status == RunStatus::ok && x.timing.median_s > 0) {
+      char buf[32];
+      std::snprintf(buf, sizeof buf, "%.2fx", p.b->timing.median_s / x.timing.median_s);
+      ratio = buf;
+      diff = formatBytes(p.b->memory.measured_peak - x.memory.measured_peak);
+    }
+    t.add({pointKey(x), std::string(toString(x.status)), p.b ? std::string(toString(p.b->status)) : "absent", timeCell(x),
+           p.b ? timeCell(*p.b) : "-", ratio, bytesCell(x.status == RunStatus::ok ? x.memory.measured_peak : -1),
+           p.b ? bytesCell(p.b->status == RunStatus::ok ? p.b->memory.measured_peak : -1) : "-", diff});
+  }
+  std::cout << t.render();
+  return 0;
+}
+
+const CommandDef kExportDef{
+    "export", "export ID --format csv|json|trace|png|svg|pdf --out FILE [--db FILE]",
+    "Export a sweep or run: data as CSV or JSON, the trace as Chrome trace JSON (Perfetto UI, chrome://tracing), "
+    "or the memory charts as PNG, SVG or PDF.",
+    {{"format", "F", "csv, json, trace, png, svg or pdf"},
+     {"out", "FILE", "output file"},
+     {"width", "PX", "image width for png/svg/pdf (default 1600)"},
+     {"height", "PX", "image height (default 700)"},
+     {"dpi", "N", "resolution for png (default 96)"},
+     dbOption()},
+    1,
+    "A sweep's trace export writes one file with a process per run."};
+
+int cmdExport(const std::vector<std::string>& argv) {
+  Args args(kExportDef, argv);
+  if (args.positionals().empty()) throw UsageError("export needs an id (S<n> or R<n>)");
+  ItemId id = parseId(args.positionals()[0]);
+  auto format = args.value("format");
+  auto out = args.value("out");
+  static const std::vector<std::string> formats{"csv", "json", "trace", "png", "svg", "pdf"};
+  if (!format || std::find(formats.begin(), formats.end(), *format) == formats.end())
+    throw UsageError("--format must be one of csv, json, trace, png, svg, pdf" + (format ? " (got '" + *format + "')" : std::string()));
+  if (!out) throw UsageError("--out FILE is required");
+  const std::string dbPath = databasePath(args);
+  auto store = openStore(dbPath, false);
+  std::vector<RunResult> runs;
+  std::optional<SweepInfo> sweep;
+  if (id.is_run) {
+    runs = {requireRun(*store, id.id, *format == "trace")};
+  } else {
+    sweep = requireSweep(*store, id.id);
+    runs = store->runs(sweep->id);
+    if (*format == "trace")
+      for (auto& r : runs) r.trace.events = store->events(r.id);
+  }
+  if (*format == "png" || *format == "svg" || *format == "pdf") {
+#ifdef ATTNSCOPE_HAVE_GUI
+    if (id.is_run) throw UsageError("chart export takes a sweep id (S<n>); the run R" + std::to_string(id.id) + " is in S" +
+                                    std::to_string(store->sweepOfRun(id.id).value_or(0)));
+    store.reset();
+    std::string err = exportSweepChart(dbPath, id.id, *format, *out, args.intValue("width", 1600, 100),
+                                       args.intValue("height", 700, 100), args.intValue("dpi", 96, 10));
+    if (!err.empty()) throw std::runtime_error(err);
+    std::cout << "wrote " << *out << "\n";
+    return 0;
+#else
+    throw std::runtime_error("this build has no GUI (ATTNSCOPE_GUI=OFF): chart export needs it; use csv or json");
+#endif
+  }
+  std::ofstream f(*out, std::ios::binary | std::ios::trunc);
+  if (!f) throw std::runtime_error("cannot write " + *out);
+  if (*format == "csv") {
+    f << runsToCsv(runs);
+  } else if (*format == "json") {
+    if (sweep) f << sweepToJson(*sweep, store->environment(sweep->environment_id), runs).dump(2) << "\n";
+    else f << toJson(runs[0]).dump(2) << "\n";
+  } else {
+    std::vector<TraceRun> traceRuns;
+    for (const auto& r : runs) traceRuns.push_back(traceRunOf(r));
+    f << chromeTrace(traceRuns).dump() << "\n";
+  }
+  if (!f) throw std::runtime_error("write failed: " + *out);
+  std::cout << "wrote " << *out << " (" << runs.size() << (runs.size() == 1 ? " run" : " runs") << ")\n";
+  return 0;
+}
+
+const CommandDef kReportDef{"report", "report ID --out DIR [--db FILE]",
+                            "Write every chart of a sweep as PNG and one PDF report (spec, environment, charts, "
+                            "results table) into DIR.",
+                            {{"out", "DIR", "output folder (created)"}, dbOption()}, 1, {}};
+
+int cmdReport(const std::vector<std::string>& argv) {
+  Args args(kReportDef, argv);
+  if (args.positionals().empty()) throw UsageError("report needs a sweep id (S<n>)");
+  ItemId id = parseId(args.positionals()[0]);
+  if (id.is_run) throw UsageError("report takes a sweep id (S<n>)");
+  auto out = args.value("out");
+  if (!out) throw UsageError("--out DIR is required");
+  const std::string dbPath = databasePath(args);
+  {
+    auto store = openStore(dbPath, false);
+    requireSweep(*store, id.id);
+  }
+#ifdef ATTNSCOPE_HAVE_GUI
+  std::string err = writeSweepReport(dbPath, id.id, *out);
+  if (!err.empty()) throw std::runtime_error(err);
+  std::cout << "wrote charts and report.pdf to " << *out << "\n";
+  return 0;
+#else
+  throw std::runtime_error("this build has no GUI (ATTNSCOPE_GUI=OFF): reports need it");
+#endif
+}
+
+}  // namespace attnscope::cli
