@@ -1,0 +1,85 @@
+#include "cli_process.h"
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+extern char** environ;
+
+namespace {
+
+std::vector<char*> buildEnv(const std::vector<std::string>& extra, std::vector<std::string>& storage) {
+  for (char** e = environ; *e; ++e) storage.emplace_back(*e);
+  for (const auto& x : extra) storage.push_back(x);
+  std::vector<char*> out;
+  for (auto& s : storage) out.push_back(s.data());
+  out.push_back(nullptr);
+  return out;
+}
+
+pid_t spawn(const std::vector<std::string>& args, const std::vector<std::string>& env, int outFd, int errFd) {
+  std::vector<std::string> argStorage{ATTNSCOPE_BIN};
+  argStorage.insert(argStorage.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& a : argStorage) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  std::vector<std::string> envStorage;
+  std::vector<char*> envp = buildEnv(env, envStorage);
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_adddup2(&fa, outFd, 1);
+  posix_spawn_file_actions_adddup2(&fa, errFd, 2);
+  pid_t pid = 0;
+  if (posix_spawn(&pid, argv[0], &fa, nullptr, argv.data(), envp.data()) != 0)
+    throw std::runtime_error("cannot start " + std::string(ATTNSCOPE_BIN));
+  posix_spawn_file_actions_destroy(&fa);
+  return pid;
+}
+
+}  // namespace
+
+std::string readFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string tempDir(const std::string& tag) {
+  std::string templ = (std::filesystem::temp_directory_path() / ("attnscope-" + tag + "-XXXXXX")).string();
+  if (!mkdtemp(templ.data())) throw std::runtime_error("mkdtemp failed");
+  return templ;
+}
+
+CliResult runCli(const std::vector<std::string>& args, const std::vector<std::string>& env) {
+  std::string dir = tempDir("cli");
+  std::string outPath = dir + "/out", errPath = dir + "/err";
+  int outFd = open(outPath.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  int errFd = open(errPath.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  pid_t pid = spawn(args, env, outFd, errFd);
+  close(outFd);
+  close(errFd);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  CliResult r;
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  r.out = readFile(outPath);
+  r.err = readFile(errPath);
+  std::filesystem::remove_all(dir);
+  return r;
+}
+
+int startCli(const std::vector<std::string>& args, const std::vector<std::string>& env) {
+  int devnull = open("/dev/null", O_WRONLY);
+  pid_t pid = spawn(args, env, devnull, devnull);
+  close(devnull);
+  return pid;
+}

@@ -1,0 +1,240 @@
+// The command line as a user drives it: every test runs the real binary on real files.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sqlite3.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <set>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "cli_process.h"
+#include "core/npy.h"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+class Cli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = tempDir("clitest");
+    db_ = dir_ + "/runs.sqlite";
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  CliResult run(std::vector<std::string> args) {
+    args.push_back("--db");
+    args.push_back(db_);
+    return runCli(args);
+  }
+  std::string dir_, db_;
+};
+
+void expectUsageError(const CliResult& r, std::initializer_list<std::string> fragments) {
+  EXPECT_EQ(r.code, 2) << r.err;
+  for (const auto& f : fragments) EXPECT_NE(r.err.find(f), std::string::npos) << "stderr lacks '" << f << "': " << r.err;
+}
+
+const std::vector<std::string> kSmall{"--heads", "2", "--seq", "33", "--head-dim", "8"};
+
+std::vector<std::string> cat(std::vector<std::string> a, const std::vector<std::string>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+}  // namespace
+
+TEST(CliHelp, EveryCommandHasHelp) {
+  CliResult top = runCli({"--help"});
+  EXPECT_EQ(top.code, 0);
+  for (const char* cmd : {"backends", "run", "sweep", "runs", "show", "compare", "export", "report", "gui"}) {
+    EXPECT_NE(top.out.find(cmd), std::string::npos) << cmd;
+    CliResult r = runCli({cmd, "--help"});
+    EXPECT_EQ(r.code, 0) << cmd;
+    EXPECT_NE(r.out.find(std::string("usage: attnscope ") + cmd), std::string::npos) << r.out;
+  }
+  CliResult unknown = runCli({"frobnicate"});
+  EXPECT_EQ(unknown.code, 2);
+  EXPECT_NE(unknown.err.find("unknown command 'frobnicate'"), std::string::npos);
+}
+
+TEST_F(Cli, BadInputExitsTwoNamingFieldAndAllowedValues) {
+  expectUsageError(run({"run", "--backend", "cpu.flash", "--heads", "0"}), {"heads", ">= 1", "got 0"});
+  expectUsageError(run({"run", "--backend", "cpu.flash", "--dtype", "fp8"}), {"dtype", "fp8", "fp32, fp16, bf16"});
+  expectUsageError(run({"run", "--backend", "cpu.flash", "--mask", "window:0"}), {"mask", "width must be >= 1"});
+  expectUsageError(run({"run", "--backend", "cpu.flash", "--mask", "diagonal"}), {"mask", "none, causal, window:W"});
+  expectUsageError(run({"run", "--backend", "cpu.flash", "--heads", "8", "--kv-heads", "3"}), {"kv_heads", "divide"});
+  expectUsageError(run({"run", "--backend", "cpu.flash", "--heads", "8", "--width", "100"}), {"width", "divisible"});
+  expectUsageError(run({"run", "--backend", "cpu.flash", "--mask", "dense:1.5"}), {"(0, 1]"});
+  expectUsageError(run({"run", "--backend", "cpu.flash", "--mask", "block:4", "--seq", "8", "--seq-kv", "16"}), {"seq == seq_kv"});
+  expectUsageError(run({"run", "--backend", "nope"}), {"unknown backend 'nope'", "cpu.reference", "cpu.flash"});
+  expectUsageError(run({"run", "--backend", "cpu.flash", "--colour", "red"}), {"unknown option '--colour'"});
+  expectUsageError(run({"run", "--backend", "cpu.flash", "--heads", "8,16"}), {"lists are for 'attnscope sweep'"});
+  expectUsageError(run({"run"}), {"--backend is required"});
+  expectUsageError(run({"sweep", "--backends", "cpu.flash", "--width", "64", "--heads", "8,128"}), {"width", "128"});
+  expectUsageError(run({"sweep", "--backends", "cpu.flash", "--budget", "lots"}), {"--budget", "8GiB"});
+  expectUsageError(run({"show", "X7"}), {"not an id"});
+  expectUsageError(run({"export", "S1", "--format", "xls", "--out", dir_ + "/x"}), {"--format", "csv, json, trace"});
+}
+
+TEST_F(Cli, BackendsJsonListsCpuBackendsAndReasons) {
+  CliResult r = run({"backends", "--json", "--heads", "4", "--seq", "128"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  std::set<std::string> ids;
+  for (const auto& b : j["backends"]) {
+    ids.insert(b["id"]);
+    if (!b["available"].get<bool>()) {
+      EXPECT_FALSE(b["unavailable_reason"].get<std::string>().empty()) << b.dump();
+      EXPECT_FALSE(b["supported"].get<bool>());
+    }
+    if (b["supported"].get<bool>()) EXPECT_GT(b["predicted_peak"].get<int64_t>(), 0);
+  }
+  EXPECT_TRUE(ids.count("cpu.reference"));
+  EXPECT_TRUE(ids.count("cpu.flash"));
+}
+
+TEST_F(Cli, RunJsonReportsOkWithMeasuredEqualToPlan) {
+  for (const char* backend : {"cpu.reference", "cpu.flash"}) {
+    CliResult r = run(cat({"run", "--backend", backend, "--json", "--mask", "dense:0.5", "--mask-layout", "per_head"}, kSmall));
+    ASSERT_EQ(r.code, 0) << r.err;
+    auto j = nlohmann::json::parse(r.out);
+    EXPECT_EQ(j["status"], "ok");
+    EXPECT_EQ(j["memory"]["measured_peak"], j["memory"]["predicted_peak"]);
+    EXPECT_TRUE(j["accuracy"]["passed"].get<bool>());
+    EXPECT_GT(j["id"].get<int64_t>(), 0);
+  }
+}
+
+TEST_F(Cli, DumpAndInputsRoundTrip) {
+  for (const char* dtype : {"fp32", "fp16", "bf16"}) {
+    const std::string d1 = dir_ + "/dump1-" + dtype, d2 = dir_ + "/dump2-" + dtype;
+    auto spec = cat(kSmall, {"--dtype", dtype, "--mask", "dense:0.7", "--seq-kv", "40"});
+    CliResult a = run(cat({"run", "--backend", "cpu.flash", "--dump", d1}, spec));
+    ASSERT_EQ(a.code, 0) << a.err;
+    for (const char* f : {"q.npy", "k.npy", "v.npy", "out.npy", "mask.npy"}) EXPECT_TRUE(fs::exists(d1 + "/" + f)) << f;
+    attnscope::NpyArray q = attnscope::readNpy(d1 + "/q.npy");
+    EXPECT_EQ(q.shape, (std::vector<int64_t>{1, 2, 33, 8}));
+    EXPECT_EQ(q.descr, std::string(dtype) == "fp16" ? "<f2" : "<f4");
+    attnscope::NpyArray m = attnscope::readNpy(d1 + "/mask.npy");
+    EXPECT_EQ(m.descr, "|b1");
+    EXPECT_EQ(m.shape, (std::vector<int64_t>{1, 1, 33, 40}));
+    // Feeding the dump back, through the other backend, reproduces the output.
+    CliResult b = run(cat({"run", "--backend", "cpu.reference", "--inputs", d1, "--dump", d2, "--seed", "99"}, spec));
+    ASSERT_EQ(b.code, 0) << b.err;
+    EXPECT_EQ(readFile(d1 + "/q.npy"), readFile(d2 + "/q.npy"));
+    EXPECT_EQ(readFile(d1 + "/mask.npy"), readFile(d2 + "/mask.npy"));
+    attnscope::NpyArray o1 = attnscope::readNpy(d1 + "/out.npy"), o2 = attnscope::readNpy(d2 + "/out.npy");
+    ASSERT_EQ(o1.data.size(), o2.data.size());
+  }
+  const std::string d = dir_ + "/dump1-fp32";
+  expectUsageError(run(cat({"run", "--backend", "cpu.flash", "--inputs", d, "--seq", "34"}, {"--heads", "2", "--head-dim", "8", "--mask", "dense:0.7", "--seq-kv", "40"})),
+                   {"q.npy", "shape", "(1, 2, 33, 8)", "(1, 2, 34, 8)"});
+  expectUsageError(run(cat({"run", "--backend", "cpu.flash", "--inputs", d, "--dtype", "fp16"}, cat(kSmall, {"--mask", "dense:0.7", "--seq-kv", "40"}))),
+                   {"q.npy", "dtype", "<f4"});
+  // Truncate k.npy.
+  std::string k = readFile(d + "/k.npy");
+  std::ofstream(d + "/k.npy", std::ios::binary | std::ios::trunc) << k.substr(0, k.size() - 10);
+  expectUsageError(run(cat({"run", "--backend", "cpu.flash", "--inputs", d}, cat(kSmall, {"--mask", "dense:0.7", "--seq-kv", "40"}))),
+                   {"k.npy", "truncated"});
+}
+
+TEST_F(Cli, SweepThenRunsShowCompareAndExport) {
+  CliResult s = run({"sweep", "--backends", "cpu.reference,cpu.flash", "--heads", "1,2", "--seq", "16,32", "--head-dim", "8",
+                     "--reps", "1", "--name", "tiny", "--json"});
+  ASSERT_EQ(s.code, 0) << s.err;
+  auto sj = nlohmann::json::parse(s.out);
+  const std::string id = "S" + std::to_string(sj["sweep_id"].get<int64_t>());
+  ASSERT_EQ(sj["runs"].size(), 8u);
+  CliResult runs = run({"runs", "--json"});
+  ASSERT_EQ(runs.code, 0) << runs.err;
+  auto rj = nlohmann::json::parse(runs.out);
+  ASSERT_EQ(rj.size(), 1u);
+  EXPECT_EQ(rj[0]["name"], "tiny");
+  EXPECT_EQ(rj[0]["run_count"], 8);
+  CliResult show = run({"show", id});
+  ASSERT_EQ(show.code, 0) << show.err;
+  EXPECT_NE(show.out.find("cpu.flash"), std::string::npos);
+  const std::string runId = "R" + std::to_string(sj["runs"][0]["id"].get<int64_t>());
+  CliResult showRun = run({"show", runId, "--kernels"});
+  ASSERT_EQ(showRun.code, 0) << showRun.err;
+  EXPECT_NE(showRun.out.find("predicted peak"), std::string::npos);
+  EXPECT_NE(showRun.out.find("allocator peak"), std::string::npos);
+  CliResult cmp = run({"compare", id, id, "--json"});
+  ASSERT_EQ(cmp.code, 0) << cmp.err;
+  EXPECT_EQ(nlohmann::json::parse(cmp.out)["points"].size(), 8u);
+  const std::string csv = dir_ + "/out.csv", json = dir_ + "/out.json", trace = dir_ + "/trace.json";
+  ASSERT_EQ(run({"export", id, "--format", "csv", "--out", csv}).code, 0);
+  std::string text = readFile(csv);
+  EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 9);
+  ASSERT_EQ(run({"export", id, "--format", "json", "--out", json}).code, 0);
+  EXPECT_EQ(nlohmann::json::parse(readFile(json))["runs"].size(), 8u);
+  ASSERT_EQ(run({"export", id, "--format", "trace", "--out", trace}).code, 0);
+  auto tj = nlohmann::json::parse(readFile(trace));
+  EXPECT_GT(tj["traceEvents"].size(), 8u);
+  expectUsageError(run({"show", "S999"}), {"no sweep S999"});
+}
+
+TEST_F(Cli, RefusesAForeignFileAndLeavesItUntouched) {
+  const std::string notes = dir_ + "/notes.sqlite";
+  std::ofstream(notes) << "these are my notes, not a database\n";
+  const std::string before = readFile(notes);
+  CliResult r = runCli({"runs", "--db", notes});
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find("notes.sqlite"), std::string::npos) << r.err;
+  EXPECT_EQ(readFile(notes), before);
+  EXPECT_FALSE(fs::exists(notes + "-wal"));
+}
+
+TEST_F(Cli, SweepKilledWithSigkillKeepsEveryFinishedPoint) {
+  pid_t pid = startCli({"sweep", "--backends", "cpu.reference,cpu.flash", "--heads", "4", "--seq",
+                        "64,128,256,512,1024,1536,2048,3072,4096", "--reps", "3", "--db", db_});
+  // Wait until some points are committed, then kill the process mid-sweep.
+  auto countRuns = [&]() -> int {
+    sqlite3* db = nullptr;
+    int n = -1;
+    if (sqlite3_open_v2(db_.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK) {
+      sqlite3_busy_timeout(db, 2000);
+      sqlite3_stmt* st = nullptr;
+      if (sqlite3_prepare_v2(db, "SELECT COUNT(*) FROM runs", -1, &st, nullptr) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
+        n = sqlite3_column_int(st, 0);
+      sqlite3_finalize(st);
+    }
+    sqlite3_close(db);
+    return n;
+  };
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  int seen = 0;
+  while (std::chrono::steady_clock::now() < deadline && (seen = countRuns()) < 4)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  ASSERT_GE(seen, 4) << "sweep made no progress";
+  kill(pid, SIGKILL);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFSIGNALED(status)) << "the sweep finished before it could be killed";
+  CliResult runs = run({"runs", "--json"});
+  ASSERT_EQ(runs.code, 0) << runs.err;
+  auto j = nlohmann::json::parse(runs.out);
+  ASSERT_EQ(j.size(), 1u);
+  EXPECT_GE(j[0]["run_count"].get<int>(), seen);
+  EXPECT_LT(j[0]["run_count"].get<int>(), 18);
+  for (const auto& r : j[0]["runs"]) {
+    CliResult show = run({"show", "R" + std::to_string(r["id"].get<int64_t>()), "--json"});
+    ASSERT_EQ(show.code, 0) << show.err;
+    EXPECT_EQ(nlohmann::json::parse(show.out)["status"], "ok");
+  }
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open_v2(db_.c_str(), &db, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
+  sqlite3_stmt* st = nullptr;
+  ASSERT_EQ(sqlite3_prepare_v2(db, "PRAGMA integrity_check", -1, &st, nullptr), SQLITE_OK);
+  ASSERT_EQ(sqlite3_step(st), SQLITE_ROW);
+  EXPECT_STREQ(reinterpret_cast<const char*>(sqlite3_column_text(st, 0)), "ok");
+  sqlite3_finalize(st);
+  sqlite3_close(db);
+}
