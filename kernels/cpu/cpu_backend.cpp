@@ -1,0 +1,74 @@
+#include "kernels/cpu/cpu_backend.h"
+
+#include <climits>
+#include <cstring>
+#include <stdexcept>
+
+#include "kernels/cpu/dtype_rows.h"
+
+namespace attnscope::cpu {
+namespace {
+
+void checkTensor(const char* name, const HostTensor& t, DType dtype, int64_t elements) {
+  if (t.dtype != dtype)
+    throw std::invalid_argument(std::string("input ") + name + " is " + std::string(toString(t.dtype)) +
+                                " but the spec says " + std::string(toString(dtype)));
+  if (t.elements() != elements || static_cast<int64_t>(t.bytes.size()) != elements * bytesPerElement(dtype))
+    throw std::invalid_argument(std::string("input ") + name + " has " + std::to_string(t.elements()) +
+                                " elements but the spec needs " + std::to_string(elements));
+}
+
+Buffer<uint8_t> copyOf(TrackingAllocator& alloc, const std::vector<uint8_t>& bytes, const char* tag) {
+  Buffer<uint8_t> b(alloc, static_cast<int64_t>(bytes.size()), tag);
+  if (!bytes.empty()) std::memcpy(b.data(), bytes.data(), bytes.size());
+  return b;
+}
+
+}  // namespace
+
+RunTensors RunTensors::allocate(const WorkloadSpec& spec, const HostInputs& in, TrackingAllocator& alloc) {
+  checkTensor("q", in.q, spec.dtype, spec.qElements());
+  checkTensor("k", in.k, spec.dtype, spec.kvElements());
+  checkTensor("v", in.v, spec.dtype, spec.kvElements());
+  if (spec.mask.kind == MaskKind::dense && static_cast<int64_t>(in.mask.size()) != spec.maskBytes())
+    throw std::invalid_argument("the dense mask has " + std::to_string(in.mask.size()) + " elements but the spec needs " +
+                                std::to_string(spec.maskBytes()));
+  RunTensors t;
+  t.q = copyOf(alloc, in.q.bytes, "q");
+  t.k = copyOf(alloc, in.k.bytes, "k");
+  t.v = copyOf(alloc, in.v.bytes, "v");
+  if (spec.mask.kind == MaskKind::dense) t.mask = copyOf(alloc, in.mask, "mask");
+  t.o = Buffer<uint8_t>(alloc, spec.qElements() * bytesPerElement(spec.dtype), "o");
+  return t;
+}
+
+void planRunTensors(MemoryPlan& plan, const WorkloadSpec& spec, int first, int last) {
+  const int64_t e = bytesPerElement(spec.dtype);
+  plan.add("q", spec.qElements() * e, first, last, BufferRole::input);
+  plan.add("k", spec.kvElements() * e, first, last, BufferRole::input);
+  plan.add("v", spec.kvElements() * e, first, last, BufferRole::input);
+  if (spec.mask.kind == MaskKind::dense) plan.add("mask", spec.maskBytes(), first, last, BufferRole::mask);
+  plan.add("o", spec.qElements() * e, first, last, BufferRole::output);
+}
+
+void outputAsFloat(const WorkloadSpec& spec, const Buffer<uint8_t>& o, std::vector<float>& out) {
+  out.resize(static_cast<size_t>(spec.qElements()));
+  toFloat(spec.dtype, o.data(), 0, spec.qElements(), out.data());
+}
+
+CpuBackend::CpuBackend(std::shared_ptr<TaskPool> pool)
+    : pool_(pool ? std::move(pool) : std::make_shared<TaskPool>()) {}
+
+Support CpuBackend::support(const WorkloadSpec& spec) const {
+  Support s;
+  for (const auto& e : validate(spec)) s.reasons.push_back("invalid spec: " + e.message);
+  if (!s.ok()) return s;
+  // The BLAS takes matrix sizes and leading dimensions as 32-bit ints.
+  if (spec.seq_q > INT_MAX || spec.seqKv() > INT_MAX)
+    s.reasons.push_back("sequence lengths above " + std::to_string(INT_MAX) + " exceed the BLAS index type");
+  return s;
+}
+
+std::unique_ptr<TrackingAllocator> CpuBackend::makeAllocator() const { return std::make_unique<HostAllocator>(); }
+
+}  // namespace attnscope::cpu

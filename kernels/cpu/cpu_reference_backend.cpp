@@ -1,0 +1,191 @@
+#include "kernels/cpu/cpu_reference_backend.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <numbers>
+
+#include "core/mask.h"
+#include "kernels/cpu/cpu_blas.h"
+#include "kernels/cpu/dtype_rows.h"
+#include "kernels/cpu/softmax_math.h"
+
+namespace attnscope::cpu {
+namespace {
+
+enum Step { kInputs, kScores, kSoftmax, kOutput };
+
+// Rows of one (batch, head) handled by one task: small enough that a task takes milliseconds
+// (so a cancel is seen quickly and the threads share the work evenly), large enough for the BLAS.
+int64_t rowsPerTask(int64_t seq_kv, int64_t head_dim) {
+  const int64_t target = (int64_t{1} << 22) / std::max<int64_t>(1, std::max(seq_kv, head_dim));
+  return std::clamp<int64_t>(target, 1, 256);
+}
+
+// Upcasts a 16-bit tensor to fp32 in parallel chunks.
+void upcast(TaskPool& pool, const RunContext& ctx, DType dtype, const uint8_t* src, float* dst, int64_t n) {
+  constexpr int64_t kChunk = int64_t{1} << 20;
+  pool.run((n + kChunk - 1) / kChunk, pool.threads(),
+           [&](int, int64_t t) {
+             const int64_t first = t * kChunk;
+             toFloat(dtype, src, first, std::min(kChunk, n - first), dst + first);
+           },
+           &ctx);
+}
+
+class ReferenceExecution final : public Execution {
+ public:
+  ReferenceExecution(const WorkloadSpec& spec, const HostInputs& inputs, RunContext& ctx, TaskPool& pool)
+      : s_(spec), ctx_(ctx), pool_(pool), t_(RunTensors::allocate(spec, inputs, ctx.allocator())) {}
+
+  double run() override;
+  void output(std::vector<float>& out) override { outputAsFloat(s_, t_.o, out); }
+
+ private:
+  const WorkloadSpec s_;
+  RunContext& ctx_;
+  TaskPool& pool_;
+  RunTensors t_;
+};
+
+double ReferenceExecution::run() {
+  const auto start = std::chrono::steady_clock::now();
+  setBlasThreads(1);
+  TrackingAllocator& alloc = ctx_.allocator();
+  const int64_t B = s_.batch, H = s_.heads, Hkv = s_.kvHeads(), Lq = s_.seq_q, Lkv = s_.seqKv(), D = s_.headDim();
+  const int64_t group = H / Hkv;
+  const bool wide = s_.dtype != DType::fp32;  // 16-bit inputs are upcast for the BLAS
+  const int64_t rows = rowsPerTask(Lkv, D);
+  const int64_t blocks = (Lq + rows - 1) / rows;
+  const int64_t tasks = B * H * blocks;
+  const int threads = pool_.threads();
+  // Task t covers rows [i0, i0 + n) of (b, h) = bh.
+  struct Rows {
+    int64_t bh, b, h, kvh, i0, n;
+  };
+  auto rowsOf = [&](int64_t t) {
+    Rows r;
+    r.bh = t / blocks;
+    r.b = r.bh / H;
+    r.h = r.bh % H;
+    r.kvh = r.b * Hkv + r.h / group;
+    r.i0 = (t % blocks) * rows;
+    r.n = std::min(rows, Lq - r.i0);
+    return r;
+  };
+
+  Buffer<float> scores, probs;
+  {
+    PhaseScope phase(ctx_, "scores");
+    scores = Buffer<float>(alloc, s_.scoreElements(), "S = scale * Q K^T");
+    Buffer<float> q32, k32;
+    const float* q = asFloat(s_.dtype, t_.q.data());
+    const float* k = asFloat(s_.dtype, t_.k.data());
+    if (wide) {
+      q32 = Buffer<float>(alloc, s_.qElements(), "q fp32");
+      k32 = Buffer<float>(alloc, s_.kvElements(), "k fp32");
+      upcast(pool_, ctx_, s_.dtype, t_.q.data(), q32.data(), s_.qElements());
+      upcast(pool_, ctx_, s_.dtype, t_.k.data(), k32.data(), s_.kvElements());
+      q = q32.data();
+      k = k32.data();
+    }
+    const float scale = static_cast<float>(s_.effectiveScale());
+    pool_.run(tasks, threads,
+              [&](int, int64_t t) {
+                const Rows r = rowsOf(t);
+                sgemm(true, static_cast<int>(r.n), static_cast<int>(Lkv), static_cast<int>(D), scale,
+                      q + (r.bh * Lq + r.i0) * D, static_cast<int>(D), k + r.kvh * Lkv * D, static_cast<int>(D), 0.0f,
+                      scores.data() + (r.bh * Lq + r.i0) * Lkv, static_cast<int>(Lkv));
+              },
+              &ctx_);
+  }
+  {
+    PhaseScope phase(ctx_, "softmax");
+    probs = Buffer<float>(alloc, s_.scoreElements(), "P = softmax(S)");
+    const bool dense = s_.mask.kind == MaskKind::dense;
+    const bool per_head = s_.mask_layout == MaskLayout::per_head;
+    pool_.run(tasks, threads,
+              [&](int, int64_t t) {
+                const Rows r = rowsOf(t);
+                for (int64_t i = r.i0; i < r.i0 + r.n; ++i) {
+                  float* srow = scores.data() + (r.bh * Lq + i) * Lkv;
+                  float* prow = probs.data() + (r.bh * Lq + i) * Lkv;
+                  const KeyRange keys = visibleKeys(s_.mask, i, Lq, Lkv);
+                  const int64_t n = std::max<int64_t>(0, keys.end - keys.begin);
+                  if (dense && n > 0) {
+                    const uint8_t* keep = t_.mask.data() + ((per_head ? r.bh * Lq : 0) + i) * Lkv;
+                    applyKeepMask(srow + keys.begin, keep + keys.begin, n);
+                  }
+                  const float mx = rowMax(srow + keys.begin, n);
+                  if (n == 0 || std::isinf(mx)) {  // no visible key: the row of P is zero
+                    fillRow(prow, Lkv, 0.0f);
+                    continue;
+                  }
+                  fillRow(prow, keys.begin, 0.0f);
+                  fillRow(prow + keys.end, Lkv - keys.end, 0.0f);
+                  const float sum = exp2Shifted(srow + keys.begin, prow + keys.begin, n, mx, std::numbers::log2e_v<float>);
+                  scaleRow(prow + keys.begin, n, 1.0f / sum);
+                }
+              },
+              &ctx_);
+    scores.reset();
+  }
+  {
+    PhaseScope phase(ctx_, "output");
+    Buffer<float> v32, o32;
+    const float* v = asFloat(s_.dtype, t_.v.data());
+    float* o = reinterpret_cast<float*>(t_.o.data());
+    if (wide) {
+      v32 = Buffer<float>(alloc, s_.kvElements(), "v fp32");
+      o32 = Buffer<float>(alloc, s_.qElements(), "o fp32");
+      upcast(pool_, ctx_, s_.dtype, t_.v.data(), v32.data(), s_.kvElements());
+      v = v32.data();
+      o = o32.data();
+    }
+    pool_.run(tasks, threads,
+              [&](int, int64_t t) {
+                const Rows r = rowsOf(t);
+                float* orows = o + (r.bh * Lq + r.i0) * D;
+                sgemm(false, static_cast<int>(r.n), static_cast<int>(D), static_cast<int>(Lkv), 1.0f,
+                      probs.data() + (r.bh * Lq + r.i0) * Lkv, static_cast<int>(Lkv), v + r.kvh * Lkv * D,
+                      static_cast<int>(D), 0.0f, orows, static_cast<int>(D));
+                if (wide) fromFloat(s_.dtype, orows, r.n * D, t_.o.data(), (r.bh * Lq + r.i0) * D);
+              },
+              &ctx_);
+    probs.reset();
+  }
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+}  // namespace
+
+std::string CpuReferenceBackend::description() const {
+  return "CPU, materialising: S = QK^T and P = softmax(S) as full [B,H,Lq,Lkv] fp32 tensors (BLAS)";
+}
+
+MemoryPlan CpuReferenceBackend::plan(const WorkloadSpec& spec) const {
+  MemoryPlan p;
+  p.addStep("inputs");
+  p.addStep("scores");
+  p.addStep("softmax");
+  p.addStep("output");
+  planRunTensors(p, spec, kInputs, kOutput);
+  const int64_t scores = spec.scoreElements() * 4;
+  p.add("S = scale * Q K^T", scores, kScores, kSoftmax, BufferRole::workspace);
+  p.add("P = softmax(S)", scores, kSoftmax, kOutput, BufferRole::workspace);
+  if (spec.dtype != DType::fp32) {
+    p.add("q fp32", spec.qElements() * 4, kScores, kScores, BufferRole::workspace);
+    p.add("k fp32", spec.kvElements() * 4, kScores, kScores, BufferRole::workspace);
+    p.add("v fp32", spec.kvElements() * 4, kOutput, kOutput, BufferRole::workspace);
+    p.add("o fp32", spec.qElements() * 4, kOutput, kOutput, BufferRole::workspace);
+  }
+  return p;
+}
+
+std::unique_ptr<Execution> CpuReferenceBackend::prepare(const WorkloadSpec& spec, const HostInputs& inputs,
+                                                        RunContext& ctx) {
+  PhaseScope phase(ctx, "inputs");
+  return std::make_unique<ReferenceExecution>(spec, inputs, ctx, *pool_);
+}
+
+}  // namespace attnscope::cpu
