@@ -53,6 +53,10 @@ class SqliteStatement {
   const std::string* path_ = nullptr;
 };
 
+// Throws the StoreError for a failed SQLite call: the file, what was being done, SQLite's message.
+// Corruption maps to StoreError::Kind::corrupt, constraint violations to invalid, the rest to io.
+[[noreturn]] void throwSqliteError(sqlite3* db, int rc, const std::string& path, std::string_view what);
+
 // Resets a (cached) statement when the scope ends, so that an early return or an exception never
 // leaves it holding a read transaction open.
 class SqliteResetGuard {

@@ -1,0 +1,126 @@
+#include "core/sqlite_statement.h"
+
+#include <sqlite3.h>
+
+#include <cmath>
+#include <limits>
+#include <utility>
+
+#include "core/store.h"
+
+namespace attnscope {
+
+void throwSqliteError(sqlite3* db, int rc, const std::string& path, std::string_view what) {
+  std::string detail = db ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
+  StoreError::Kind kind = StoreError::Kind::io;
+  switch (rc & 0xff) {
+    case SQLITE_CORRUPT:
+    case SQLITE_NOTADB: kind = StoreError::Kind::corrupt; break;
+    case SQLITE_CONSTRAINT: kind = StoreError::Kind::invalid; break;
+    case SQLITE_CANTOPEN: kind = StoreError::Kind::not_found; break;
+    default: break;
+  }
+  std::string message = path + ": " + std::string(what) + " failed: " + detail;
+  if (kind == StoreError::Kind::corrupt) message += " (the database file is damaged)";
+  throw StoreError(kind, message);
+}
+
+SqliteStatement::SqliteStatement(sqlite3* db, std::string_view sql, const std::string* path)
+    : db_(db), path_(path) {
+  int rc = sqlite3_prepare_v3(db, sql.data(), static_cast<int>(sql.size()), SQLITE_PREPARE_PERSISTENT, &stmt_,
+                              nullptr);
+  if (rc != SQLITE_OK) fail(rc, "preparing \"" + std::string(sql.substr(0, 60)) + "\"");
+}
+
+SqliteStatement::~SqliteStatement() { sqlite3_finalize(stmt_); }
+
+SqliteStatement::SqliteStatement(SqliteStatement&& other) noexcept
+    : db_(std::exchange(other.db_, nullptr)),
+      stmt_(std::exchange(other.stmt_, nullptr)),
+      path_(std::exchange(other.path_, nullptr)) {}
+
+SqliteStatement& SqliteStatement::operator=(SqliteStatement&& other) noexcept {
+  if (this != &other) {
+    sqlite3_finalize(stmt_);
+    db_ = std::exchange(other.db_, nullptr);
+    stmt_ = std::exchange(other.stmt_, nullptr);
+    path_ = std::exchange(other.path_, nullptr);
+  }
+  return *this;
+}
+
+void SqliteStatement::fail(int rc, std::string_view what) const {
+  static const std::string unknown = "database";
+  throwSqliteError(db_, rc, path_ ? *path_ : unknown, what);
+}
+
+void SqliteStatement::bindInt(int index, int64_t value) {
+  int rc = sqlite3_bind_int64(stmt_, index, value);
+  if (rc != SQLITE_OK) fail(rc, "binding an integer");
+}
+
+void SqliteStatement::bindDouble(int index, double value) {
+  int rc = std::isnan(value) ? sqlite3_bind_null(stmt_, index) : sqlite3_bind_double(stmt_, index, value);
+  if (rc != SQLITE_OK) fail(rc, "binding a number");
+}
+
+void SqliteStatement::bindText(int index, std::string_view value) {
+  // SQLITE_TRANSIENT: callers pass temporaries; SQLite copies.
+  int rc = sqlite3_bind_text64(stmt_, index, value.data(), value.size(), SQLITE_TRANSIENT, SQLITE_UTF8);
+  if (rc != SQLITE_OK) fail(rc, "binding text");
+}
+
+void SqliteStatement::bindBlob(int index, const void* data, size_t size) {
+  int rc = sqlite3_bind_blob64(stmt_, index, data, size, SQLITE_TRANSIENT);
+  if (rc != SQLITE_OK) fail(rc, "binding a blob");
+}
+
+void SqliteStatement::bindNull(int index) {
+  int rc = sqlite3_bind_null(stmt_, index);
+  if (rc != SQLITE_OK) fail(rc, "binding NULL");
+}
+
+bool SqliteStatement::step() {
+  int rc = sqlite3_step(stmt_);
+  if (rc == SQLITE_ROW) return true;
+  if (rc == SQLITE_DONE) return false;
+  // The statement's own error code is in rc with extended codes; reset reports it again.
+  std::string sql = sqlite3_sql(stmt_) ? sqlite3_sql(stmt_) : "";
+  fail(rc, "running \"" + sql.substr(0, 60) + "\"");
+}
+
+void SqliteStatement::run() {
+  while (step()) {
+  }
+}
+
+void SqliteStatement::reset() noexcept {
+  if (!stmt_) return;
+  sqlite3_reset(stmt_);
+  sqlite3_clear_bindings(stmt_);
+}
+
+bool SqliteStatement::isNull(int column) const { return sqlite3_column_type(stmt_, column) == SQLITE_NULL; }
+
+int64_t SqliteStatement::columnInt(int column) const { return sqlite3_column_int64(stmt_, column); }
+
+double SqliteStatement::columnDouble(int column) const {
+  if (isNull(column)) return std::numeric_limits<double>::quiet_NaN();
+  return sqlite3_column_double(stmt_, column);
+}
+
+std::string SqliteStatement::columnText(int column) const { return std::string(columnTextView(column)); }
+
+std::string_view SqliteStatement::columnTextView(int column) const {
+  auto* p = reinterpret_cast<const char*>(sqlite3_column_text(stmt_, column));
+  if (!p) return {};
+  return std::string_view(p, static_cast<size_t>(sqlite3_column_bytes(stmt_, column)));
+}
+
+std::string_view SqliteStatement::columnBlob(int column) const {
+  auto* p = static_cast<const char*>(sqlite3_column_blob(stmt_, column));
+  if (!p) return {};
+  return std::string_view(p, static_cast<size_t>(sqlite3_column_bytes(stmt_, column)));
+}
+
+}  // namespace attnscope

@@ -1,0 +1,282 @@
+#include "core/store.h"
+
+#include <sqlite3.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <functional>
+
+#include "core/store_impl.h"
+#include "core/store_schema.h"
+
+namespace attnscope {
+namespace fs = std::filesystem;
+
+namespace {
+
+int64_t nowUnixMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+bool isSweepState(std::string_view s) {
+  return s == "running" || s == "finished" || s == "cancelled" || s == "interrupted";
+}
+
+// Whether `path` may be opened, and whether it is to be created: checked before anything is
+// written, so that a refused file keeps every byte.
+bool prepareFile(const std::string& path, bool create, int max_version) {
+  std::error_code ec;
+  auto status = fs::status(path, ec);
+  if (ec && ec != std::errc::no_such_file_or_directory)
+    throw StoreError(StoreError::Kind::io, path + ": " + ec.message());
+  if (!fs::exists(status)) {
+    if (!create) throw StoreError(StoreError::Kind::not_found, path + " does not exist");
+    fs::path parent = fs::path(path).parent_path();
+    if (!parent.empty() && !fs::exists(parent)) {
+      fs::create_directories(parent, ec);
+      if (ec) throw StoreError(StoreError::Kind::io, "cannot create the folder " + parent.string() + ": " + ec.message());
+    }
+    return true;
+  }
+  if (fs::is_directory(status)) throw StoreError(StoreError::Kind::io, path + " is a folder, not a database file");
+  if (fs::file_size(path, ec) == 0 && !ec) {
+    if (!create) throw StoreError(StoreError::Kind::not_found, path + " is empty (no AttnScope database in it)");
+    return true;
+  }
+  return store_schema::inspect(path, max_version).empty_schema;
+}
+
+SweepInfo readSweep(SqliteStatement& s) {
+  SweepInfo info;
+  info.id = s.columnInt(0);
+  info.name = s.columnText(1);
+  info.created_unix_ms = s.columnInt(2);
+  info.state = s.columnText(3);
+  info.spec = nlohmann::json::parse(s.columnTextView(4));
+  info.notes = s.columnText(5);
+  info.tags = nlohmann::json::parse(s.columnTextView(6)).get<std::vector<std::string>>();
+  info.environment_id = s.isNull(7) ? 0 : s.columnInt(7);
+  info.run_count = s.columnInt(8);
+  info.ok_count = s.columnInt(9);
+  return info;
+}
+
+constexpr const char* kSelectSweeps =
+    "SELECT s.id, s.name, s.created_unix_ms, s.state, s.spec, s.notes, s.tags, s.environment_id,"
+    " (SELECT count(*) FROM runs r WHERE r.sweep_id = s.id),"
+    " (SELECT count(*) FROM runs r WHERE r.sweep_id = s.id AND r.status = 'ok') FROM sweeps s";
+
+}  // namespace
+
+StoreTransaction::StoreTransaction(StoreState& impl) : impl_(impl) {
+  impl_.interned_in_transaction.clear();
+  SqliteStatement& begin = impl_.db->cached("BEGIN IMMEDIATE");
+  SqliteResetGuard guard(begin);
+  begin.run();
+}
+
+StoreTransaction::~StoreTransaction() {
+  if (done_) return;
+  sqlite3* h = impl_.db->handle();
+  if (!sqlite3_get_autocommit(h)) sqlite3_exec(h, "ROLLBACK", nullptr, nullptr, nullptr);
+  for (const auto& text : impl_.interned_in_transaction) {
+    auto it = impl_.string_ids.find(text);
+    if (it == impl_.string_ids.end()) continue;
+    impl_.string_texts.erase(it->second);
+    impl_.string_ids.erase(it);
+  }
+  impl_.interned_in_transaction.clear();
+}
+
+void StoreTransaction::commit() {
+  SqliteStatement& s = impl_.db->cached("COMMIT");
+  SqliteResetGuard guard(s);
+  s.run();
+  done_ = true;
+  impl_.interned_in_transaction.clear();
+}
+
+Store::Store(const std::string& path, bool create) : impl_(std::make_unique<Impl>()) {
+  if (path.empty()) throw StoreError(StoreError::Kind::invalid, "no database path given");
+  impl_->path = path;
+  bool fresh = prepareFile(path, create, kSchemaVersion);
+  int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | (fresh ? SQLITE_OPEN_CREATE : 0);
+  impl_->db = std::make_unique<SqliteConnection>(path, flags, path);
+  SqliteConnection& db = *impl_->db;
+  sqlite3_busy_timeout(db.handle(), 5000);
+  {
+    SqliteStatement mode = db.prepare("PRAGMA journal_mode = WAL");
+    if (!mode.step() || mode.columnTextView(0) != "wal")
+      throw StoreError(StoreError::Kind::io, path + ": cannot switch to the WAL journal (is the folder writable?)");
+  }
+  // FULL: a committed run survives a power loss too, not only a crash of the process; one fsync
+  // per finished run is cheap next to running it.
+  db.exec("PRAGMA foreign_keys = ON; PRAGMA synchronous = FULL; PRAGMA cache_size = -32768;"
+          " PRAGMA journal_size_limit = 67108864");
+  store_schema::migrate(db, store_schema::migrations(), kSchemaVersion);
+}
+
+Store::~Store() = default;
+
+const std::string& Store::path() const { return impl_->path; }
+
+int64_t Store::saveEnvironment(const Environment& env) {
+  std::lock_guard lock(impl_->mutex);
+  SqliteConnection& db = *impl_->db;
+  std::string json = toJson(env).dump();
+  StoreTransaction txn(*impl_);
+  {
+    SqliteStatement& s = db.cached(
+        "INSERT INTO environments(host, os, cpu, gpu, app_version, git_revision, json) VALUES (?, ?, ?, ?, ?, ?, ?)"
+        " ON CONFLICT(json) DO NOTHING");
+    SqliteResetGuard guard(s);
+    s.bindText(1, env.host);
+    s.bindText(2, env.os);
+    s.bindText(3, env.cpu);
+    s.bindText(4, env.gpus.empty() ? std::string() : env.gpus.front().name);
+    s.bindText(5, env.app_version);
+    s.bindText(6, env.git_revision);
+    s.bindText(7, json);
+    s.run();
+  }
+  SqliteStatement& q = db.cached("SELECT id FROM environments WHERE json = ?");
+  SqliteResetGuard guard(q);
+  q.bindText(1, json);
+  if (!q.step()) throw StoreError(StoreError::Kind::io, impl_->path + ": the saved environment cannot be read back");
+  int64_t id = q.columnInt(0);
+  q.reset();
+  txn.commit();
+  return id;
+}
+
+Environment Store::environment(int64_t id) {
+  std::lock_guard lock(impl_->mutex);
+  SqliteStatement& q = impl_->db->cached("SELECT json FROM environments WHERE id = ?");
+  SqliteResetGuard guard(q);
+  q.bindInt(1, id);
+  if (!q.step()) throw StoreError(StoreError::Kind::not_found, impl_->path + ": no environment " + std::to_string(id));
+  return environmentFromJson(nlohmann::json::parse(q.columnTextView(0)));
+}
+
+int64_t Store::createSweep(const SweepSpec& spec, int64_t environment_id) {
+  std::lock_guard lock(impl_->mutex);
+  SqliteConnection& db = *impl_->db;
+  StoreTransaction txn(*impl_);
+  if (environment_id != 0) {
+    SqliteStatement& q = db.cached("SELECT 1 FROM environments WHERE id = ?");
+    SqliteResetGuard guard(q);
+    q.bindInt(1, environment_id);
+    if (!q.step())
+      throw StoreError(StoreError::Kind::invalid, impl_->path + ": no environment " + std::to_string(environment_id));
+  }
+  SqliteStatement& s = db.cached(
+      "INSERT INTO sweeps(name, created_unix_ms, state, spec, notes, tags, environment_id)"
+      " VALUES (?, ?, 'running', ?, '', '[]', ?)");
+  SqliteResetGuard guard(s);
+  s.bindText(1, spec.name);
+  s.bindInt(2, nowUnixMs());
+  s.bindText(3, toJson(spec).dump());
+  if (environment_id != 0) s.bindInt(4, environment_id);
+  else s.bindNull(4);
+  s.run();
+  int64_t id = db.lastInsertId();
+  s.reset();
+  txn.commit();
+  return id;
+}
+
+namespace {
+
+// Runs an UPDATE/DELETE of one sweep or run by id; not_found when no row matched.
+void changeOne(StoreState& impl, std::string_view sql, std::string_view what, int64_t id,
+               const std::function<void(SqliteStatement&)>& bind) {
+  SqliteStatement& s = impl.db->cached(sql);
+  SqliteResetGuard guard(s);
+  bind(s);
+  s.run();
+  if (impl.db->changes() == 0)
+    throw StoreError(StoreError::Kind::not_found, impl.path + ": no " + std::string(what) + " " + std::to_string(id));
+}
+
+}  // namespace
+
+void Store::setSweepState(int64_t sweep_id, std::string_view state) {
+  if (!isSweepState(state))
+    throw StoreError(StoreError::Kind::invalid, "unknown sweep state '" + std::string(state) +
+                                                    "' (running, finished, cancelled, interrupted)");
+  std::lock_guard lock(impl_->mutex);
+  changeOne(*impl_, "UPDATE sweeps SET state = ? WHERE id = ?", "sweep", sweep_id, [&](SqliteStatement& s) {
+    s.bindText(1, state);
+    s.bindInt(2, sweep_id);
+  });
+}
+
+std::vector<SweepInfo> Store::sweeps() {
+  std::lock_guard lock(impl_->mutex);
+  SqliteStatement& q = impl_->db->cached(std::string(kSelectSweeps) + " ORDER BY s.id");
+  SqliteResetGuard guard(q);
+  std::vector<SweepInfo> out;
+  while (q.step()) out.push_back(readSweep(q));
+  return out;
+}
+
+std::optional<SweepInfo> Store::sweep(int64_t id) {
+  std::lock_guard lock(impl_->mutex);
+  SqliteStatement& q = impl_->db->cached(std::string(kSelectSweeps) + " WHERE s.id = ?");
+  SqliteResetGuard guard(q);
+  q.bindInt(1, id);
+  if (!q.step()) return std::nullopt;
+  return readSweep(q);
+}
+
+void Store::renameSweep(int64_t id, std::string_view name) {
+  std::lock_guard lock(impl_->mutex);
+  changeOne(*impl_, "UPDATE sweeps SET name = ? WHERE id = ?", "sweep", id, [&](SqliteStatement& s) {
+    s.bindText(1, name);
+    s.bindInt(2, id);
+  });
+}
+
+void Store::setSweepNotes(int64_t id, std::string_view notes) {
+  std::lock_guard lock(impl_->mutex);
+  changeOne(*impl_, "UPDATE sweeps SET notes = ? WHERE id = ?", "sweep", id, [&](SqliteStatement& s) {
+    s.bindText(1, notes);
+    s.bindInt(2, id);
+  });
+}
+
+void Store::setSweepTags(int64_t id, const std::vector<std::string>& tags) {
+  std::lock_guard lock(impl_->mutex);
+  std::string json = nlohmann::json(tags).dump();
+  changeOne(*impl_, "UPDATE sweeps SET tags = ? WHERE id = ?", "sweep", id, [&](SqliteStatement& s) {
+    s.bindText(1, json);
+    s.bindInt(2, id);
+  });
+}
+
+void Store::deleteSweep(int64_t id) {
+  std::lock_guard lock(impl_->mutex);
+  StoreTransaction txn(*impl_);
+  changeOne(*impl_, "DELETE FROM sweeps WHERE id = ?", "sweep", id, [&](SqliteStatement& s) { s.bindInt(1, id); });
+  txn.commit();
+}
+
+void Store::deleteRun(int64_t id) {
+  std::lock_guard lock(impl_->mutex);
+  StoreTransaction txn(*impl_);
+  changeOne(*impl_, "DELETE FROM runs WHERE id = ?", "run", id, [&](SqliteStatement& s) { s.bindInt(1, id); });
+  txn.commit();
+}
+
+std::string defaultDatabasePath() {
+  if (const char* db = std::getenv("ATTNSCOPE_DB"); db && *db) return db;
+  fs::path base;
+  if (const char* xdg = std::getenv("XDG_DATA_HOME"); xdg && *xdg && fs::path(xdg).is_absolute()) base = xdg;
+  else if (const char* home = std::getenv("HOME"); home && *home) base = fs::path(home) / ".local" / "share";
+  else base = fs::current_path();
+  return (base / "attnscope" / "runs.sqlite").string();
+}
+
+}  // namespace attnscope

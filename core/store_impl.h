@@ -1,0 +1,55 @@
+#pragma once
+// Store internals shared by store.cpp (opening, environments, sweeps) and store_runs.cpp (runs
+// and their events). Not part of the public interface.
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "core/sqlite_connection.h"
+#include "core/store.h"
+
+namespace attnscope {
+
+struct StoreState {
+  std::string path;
+  std::unique_ptr<SqliteConnection> db;
+  // One connection is not safe to share between threads mid-statement; every public member
+  // function takes this lock, so one Store may be used from several threads.
+  std::mutex mutex;
+
+  // Interned names: text -> id and id -> text. Ids interned inside a transaction that rolls
+  // back are forgotten again (they no longer exist in the file).
+  std::unordered_map<std::string, int64_t> string_ids;
+  std::unordered_map<int64_t, std::string> string_texts;
+  std::vector<std::string> interned_in_transaction;
+
+  int64_t internString(std::string_view text);
+  const std::string& stringText(int64_t id);
+
+  void insertEvents(int64_t run_id, const std::vector<TraceEvent>& events);
+  std::vector<TraceEvent> readEvents(int64_t run_id);
+};
+
+struct Store::Impl : StoreState {};
+
+// BEGIN IMMEDIATE now (taking the write lock up front, so busy_timeout applies here rather than
+// at an upgrade deep inside the transaction); ROLLBACK unless commit() was called.
+class StoreTransaction {
+ public:
+  explicit StoreTransaction(StoreState& impl);
+  ~StoreTransaction();
+  StoreTransaction(const StoreTransaction&) = delete;
+  StoreTransaction& operator=(const StoreTransaction&) = delete;
+  void commit();
+
+ private:
+  StoreState& impl_;
+  bool done_ = false;
+};
+
+}  // namespace attnscope

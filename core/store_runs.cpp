@@ -1,0 +1,362 @@
+// Runs and their trace events: the part of the store written once per finished point.
+#include <array>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "core/store.h"
+#include "core/store_impl.h"
+
+namespace attnscope {
+namespace {
+
+// Event enumerations are stored as these integers: append new values, never renumber.
+static_assert(static_cast<int>(EventKind::kernel) == 0 && static_cast<int>(EventKind::memcpy) == 1 &&
+                  static_cast<int>(EventKind::memset) == 2 && static_cast<int>(EventKind::alloc) == 3 &&
+                  static_cast<int>(EventKind::free) == 4 && static_cast<int>(EventKind::pool_reserve) == 5 &&
+                  static_cast<int>(EventKind::pool_release) == 6 && static_cast<int>(EventKind::phase) == 7,
+              "EventKind values are stored in the events table");
+static_assert(static_cast<int>(EventSource::allocator) == 0 && static_cast<int>(EventSource::cupti) == 1 &&
+                  static_cast<int>(EventSource::host) == 2,
+              "EventSource values are stored in the events table");
+static_assert(static_cast<int>(MemoryKind::host) == 0 && static_cast<int>(MemoryKind::device) == 1 &&
+                  static_cast<int>(MemoryKind::pinned) == 2 && static_cast<int>(MemoryKind::managed) == 3 &&
+                  static_cast<int>(MemoryKind::pool) == 4,
+              "MemoryKind values are stored in the events table");
+constexpr int64_t kMaxEventKind = 7, kMaxEventSource = 2, kMaxMemoryKind = 4;
+
+// Kernel launch facts as a 36-byte little-endian blob: grid[3], block[3], registers, static and
+// dynamic shared memory. NULL when all are zero (every event but kernels).
+constexpr size_t kKernelBlobSize = 9 * 4;
+
+bool isZero(const KernelInfo& k) {
+  return k.grid[0] == 0 && k.grid[1] == 0 && k.grid[2] == 0 && k.block[0] == 0 && k.block[1] == 0 &&
+         k.block[2] == 0 && k.registers == 0 && k.static_smem == 0 && k.dynamic_smem == 0;
+}
+
+std::array<unsigned char, kKernelBlobSize> packKernel(const KernelInfo& k) {
+  const int32_t values[9] = {k.grid[0],  k.grid[1],     k.grid[2],       k.block[0],     k.block[1],
+                             k.block[2], k.registers, k.static_smem, k.dynamic_smem};
+  std::array<unsigned char, kKernelBlobSize> out{};
+  for (int i = 0; i < 9; ++i) {
+    auto u = static_cast<uint32_t>(values[i]);
+    for (int b = 0; b < 4; ++b) out[i * 4 + b] = static_cast<unsigned char>(u >> (8 * b));
+  }
+  return out;
+}
+
+KernelInfo unpackKernel(std::string_view blob) {
+  KernelInfo k;
+  if (blob.size() != kKernelBlobSize) return k;
+  int32_t v[9];
+  for (int i = 0; i < 9; ++i) {
+    uint32_t u = 0;
+    for (int b = 0; b < 4; ++b) u |= static_cast<uint32_t>(static_cast<unsigned char>(blob[i * 4 + b])) << (8 * b);
+    v[i] = static_cast<int32_t>(u);
+  }
+  k.grid[0] = v[0], k.grid[1] = v[1], k.grid[2] = v[2];
+  k.block[0] = v[3], k.block[1] = v[4], k.block[2] = v[5];
+  k.registers = v[6], k.static_smem = v[7], k.dynamic_smem = v[8];
+  return k;
+}
+
+// The runs columns after id and sweep_id, in the order bound and read below.
+constexpr const char* kRunColumns =
+    "backend, device, status, message, batch, heads, kv_heads, seq_q, seq_kv, head_dim, width, dtype, mask,"
+    " mask_width, mask_keep_prob, mask_layout, scale, seed, warmup, reps, median_s, min_s, max_s, samples, flops,"
+    " predicted_peak, measured_peak, cupti_peak, io_bytes, available, acc_checked, max_abs_error, rel_l2_error,"
+    " rows_checked, rows_total, tolerance, plan, capture_note, dropped_records, event_count, started_unix_ms,"
+    " wall_s";
+constexpr int kRunColumnCount = 42;
+
+// Binds consecutive parameters, so the order reads like the column list.
+struct Binder {
+  SqliteStatement& s;
+  int next;
+  void i(int64_t v) { s.bindInt(next++, v); }
+  void d(double v) { s.bindDouble(next++, v); }
+  void t(std::string_view v) { s.bindText(next++, v); }
+  void null() { s.bindNull(next++); }
+};
+
+struct Reader {
+  const SqliteStatement& s;
+  int next;
+  int64_t i() { return s.columnInt(next++); }
+  double d() { return s.columnDouble(next++); }
+  std::string t() { return s.columnText(next++); }
+  std::string_view view() { return s.columnTextView(next++); }
+  bool isNull() const { return s.isNull(next); }
+};
+
+std::string samplesJson(const std::vector<double>& samples) {
+  nlohmann::json j = nlohmann::json::array();
+  for (double v : samples) j.push_back(std::isnan(v) ? nlohmann::json(nullptr) : nlohmann::json(v));
+  return j.dump();
+}
+
+std::vector<double> samplesFromJson(std::string_view text) {
+  std::vector<double> out;
+  for (const auto& v : nlohmann::json::parse(text))
+    out.push_back(v.is_null() ? std::numeric_limits<double>::quiet_NaN() : v.get<double>());
+  return out;
+}
+
+[[noreturn]] void corrupt(const std::string& path, const std::string& what) {
+  throw StoreError(StoreError::Kind::corrupt, path + ": " + what + " (the database file is damaged)");
+}
+
+void bindRun(SqliteStatement& s, int64_t sweep_id, const RunResult& r) {
+  Binder b{s, 1};
+  b.i(sweep_id);
+  b.t(r.backend), b.t(r.device), b.t(toString(r.status)), b.t(r.message);
+  const WorkloadSpec& w = r.spec;
+  b.i(w.batch), b.i(w.heads), b.i(w.kv_heads), b.i(w.seq_q), b.i(w.seq_kv), b.i(w.head_dim), b.i(w.width);
+  b.t(toString(w.dtype)), b.t(toString(w.mask)), b.i(w.mask.width), b.d(w.mask.keep_prob);
+  b.t(toString(w.mask_layout));
+  if (w.scale) b.d(*w.scale);
+  else b.null();
+  b.i(static_cast<int64_t>(w.seed));
+  b.i(r.timing.warmup), b.i(r.timing.reps), b.d(r.timing.median_s), b.d(r.timing.min_s), b.d(r.timing.max_s);
+  b.t(samplesJson(r.timing.samples_s)), b.d(r.flops);
+  b.i(r.memory.predicted_peak), b.i(r.memory.measured_peak), b.i(r.memory.cupti_peak), b.i(r.memory.io_bytes);
+  b.i(r.memory.available);
+  b.i(r.accuracy.checked ? 1 : 0), b.d(r.accuracy.max_abs_error), b.d(r.accuracy.rel_l2_error);
+  b.i(r.accuracy.rows_checked), b.i(r.accuracy.rows_total), b.d(r.accuracy.tolerance);
+  b.t(toJson(r.plan).dump()), b.t(r.trace.capture_note), b.i(r.trace.dropped_records);
+  b.i(static_cast<int64_t>(r.trace.events.size())), b.i(r.started_unix_ms), b.d(r.wall_s);
+}
+
+// Reads "SELECT id, sweep_id, <kRunColumns>" into a RunResult (without events).
+RunResult readRun(const SqliteStatement& s, const std::string& path) {
+  RunResult r;
+  Reader c{s, 0};
+  r.id = c.i();
+  c.i();  // sweep_id
+  r.backend = c.t(), r.device = c.t();
+  std::string status = c.t();
+  auto st = parseRunStatus(status);
+  if (!st) corrupt(path, "run " + std::to_string(r.id) + " has an unknown status '" + status + "'");
+  r.status = *st;
+  r.message = c.t();
+  WorkloadSpec& w = r.spec;
+  w.batch = c.i(), w.heads = c.i(), w.kv_heads = c.i(), w.seq_q = c.i(), w.seq_kv = c.i(), w.head_dim = c.i();
+  w.width = c.i();
+  std::string dtype = c.t();
+  auto dt = parseDType(dtype);
+  if (!dt) corrupt(path, "run " + std::to_string(r.id) + " has an unknown dtype '" + dtype + "'");
+  w.dtype = *dt;
+  std::string mask = c.t();
+  ParsedMask pm = parseMask(mask);
+  if (!pm.mask) corrupt(path, "run " + std::to_string(r.id) + " has an unknown mask '" + mask + "'");
+  w.mask.kind = pm.mask->kind;
+  w.mask.width = c.i();
+  w.mask.keep_prob = c.d();  // exact, unlike the text form
+  std::string layout = c.t();
+  auto ml = parseMaskLayout(layout);
+  if (!ml) corrupt(path, "run " + std::to_string(r.id) + " has an unknown mask layout '" + layout + "'");
+  w.mask_layout = *ml;
+  if (c.isNull()) {
+    w.scale.reset();
+    c.next++;
+  } else {
+    w.scale = c.d();
+  }
+  w.seed = static_cast<uint64_t>(c.i());
+  r.timing.warmup = static_cast<int>(c.i()), r.timing.reps = static_cast<int>(c.i());
+  r.timing.median_s = c.d(), r.timing.min_s = c.d(), r.timing.max_s = c.d();
+  r.timing.samples_s = samplesFromJson(c.view());
+  r.flops = c.d();
+  r.memory.predicted_peak = c.i(), r.memory.measured_peak = c.i(), r.memory.cupti_peak = c.i();
+  r.memory.io_bytes = c.i(), r.memory.available = c.i();
+  r.accuracy.checked = c.i() != 0;
+  r.accuracy.max_abs_error = c.d(), r.accuracy.rel_l2_error = c.d();
+  r.accuracy.rows_checked = c.i(), r.accuracy.rows_total = c.i(), r.accuracy.tolerance = c.d();
+  r.plan = memoryPlanFromJson(nlohmann::json::parse(c.view()));
+  r.trace.capture_note = c.t();
+  r.trace.dropped_records = c.i();
+  c.i();  // event_count
+  r.started_unix_ms = c.i();
+  r.wall_s = c.d();
+  return r;
+}
+
+std::string insertRunSql() {
+  std::string sql = std::string("INSERT INTO runs(sweep_id, ") + kRunColumns + ") VALUES (?";
+  for (int i = 0; i < kRunColumnCount; ++i) sql += ", ?";
+  return sql + ")";
+}
+
+const std::string kSelectRun = std::string("SELECT id, sweep_id, ") + kRunColumns + " FROM runs";
+
+}  // namespace
+
+int64_t StoreState::internString(std::string_view text) {
+  // Heterogeneous lookup would avoid this copy; names are short and mostly cached hits.
+  std::string key(text);
+  if (auto it = string_ids.find(key); it != string_ids.end()) return it->second;
+  int64_t id = 0;
+  {
+    SqliteStatement& q = db->cached("SELECT id FROM strings WHERE text = ?");
+    SqliteResetGuard guard(q);
+    q.bindText(1, text);
+    if (q.step()) id = q.columnInt(0);
+  }
+  if (id == 0) {
+    SqliteStatement& s = db->cached("INSERT INTO strings(text) VALUES (?)");
+    SqliteResetGuard guard(s);
+    s.bindText(1, text);
+    s.run();
+    id = db->lastInsertId();
+    interned_in_transaction.push_back(key);
+  }
+  string_texts.emplace(id, key);
+  string_ids.emplace(std::move(key), id);
+  return id;
+}
+
+const std::string& StoreState::stringText(int64_t id) {
+  if (auto it = string_texts.find(id); it != string_texts.end()) return it->second;
+  SqliteStatement& q = db->cached("SELECT text FROM strings WHERE id = ?");
+  SqliteResetGuard guard(q);
+  q.bindInt(1, id);
+  if (!q.step()) corrupt(path, "an event names string " + std::to_string(id) + ", which does not exist");
+  std::string text = q.columnText(0);
+  string_ids.emplace(text, id);
+  return string_texts.emplace(id, std::move(text)).first->second;
+}
+
+void StoreState::insertEvents(int64_t run_id, const std::vector<TraceEvent>& events) {
+  SqliteStatement& s = db->cached(
+      "INSERT INTO events(run_id, seq, kind, source, memory, start_ns, end_ns, name_id, stream, device, bytes,"
+      " address, correlation, kernel) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+  SqliteResetGuard guard(s);
+  // Interning between binds would reuse `s` mid-bind; it is a different statement, so it is safe.
+  int64_t seq = 0;
+  for (const TraceEvent& e : events) {
+    s.bindInt(1, run_id);
+    s.bindInt(2, seq++);
+    s.bindInt(3, static_cast<int64_t>(e.kind));
+    s.bindInt(4, static_cast<int64_t>(e.source));
+    s.bindInt(5, static_cast<int64_t>(e.memory));
+    s.bindInt(6, e.start_ns);
+    s.bindInt(7, e.end_ns);
+    if (e.name.empty()) s.bindNull(8);
+    else s.bindInt(8, internString(e.name));
+    s.bindInt(9, e.stream);
+    s.bindInt(10, e.device);
+    s.bindInt(11, e.bytes);
+    s.bindInt(12, static_cast<int64_t>(e.address));
+    s.bindInt(13, static_cast<int64_t>(e.correlation));
+    if (isZero(e.kernel)) {
+      s.bindNull(14);
+    } else {
+      auto blob = packKernel(e.kernel);
+      s.bindBlob(14, blob.data(), blob.size());
+    }
+    s.step();
+    s.reset();
+  }
+}
+
+std::vector<TraceEvent> StoreState::readEvents(int64_t run_id) {
+  std::vector<TraceEvent> out;
+  {
+    SqliteStatement& n = db->cached("SELECT event_count FROM runs WHERE id = ?");
+    SqliteResetGuard guard(n);
+    n.bindInt(1, run_id);
+    if (n.step()) out.reserve(static_cast<size_t>(n.columnInt(0)));
+  }
+  SqliteStatement& q = db->cached(
+      "SELECT kind, source, memory, start_ns, end_ns, name_id, stream, device, bytes, address, correlation, kernel"
+      " FROM events WHERE run_id = ? ORDER BY seq");
+  SqliteResetGuard guard(q);
+  q.bindInt(1, run_id);
+  while (q.step()) {
+    TraceEvent& e = out.emplace_back();
+    int64_t kind = q.columnInt(0), source = q.columnInt(1), memory = q.columnInt(2);
+    if (kind < 0 || kind > kMaxEventKind || source < 0 || source > kMaxEventSource || memory < 0 ||
+        memory > kMaxMemoryKind)
+      corrupt(path, "run " + std::to_string(run_id) + " has an event of unknown kind, source or memory");
+    e.kind = static_cast<EventKind>(kind);
+    e.source = static_cast<EventSource>(source);
+    e.memory = static_cast<MemoryKind>(memory);
+    e.start_ns = q.columnInt(3);
+    e.end_ns = q.columnInt(4);
+    if (!q.isNull(5)) e.name = stringText(q.columnInt(5));
+    e.stream = static_cast<uint32_t>(q.columnInt(6));
+    e.device = static_cast<uint32_t>(q.columnInt(7));
+    e.bytes = q.columnInt(8);
+    e.address = static_cast<uint64_t>(q.columnInt(9));
+    e.correlation = static_cast<uint64_t>(q.columnInt(10));
+    if (!q.isNull(11)) e.kernel = unpackKernel(q.columnBlob(11));
+  }
+  return out;
+}
+
+int64_t Store::saveRun(int64_t sweep_id, const RunResult& run) {
+  std::lock_guard lock(impl_->mutex);
+  SqliteConnection& db = *impl_->db;
+  StoreTransaction txn(*impl_);
+  {
+    SqliteStatement& q = db.cached("SELECT 1 FROM sweeps WHERE id = ?");
+    SqliteResetGuard guard(q);
+    q.bindInt(1, sweep_id);
+    if (!q.step())
+      throw StoreError(StoreError::Kind::invalid, impl_->path + ": no sweep " + std::to_string(sweep_id));
+  }
+  int64_t run_id = 0;
+  {
+    static const std::string sql = insertRunSql();
+    SqliteStatement& s = db.cached(sql);
+    SqliteResetGuard guard(s);
+    bindRun(s, sweep_id, run);
+    s.run();
+    run_id = db.lastInsertId();
+  }
+  impl_->insertEvents(run_id, run.trace.events);
+  txn.commit();
+  return run_id;
+}
+
+std::vector<RunResult> Store::runs(int64_t sweep_id) {
+  std::lock_guard lock(impl_->mutex);
+  SqliteStatement& q = impl_->db->cached(kSelectRun + " WHERE sweep_id = ? ORDER BY id");
+  SqliteResetGuard guard(q);
+  q.bindInt(1, sweep_id);
+  std::vector<RunResult> out;
+  while (q.step()) out.push_back(readRun(q, impl_->path));
+  return out;
+}
+
+std::optional<RunResult> Store::run(int64_t run_id, bool with_events) {
+  std::lock_guard lock(impl_->mutex);
+  std::optional<RunResult> r;
+  {
+    SqliteStatement& q = impl_->db->cached(kSelectRun + " WHERE id = ?");
+    SqliteResetGuard guard(q);
+    q.bindInt(1, run_id);
+    if (!q.step()) return std::nullopt;
+    r = readRun(q, impl_->path);
+  }
+  // One read transaction would make row and events a consistent snapshot; runs are written in
+  // one transaction and never updated, so two reads see the same run.
+  if (with_events) r->trace.events = impl_->readEvents(run_id);
+  return r;
+}
+
+std::optional<int64_t> Store::sweepOfRun(int64_t run_id) {
+  std::lock_guard lock(impl_->mutex);
+  SqliteStatement& q = impl_->db->cached("SELECT sweep_id FROM runs WHERE id = ?");
+  SqliteResetGuard guard(q);
+  q.bindInt(1, run_id);
+  if (!q.step()) return std::nullopt;
+  return q.columnInt(0);
+}
+
+std::vector<TraceEvent> Store::events(int64_t run_id) {
+  std::lock_guard lock(impl_->mutex);
+  return impl_->readEvents(run_id);
+}
+
+}  // namespace attnscope

@@ -1,0 +1,162 @@
+// The forward-migration framework, and the checked-in version-1 fixture that a future schema
+// version must keep opening (by migrating it).
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+
+#include <stdexcept>
+
+#include "core/sqlite_connection.h"
+#include "core/store.h"
+#include "core/store_schema.h"
+#include "tests/store/store_test_support.h"
+
+namespace attnscope {
+namespace {
+
+using store_schema::Migration;
+
+bool hasTable(SqliteConnection& db, const std::string& name) {
+  SqliteStatement s = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?");
+  s.bindText(1, name);
+  return s.step();
+}
+
+std::unique_ptr<SqliteConnection> openRaw(const std::string& path) {
+  return std::make_unique<SqliteConnection>(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, path);
+}
+
+std::vector<Migration> fakeSteps() {
+  return {
+      {0, "create a", [](SqliteConnection& db) { db.exec("CREATE TABLE a(x INTEGER)"); }},
+      {1, "create b and copy", [](SqliteConnection& db) {
+         db.exec("CREATE TABLE b(y INTEGER); INSERT INTO b SELECT x FROM a");
+       }},
+  };
+}
+
+TEST(StoreMigration, StepsRunInOrderToTheTarget) {
+  test::TempDir dir;
+  auto db = openRaw(dir.file("m.sqlite"));
+  store_schema::migrate(*db, fakeSteps(), 1);
+  EXPECT_EQ(db->pragmaInt("user_version"), 1);
+  EXPECT_EQ(db->pragmaInt("application_id"), store_schema::kApplicationId);
+  EXPECT_TRUE(hasTable(*db, "a"));
+  EXPECT_FALSE(hasTable(*db, "b"));
+  db->exec("INSERT INTO a VALUES (5)");
+  store_schema::migrate(*db, fakeSteps(), 2);
+  EXPECT_EQ(db->pragmaInt("user_version"), 2);
+  EXPECT_TRUE(hasTable(*db, "b"));
+  SqliteStatement s = db->prepare("SELECT y FROM b");
+  ASSERT_TRUE(s.step());
+  EXPECT_EQ(s.columnInt(0), 5);
+  s.reset();
+  store_schema::migrate(*db, fakeSteps(), 2);  // already there: nothing to do
+  EXPECT_EQ(db->pragmaInt("user_version"), 2);
+}
+
+TEST(StoreMigration, AFailingStepLeavesTheDatabaseAsItWas) {
+  test::TempDir dir;
+  auto db = openRaw(dir.file("m.sqlite"));
+  auto steps = fakeSteps();
+  steps[1].apply = [](SqliteConnection& db) {
+    db.exec("CREATE TABLE b(y INTEGER)");
+    throw std::runtime_error("step failed half way");
+  };
+  EXPECT_THROW(store_schema::migrate(*db, steps, 2), std::runtime_error);
+  EXPECT_EQ(db->pragmaInt("user_version"), 0);
+  EXPECT_EQ(db->pragmaInt("application_id"), 0);
+  EXPECT_FALSE(hasTable(*db, "a"));  // step 0 ran in the same transaction and is undone too
+  EXPECT_FALSE(hasTable(*db, "b"));
+}
+
+TEST(StoreMigration, AMissingStepIsAnError) {
+  test::TempDir dir;
+  auto db = openRaw(dir.file("m.sqlite"));
+  auto steps = fakeSteps();
+  steps.pop_back();
+  try {
+    store_schema::migrate(*db, steps, 2);
+    ADD_FAILURE() << "migrated without a step";
+  } catch (const StoreError& e) {
+    EXPECT_EQ(e.kind(), StoreError::Kind::invalid);
+    EXPECT_NE(std::string(e.what()).find("from schema 1 to 2"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(db->pragmaInt("user_version"), 0);
+  EXPECT_FALSE(hasTable(*db, "a"));
+}
+
+TEST(StoreMigration, ANewerDatabaseIsNotDowngraded) {
+  test::TempDir dir;
+  auto db = openRaw(dir.file("m.sqlite"));
+  store_schema::migrate(*db, fakeSteps(), 2);
+  try {
+    store_schema::migrate(*db, fakeSteps(), 1);
+    ADD_FAILURE() << "downgraded";
+  } catch (const StoreError& e) {
+    EXPECT_EQ(e.kind(), StoreError::Kind::newer_schema);
+  }
+  EXPECT_EQ(db->pragmaInt("user_version"), 2);
+}
+
+TEST(StoreMigration, ThisBuildHasOneStepPerVersion) {
+  const auto& steps = store_schema::migrations();
+  ASSERT_EQ(static_cast<int>(steps.size()), Store::kSchemaVersion);
+  for (size_t i = 0; i < steps.size(); ++i) {
+    EXPECT_EQ(steps[i].from_version, static_cast<int>(i));
+    EXPECT_FALSE(steps[i].description.empty());
+  }
+}
+
+// tests/data/v1.sqlite was written by the schema-1 store (see WriteV1Fixture). Today it opens
+// as is; once schema 2 exists, this same test proves the 1 -> 2 migration keeps the data.
+TEST(StoreMigration, VersionOneFixtureOpensWithItsData) {
+  std::string fixture = std::string(ATTNSCOPE_STORE_FIXTURES) + "/v1.sqlite";
+  ASSERT_TRUE(std::filesystem::exists(fixture)) << fixture;
+  test::TempDir dir;
+  std::string path = dir.file("v1.sqlite");
+  std::filesystem::copy_file(fixture, path);  // never open the checked-in file itself
+  Store store(path, false);
+  auto sweeps = store.sweeps();
+  ASSERT_EQ(sweeps.size(), 1u);
+  EXPECT_EQ(sweeps[0].name, "fixture v1");
+  EXPECT_EQ(sweeps[0].tags, (std::vector<std::string>{"fixture"}));
+  EXPECT_EQ(store.environment(sweeps[0].environment_id).host, "fixture-host");
+  auto runs = store.runs(sweeps[0].id);
+  ASSERT_EQ(runs.size(), 2u);
+  for (size_t i = 0; i < runs.size(); ++i) {
+    auto full = store.run(runs[i].id);
+    ASSERT_TRUE(full);
+    test::expectSameRun(test::sampleRun(static_cast<int64_t>(i), 100), *full, true);
+  }
+}
+
+// Rewrites the fixture; run by hand only when the fixture must be recreated:
+//   ATTNSCOPE_WRITE_FIXTURE=tests/data/v1.sqlite test_store --gtest_also_run_disabled_tests
+//     --gtest_filter='*WriteV1Fixture*'
+TEST(StoreMigration, DISABLED_WriteV1Fixture) {
+  const char* out = std::getenv("ATTNSCOPE_WRITE_FIXTURE");
+  ASSERT_TRUE(out) << "set ATTNSCOPE_WRITE_FIXTURE to the output path";
+  ASSERT_EQ(Store::kSchemaVersion, 1) << "the v1 fixture must be written by a schema-1 build";
+  std::filesystem::remove(out);
+  {
+    Store store(out);
+    Environment env;
+    env.host = "fixture-host";
+    env.os = "Debian GNU/Linux 12 (bookworm)";
+    env.app_version = "0.1.0";
+    SweepSpec spec = test::sampleSweep("fixture v1");
+    int64_t sweep = store.createSweep(spec, store.saveEnvironment(env));
+    store.setSweepTags(sweep, {"fixture"});
+    store.setSweepState(sweep, "finished");
+    store.saveRun(sweep, test::sampleRun(0, 100));
+    store.saveRun(sweep, test::sampleRun(1, 100));
+  }
+  // One self-contained file: switch the fixture out of WAL so no side files are needed.
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(out, &db), SQLITE_OK);
+  EXPECT_EQ(sqlite3_exec(db, "PRAGMA journal_mode = DELETE; VACUUM", nullptr, nullptr, nullptr), SQLITE_OK);
+  sqlite3_close(db);
+}
+
+}  // namespace
+}  // namespace attnscope

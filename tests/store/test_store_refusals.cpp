@@ -1,0 +1,165 @@
+// Files that must be refused: each one keeps every byte, and no -wal or -shm file appears.
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+
+#include <filesystem>
+#include <random>
+
+#include "core/store.h"
+#include "tests/store/store_test_support.h"
+
+namespace attnscope {
+namespace {
+
+using test::readBytes;
+using test::TempDir;
+using test::writeBytes;
+
+void execRaw(const std::string& path, const char* sql) {
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  char* err = nullptr;
+  EXPECT_EQ(sqlite3_exec(db, sql, nullptr, nullptr, &err), SQLITE_OK) << (err ? err : "");
+  sqlite3_free(err);
+  sqlite3_close(db);
+}
+
+// Opens `path`, expects a StoreError of `kind` whose message names the file and contains
+// `phrase`, and checks that the file and its folder are exactly as before.
+void expectRefused(const std::string& path, StoreError::Kind kind, const std::string& phrase) {
+  ASSERT_FALSE(std::filesystem::exists(path + "-wal"));
+  ASSERT_FALSE(std::filesystem::exists(path + "-shm"));
+  std::string before = readBytes(path);
+  auto mtime = std::filesystem::last_write_time(path);
+  for (bool create : {true, false}) {
+    try {
+      Store store(path, create);
+      ADD_FAILURE() << path << " was opened";
+    } catch (const StoreError& e) {
+      std::string message = e.what();
+      EXPECT_EQ(e.kind(), kind) << message;
+      EXPECT_NE(message.find(path), std::string::npos) << message;
+      EXPECT_NE(message.find(phrase), std::string::npos) << message;
+      EXPECT_NE(message.find("not modified"), std::string::npos) << message;
+    }
+  }
+  EXPECT_TRUE(readBytes(path) == before) << "the refused file changed";
+  EXPECT_EQ(std::filesystem::last_write_time(path), mtime);
+  EXPECT_FALSE(std::filesystem::exists(path + "-wal"));
+  EXPECT_FALSE(std::filesystem::exists(path + "-shm"));
+  EXPECT_FALSE(std::filesystem::exists(path + "-journal"));
+}
+
+// A real AttnScope database with enough events to span many pages; closed cleanly.
+void makeRealDatabase(const std::string& path) {
+  Store store(path);
+  int64_t sweep = store.createSweep(test::sampleSweep("real"), store.saveEnvironment(Environment{}));
+  for (int i = 0; i < 5; ++i) store.saveRun(sweep, test::sampleRun(i, 2000));
+}
+
+TEST(StoreRefusal, TextFile) {
+  TempDir dir;
+  std::string path = dir.file("notes.txt");
+  writeBytes(path, std::string("These are my notes, not a database.\n") + std::string(200, 'x'));
+  expectRefused(path, StoreError::Kind::not_attnscope, "not an SQLite file");
+}
+
+TEST(StoreRefusal, ShortFile) {
+  TempDir dir;
+  std::string path = dir.file("short.sqlite");
+  writeBytes(path, "SQLite format 3");
+  expectRefused(path, StoreError::Kind::not_attnscope, "not an AttnScope database");
+}
+
+TEST(StoreRefusal, PngImage) {
+  TempDir dir;
+  std::string path = dir.file("chart.png");
+  std::string png = "\x89PNG\r\n\x1a\n";
+  png += std::string("\0\0\0\x0dIHDR\0\0\x01\0\0\0\x01\0\x08\x06\0\0\0", 25);
+  std::mt19937 rng(1);
+  for (int i = 0; i < 4000; ++i) png += static_cast<char>(rng());
+  writeBytes(path, png);
+  expectRefused(path, StoreError::Kind::not_attnscope, "not an SQLite file");
+}
+
+TEST(StoreRefusal, AnotherApplicationsDatabase) {
+  TempDir dir;
+  std::string path = dir.file("contacts.sqlite");
+  execRaw(path, "CREATE TABLE contacts(name TEXT, phone TEXT); INSERT INTO contacts VALUES ('Ada', '123');");
+  expectRefused(path, StoreError::Kind::not_attnscope, "contacts");
+}
+
+TEST(StoreRefusal, AnotherApplicationsWalDatabase) {
+  TempDir dir;
+  std::string path = dir.file("photos.db");
+  execRaw(path,
+          "PRAGMA journal_mode = WAL; PRAGMA application_id = 1234; CREATE TABLE photos(id INTEGER PRIMARY KEY, "
+          "blob BLOB); INSERT INTO photos(blob) VALUES (zeroblob(10000));");
+  expectRefused(path, StoreError::Kind::not_attnscope, "photos");
+}
+
+TEST(StoreRefusal, NewerSchema) {
+  TempDir dir;
+  std::string path = dir.file("runs.sqlite");
+  makeRealDatabase(path);
+  execRaw(path, "PRAGMA user_version = 7");
+  expectRefused(path, StoreError::Kind::newer_schema, "newer AttnScope (schema 7; this build reads up to 1)");
+}
+
+TEST(StoreRefusal, GarbagePagesBehindAValidHeader) {
+  TempDir dir;
+  std::string path = dir.file("runs.sqlite");
+  makeRealDatabase(path);
+  std::string bytes = readBytes(path);
+  const size_t page = 4096;
+  ASSERT_GT(bytes.size(), 20 * page);
+  std::mt19937 rng(7);
+  // Keep page 1 (header and schema) intact; scribble over pages in the middle of the file.
+  for (size_t p = bytes.size() / page / 3; p < bytes.size() / page / 3 + 4; ++p)
+    for (size_t i = 0; i < page; ++i) bytes[p * page + i] = static_cast<char>(rng());
+  writeBytes(path, bytes);
+  expectRefused(path, StoreError::Kind::corrupt, "damaged");
+}
+
+TEST(StoreRefusal, GarbageEverywhereButTheHeader) {
+  TempDir dir;
+  std::string path = dir.file("runs.sqlite");
+  makeRealDatabase(path);
+  std::string bytes = readBytes(path);
+  std::mt19937 rng(11);
+  for (size_t i = 100; i < bytes.size(); ++i) bytes[i] = static_cast<char>(rng());
+  writeBytes(path, bytes);
+  expectRefused(path, StoreError::Kind::corrupt, "damaged");
+}
+
+TEST(StoreRefusal, TruncatedDatabase) {
+  TempDir dir;
+  std::string path = dir.file("runs.sqlite");
+  makeRealDatabase(path);
+  std::string bytes = readBytes(path);
+  writeBytes(path, bytes.substr(0, bytes.size() / 2));
+  expectRefused(path, StoreError::Kind::corrupt, "damaged");
+}
+
+TEST(StoreRefusal, AFolder) {
+  TempDir dir;
+  try {
+    Store store(dir.path().string());
+    ADD_FAILURE() << "opened a folder";
+  } catch (const StoreError& e) {
+    EXPECT_NE(std::string(e.what()).find("folder"), std::string::npos) << e.what();
+  }
+}
+
+TEST(StoreRefusal, AcceptedFileStillOpensAfterTheChecks) {
+  // The control case: the same real database, untouched, opens and reads.
+  TempDir dir;
+  std::string path = dir.file("runs.sqlite");
+  makeRealDatabase(path);
+  Store store(path, false);
+  ASSERT_EQ(store.sweeps().size(), 1u);
+  EXPECT_EQ(store.sweeps()[0].run_count, 5);
+}
+
+}  // namespace
+}  // namespace attnscope
