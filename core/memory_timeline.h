@@ -9,9 +9,10 @@
 // them as double allocations, but it does sum both, which is rarely what you want.
 //
 // Tie rule (equal timestamps): all growing events at a timestamp (alloc, pool_reserve) are applied
-// before the shrinking ones (free, pool_release), in their original order within each class, and
-// only then is a curve point emitted. So the peak is never understated: when a buffer is freed
-// and another allocated within one clock tick, both count at that tick. A free and a
+// before the shrinking ones (free, pool_release), in their original order within each class. So
+// the peak is never understated: when a buffer is freed and another allocated within one clock
+// tick, both count at that tick. The curve then holds up to two points at that timestamp: the
+// level after the growing events (when it exceeds the final level), then the final level. A free and a
 // re-allocation of the same address at one timestamp are not a double allocation: the free ends
 // the older block.
 //
@@ -36,7 +37,7 @@ struct MemoryFilter {
 
 struct MemoryPoint {
   int64_t t_ns = 0;
-  int64_t bytes = 0;  // level after every event at t_ns
+  int64_t bytes = 0;
   bool operator==(const MemoryPoint&) const = default;
 };
 
@@ -63,7 +64,8 @@ class MemoryTimeline {
   // Phases are taken from every phase event in `events` (whatever the filter says).
   MemoryTimeline(const std::vector<TraceEvent>& events, const MemoryFilter& filter);
 
-  // One point per distinct timestamp that changed the level; empty when no event matched.
+  // Points in time order (see the tie rule for two points at one timestamp); empty when no
+  // alloc/free event matched.
   const std::vector<MemoryPoint>& curve() const { return curve_; }
   int64_t peakBytes() const { return peak_bytes_; }
   int64_t peakNs() const { return peak_ns_; }  // first time the peak is reached; 0 when no events

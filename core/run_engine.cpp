@@ -6,6 +6,7 @@
 #include "core/clock.h"
 #include "core/format.h"
 #include "core/mask.h"
+#include "core/memory_timeline.h"
 #include "core/reference.h"
 
 namespace attnscope {
@@ -130,6 +131,10 @@ RunResult runPoint(Backend& backend, const WorkloadSpec& spec, const RunOptions&
       r.trace.dropped_records = device.dropped_records;
       r.trace.capture_note = device.capture_note;
       for (auto& e : device.events) r.trace.events.push_back(std::move(e));
+      // CUPTI's own view of device memory allocated during the run; meaningless for host backends.
+      if (alloc->kind() != MemoryKind::host)
+        r.memory.cupti_peak =
+            MemoryTimeline(r.trace.events, MemoryFilter{EventSource::cupti, MemoryKind::device, std::nullopt}).peakBytes();
     } else {
       r.trace.capture_note = opt.capture->note();
     }
