@@ -21,6 +21,7 @@ struct Case {
   const char* name;
   Shape shape;
 };
+void PrintTo(const Case& c, std::ostream* os) { *os << c.name << " (" << summary(specOf(c.shape)) << ")"; }
 
 constexpr DType f32 = DType::fp32, f16 = DType::fp16, b16 = DType::bf16;
 constexpr MaskLayout bcast = MaskLayout::broadcast, per_head = MaskLayout::per_head;
