@@ -1,4 +1,7 @@
 #pragma once
+#include <memory>
+#include <vector>
+
 #include "core/backend_registry.h"
 
 namespace attnscope {
@@ -6,4 +9,9 @@ namespace attnscope {
 // device they are registered as unavailable and a note "GPU backends unavailable: <reason>" is
 // added to the registry.
 void registerCudaBackends(BackendRegistry& registry);
+
+// The three backends alone (no registry note, no environment probe), for tests and benchmarks.
+// cuda.chunked reads ATTNSCOPE_CUDA_CHUNK_ROWS (rows per chunk) when set; otherwise it picks
+// the largest chunk whose scores fit in 256 MiB.
+std::vector<std::unique_ptr<Backend>> makeCudaBackends();
 }  // namespace attnscope

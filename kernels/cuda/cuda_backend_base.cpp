@@ -1,0 +1,45 @@
+#include "kernels/cuda/cuda_backend_base.h"
+
+#include <cuda_runtime.h>
+
+#include <stdexcept>
+
+#include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/cuda_device.h"
+#include "kernels/cuda/device_allocator.h"
+
+namespace attnscope::cuda {
+
+Availability CudaBackendBase::availability() const {
+  const CudaDeviceInfo& info = cudaDeviceInfo();
+  if (info.available) return {};
+  return {false, "GPU backends unavailable: " + info.reason};
+}
+
+Support CudaBackendBase::support(const WorkloadSpec& spec) const {
+  Support s;
+  const CudaDeviceInfo& info = cudaDeviceInfo();
+  if (!info.available) {
+    s.reasons.push_back("GPU backends unavailable: " + info.reason);
+    // Spec problems that hold on any device are still worth saying.
+    if (family_ == CudaFamily::flash)
+      if (auto p = flashHeadDimProblem(spec.headDim())) s.reasons.push_back(*p);
+    return s;
+  }
+  s.reasons = deviceProblems(family_, spec, info.caps, cudaBuiltArchitectures(), plan(spec).peakBytes());
+  return s;
+}
+
+int64_t CudaBackendBase::memoryAvailable() const { return cudaFreeBytes(0); }
+
+std::unique_ptr<TrackingAllocator> CudaBackendBase::makeAllocator() const {
+  return std::make_unique<DeviceAllocator>(0);
+}
+
+void CudaBackendBase::requireDevice() const {
+  const CudaDeviceInfo& info = cudaDeviceInfo();
+  if (!info.available) throw std::runtime_error("GPU backends unavailable: " + info.reason);
+  ATTNSCOPE_CUDA_CHECK(cudaSetDevice(info.device));
+}
+
+}  // namespace attnscope::cuda

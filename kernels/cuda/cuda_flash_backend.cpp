@@ -1,0 +1,114 @@
+#include "kernels/cuda/cuda_flash_backend.h"
+
+#include <cmath>
+#include <stdexcept>
+
+#include "kernels/cuda/attention_tiling.h"
+#include "kernels/cuda/cuda_kernels.h"
+#include "kernels/cuda/cuda_plans.h"
+#include "kernels/cuda/cuda_stream.h"
+
+namespace attnscope::cuda {
+namespace {
+
+static_assert(static_cast<int>(MaskKind::causal) == static_cast<int>(TileMask::causal) &&
+                  static_cast<int>(MaskKind::window) == static_cast<int>(TileMask::window) &&
+                  static_cast<int>(MaskKind::block) == static_cast<int>(TileMask::block) &&
+                  static_cast<int>(MaskKind::dense) == static_cast<int>(TileMask::dense),
+              "TileMask mirrors MaskKind");
+
+class FlashExecution final : public Execution {
+ public:
+  FlashExecution(const WorkloadSpec& spec, const HostInputs& in, RunContext& ctx)
+      : spec_(spec), ctx_(ctx), z_(flashSizes(spec)) {
+    if (auto problem = flashHeadDimProblem(spec.headDim())) throw std::invalid_argument(*problem);
+    PhaseScope phase(ctx, "inputs");
+    TrackingAllocator& a = ctx.allocator();
+    q_ = uploadTensor(a, in.q.data(), z_.q, "q", stream_);
+    k_ = uploadTensor(a, in.k.data(), z_.k, "k", stream_);
+    v_ = uploadTensor(a, in.v.data(), z_.v, "v", stream_);
+    if (z_.mask > 0) {
+      if (static_cast<int64_t>(in.mask.size()) != z_.mask)
+        throw std::invalid_argument("dense mask has " + std::to_string(in.mask.size()) + " bytes, expected " +
+                                    std::to_string(z_.mask));
+      mask_ = uploadTensor(a, in.mask.data(), z_.mask, "mask", stream_);
+    }
+    o_ = Buffer<uint8_t>(a, z_.o, "o");
+    lse_ = Buffer<float>(a, z_.lse / 4, "log-sum-exp");
+    params_ = makeParams();
+  }
+
+  double run() override {
+    ctx_.throwIfCancelled();
+    PhaseScope phase(ctx_, "forward");
+    stream_.startTimer();
+    launchFlashForward(params_, stream_.get());
+    return stream_.stopTimer();
+  }
+
+  void output(std::vector<float>& out) override {
+    downloadAsFloat(o_.data(), spec_.qElements(), spec_.dtype, out, stream_);
+  }
+
+ private:
+  FlashParams makeParams() const {
+    const int64_t H = spec_.heads, Hkv = spec_.kvHeads(), Lq = spec_.seq_q, Lkv = spec_.seqKv(), D = spec_.headDim();
+    FlashParams p;
+    p.q = q_.data();
+    p.k = k_.data();
+    p.v = v_.data();
+    p.o = o_.data();
+    p.lse = lse_.data();
+    p.q_row_stride = p.o_row_stride = D;
+    p.q_head_stride = p.o_head_stride = Lq * D;
+    p.q_batch_stride = p.o_batch_stride = H * Lq * D;
+    p.k_row_stride = p.v_row_stride = D;
+    p.k_head_stride = p.v_head_stride = Lkv * D;
+    p.k_batch_stride = p.v_batch_stride = Hkv * Lkv * D;
+    if (mask_) {
+      p.mask = mask_.data();
+      p.mask_row_stride = Lkv;
+      if (spec_.mask_layout == MaskLayout::per_head) {
+        p.mask_head_stride = Lq * Lkv;
+        p.mask_batch_stride = H * Lq * Lkv;
+      }
+    }
+    p.batch = static_cast<int>(spec_.batch);
+    p.heads = static_cast<int>(H);
+    p.kv_heads = static_cast<int>(Hkv);
+    p.seq_q = Lq;
+    p.seq_kv = Lkv;
+    p.head_dim = static_cast<int>(D);
+    p.scale = static_cast<float>(spec_.effectiveScale());
+    p.scale_log2 = static_cast<float>(spec_.effectiveScale() * 1.4426950408889634);
+    p.dtype = spec_.dtype == DType::fp16 ? ElemType::fp16 : spec_.dtype == DType::bf16 ? ElemType::bf16 : ElemType::fp32;
+    p.mask_kind = static_cast<int>(spec_.mask.kind);
+    p.mask_width = spec_.mask.width;
+    return p;
+  }
+
+  WorkloadSpec spec_;
+  RunContext& ctx_;
+  FlashSizes z_;
+  CudaStream stream_;  // declared before the buffers: they are freed first
+  Buffer<uint8_t> q_, k_, v_, mask_, o_;
+  Buffer<float> lse_;
+  FlashParams params_;
+};
+
+}  // namespace
+
+std::string CudaFlashBackend::description() const {
+  return "fused FlashAttention-style kernel (mma.sync tensor cores for fp16/bf16, SIMT fp32); memory linear in "
+         "sequence length";
+}
+
+MemoryPlan CudaFlashBackend::plan(const WorkloadSpec& spec) const { return planFlash(spec); }
+
+std::unique_ptr<Execution> CudaFlashBackend::prepare(const WorkloadSpec& spec, const HostInputs& inputs,
+                                                     RunContext& ctx) {
+  requireDevice();
+  return std::make_unique<FlashExecution>(spec, inputs, ctx);
+}
+
+}  // namespace attnscope::cuda

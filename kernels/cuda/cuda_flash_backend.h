@@ -1,0 +1,20 @@
+#pragma once
+// cuda.flash: one fused kernel, tiles of Q against tiles of K/V with an online softmax. fp16 and
+// bf16 on tensor cores (mma.sync, fp32 accumulation), fp32 on the SIMT units; head_dim up to 256
+// in multiples of 8; GQA/MQA by indexing; every mask kind with tiles outside the mask skipped;
+// memory linear in sequence length (Q, K, V, O, mask, log-sum-exp).
+
+#include "kernels/cuda/cuda_backend_base.h"
+
+namespace attnscope::cuda {
+
+class CudaFlashBackend final : public CudaBackendBase {
+ public:
+  CudaFlashBackend() : CudaBackendBase(CudaFamily::flash) {}
+  std::string id() const override { return "cuda.flash"; }
+  std::string description() const override;
+  MemoryPlan plan(const WorkloadSpec& spec) const override;
+  std::unique_ptr<Execution> prepare(const WorkloadSpec& spec, const HostInputs& inputs, RunContext& ctx) override;
+};
+
+}  // namespace attnscope::cuda

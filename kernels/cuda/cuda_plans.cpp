@@ -1,0 +1,79 @@
+#include "kernels/cuda/cuda_plans.h"
+
+#include <algorithm>
+#include <string>
+
+namespace attnscope::cuda {
+
+int64_t chooseChunkRows(const WorkloadSpec& s, int64_t requested_rows, int64_t score_budget_bytes) {
+  const int64_t lq = std::max<int64_t>(1, s.seq_q);
+  if (requested_rows > 0) return std::min(requested_rows, lq);
+  const int64_t row_bytes = s.batch * s.heads * s.seqKv() * bytesPerElement(s.dtype);
+  const int64_t max_rows = std::clamp<int64_t>(row_bytes > 0 ? score_budget_bytes / row_bytes : lq, 1, lq);
+  const int64_t chunks = (lq + max_rows - 1) / max_rows;
+  return (lq + chunks - 1) / chunks;
+}
+
+MaterialisingSizes materialisingSizes(const WorkloadSpec& s, int64_t chunk_rows) {
+  MaterialisingSizes z;
+  const int64_t eb = bytesPerElement(s.dtype);
+  z.chunk_rows = std::clamp<int64_t>(chunk_rows, 1, std::max<int64_t>(1, s.seq_q));
+  z.chunks = (s.seq_q + z.chunk_rows - 1) / z.chunk_rows;
+  z.q = z.o = s.qElements() * eb;
+  z.k = z.v = s.kvElements() * eb;
+  const int64_t chunk_scores = s.batch * s.heads * z.chunk_rows * s.seqKv();
+  z.scores = z.probs = chunk_scores * eb;
+  if (s.mask.kind == MaskKind::dense) {
+    z.mask = s.maskBytes();
+    const int64_t planes = s.mask_layout == MaskLayout::per_head ? s.batch * s.heads : 1;
+    z.bias = planes * z.chunk_rows * s.seqKv() * eb;
+  }
+  return z;
+}
+
+FlashSizes flashSizes(const WorkloadSpec& s) {
+  FlashSizes f;
+  const int64_t eb = bytesPerElement(s.dtype);
+  f.q = f.o = s.qElements() * eb;
+  f.k = f.v = s.kvElements() * eb;
+  if (s.mask.kind == MaskKind::dense) f.mask = s.maskBytes();
+  f.lse = s.batch * s.heads * s.seq_q * 4;
+  return f;
+}
+
+MemoryPlan planMaterialising(const WorkloadSpec& s, int64_t chunk_rows) {
+  const MaterialisingSizes z = materialisingSizes(s, chunk_rows);
+  MemoryPlan p;
+  const int in = p.addStep("inputs");
+  const int sc = p.addStep("scores");
+  const int sm = p.addStep("softmax");
+  const int out = p.addStep("output");
+  const bool chunked = z.chunks > 1 || z.chunk_rows < s.seq_q;
+  const std::string per = chunked ? " (chunk of " + std::to_string(z.chunk_rows) + " rows)" : "";
+  p.add("q", z.q, in, out, BufferRole::input);
+  p.add("k", z.k, in, out, BufferRole::input);
+  p.add("v", z.v, in, out, BufferRole::input);
+  if (z.mask > 0) p.add("mask", z.mask, in, out, BufferRole::mask);
+  p.add("o", z.o, in, out, BufferRole::output);
+  p.add("cublas workspace", z.workspace, in, out, BufferRole::library);
+  if (z.bias > 0) p.add("additive mask" + per, z.bias, sc, out, BufferRole::workspace);
+  p.add("scores S" + per, z.scores, sc, sm, BufferRole::workspace);
+  p.add("probs P" + per, z.probs, sm, out, BufferRole::workspace);
+  return p;
+}
+
+MemoryPlan planFlash(const WorkloadSpec& s) {
+  const FlashSizes f = flashSizes(s);
+  MemoryPlan p;
+  const int in = p.addStep("inputs");
+  const int at = p.addStep("attention");
+  p.add("q", f.q, in, at, BufferRole::input);
+  p.add("k", f.k, in, at, BufferRole::input);
+  p.add("v", f.v, in, at, BufferRole::input);
+  if (f.mask > 0) p.add("mask", f.mask, in, at, BufferRole::mask);
+  p.add("o", f.o, in, at, BufferRole::output);
+  p.add("log-sum-exp", f.lse, in, at, BufferRole::workspace);
+  return p;
+}
+
+}  // namespace attnscope::cuda

@@ -1,0 +1,73 @@
+#include "kernels/cuda/cuda_stream.h"
+
+#include <cstring>
+#include <vector>
+
+#include "kernels/cuda/cuda_check.h"
+
+namespace attnscope::cuda {
+
+CudaStream::CudaStream() {
+  ATTNSCOPE_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+  try {
+    ATTNSCOPE_CUDA_CHECK(cudaEventCreate(&start_));
+    ATTNSCOPE_CUDA_CHECK(cudaEventCreate(&stop_));
+  } catch (...) {
+    if (start_) cudaEventDestroy(start_);
+    cudaStreamDestroy(stream_);
+    throw;
+  }
+}
+
+CudaStream::~CudaStream() {
+  // Errors here mean the context is already lost; nothing useful can be done with them.
+  cudaEventDestroy(stop_);
+  cudaEventDestroy(start_);
+  cudaStreamDestroy(stream_);
+  (void)cudaGetLastError();
+}
+
+void CudaStream::startTimer() { ATTNSCOPE_CUDA_CHECK(cudaEventRecord(start_, stream_)); }
+
+double CudaStream::stopTimer() {
+  ATTNSCOPE_CUDA_CHECK(cudaEventRecord(stop_, stream_));
+  ATTNSCOPE_CUDA_CHECK(cudaEventSynchronize(stop_));
+  float ms = 0.f;
+  ATTNSCOPE_CUDA_CHECK(cudaEventElapsedTime(&ms, start_, stop_));
+  return static_cast<double>(ms) * 1e-3;
+}
+
+void CudaStream::synchronize() { ATTNSCOPE_CUDA_CHECK(cudaStreamSynchronize(stream_)); }
+
+Buffer<uint8_t> uploadTensor(TrackingAllocator& alloc, const void* data, int64_t bytes, const char* tag,
+                             CudaStream& stream) {
+  Buffer<uint8_t> buf(alloc, bytes, tag);
+  if (bytes > 0) {
+    ATTNSCOPE_CUDA_CHECK(
+        cudaMemcpyAsync(buf.data(), data, static_cast<size_t>(bytes), cudaMemcpyHostToDevice, stream.get()));
+    stream.synchronize();
+  }
+  return buf;
+}
+
+void downloadAsFloat(const void* device_data, int64_t elements, DType dtype, std::vector<float>& out,
+                     CudaStream& stream) {
+  const int64_t eb = bytesPerElement(dtype);
+  std::vector<uint8_t> raw(static_cast<size_t>(elements * eb));
+  if (elements > 0) {
+    ATTNSCOPE_CUDA_CHECK(cudaMemcpyAsync(raw.data(), device_data, raw.size(), cudaMemcpyDeviceToHost, stream.get()));
+    stream.synchronize();
+  }
+  out.resize(static_cast<size_t>(elements));
+  for (int64_t i = 0; i < elements; ++i) {
+    if (dtype == DType::fp32) {
+      std::memcpy(&out[i], raw.data() + i * 4, 4);
+    } else {
+      uint16_t h;
+      std::memcpy(&h, raw.data() + i * 2, 2);
+      out[i] = dtype == DType::fp16 ? halfToFloat(h) : bf16ToFloat(h);
+    }
+  }
+}
+
+}  // namespace attnscope::cuda

@@ -1,0 +1,41 @@
+#pragma once
+// One execution's CUDA stream and the pair of events that time it on the device.
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "core/host_inputs.h"
+#include "core/tracking_allocator.h"
+
+namespace attnscope::cuda {
+
+class CudaStream {
+ public:
+  CudaStream();
+  ~CudaStream();
+  CudaStream(const CudaStream&) = delete;
+  CudaStream& operator=(const CudaStream&) = delete;
+
+  cudaStream_t get() const { return stream_; }
+  void startTimer();
+  // Records the stop event, waits for it and returns the seconds between the two events. Kernel
+  // faults surface here and are thrown with the runtime's text.
+  double stopTimer();
+  void synchronize();
+
+ private:
+  cudaStream_t stream_ = nullptr;
+  cudaEvent_t start_ = nullptr;
+  cudaEvent_t stop_ = nullptr;
+};
+
+// A tracked device buffer holding a copy of the host tensor's bytes (waits for the copy).
+Buffer<uint8_t> uploadTensor(TrackingAllocator& alloc, const void* data, int64_t bytes, const char* tag,
+                             CudaStream& stream);
+
+// The device tensor [elements] in dtype, converted to float on the host.
+void downloadAsFloat(const void* device_data, int64_t elements, DType dtype, std::vector<float>& out,
+                     CudaStream& stream);
+
+}  // namespace attnscope::cuda
