@@ -1,0 +1,120 @@
+#include "ui/chart_export.h"
+
+#include <QFile>
+#include <QFileInfo>
+#include <QImage>
+#include <QPainter>
+#include <QPdfWriter>
+#include <QSaveFile>
+#include <QSvgGenerator>
+#include <QTextStream>
+#include <qcustomplot.h>
+
+#include <nlohmann/json.hpp>
+
+#include "core/results_export.h"
+
+namespace attnscope::ui {
+
+void paintPlots(QCPPainter& painter, const QRectF& rect, const QList<QCustomPlot*>& plots, int columns) {
+  columns = qMax(1, qMin(columns, static_cast<int>(plots.size())));
+  const int rows = (static_cast<int>(plots.size()) + columns - 1) / columns;
+  const int w = static_cast<int>(rect.width() / columns), h = static_cast<int>(rect.height() / rows);
+  for (int i = 0; i < plots.size(); ++i) {
+    painter.save();
+    painter.translate(rect.left() + (i % columns) * w, rect.top() + (i / columns) * h);
+    plots[i]->toPainter(&painter, w, h);
+    painter.restore();
+  }
+}
+
+QString exportPlots(const QList<QCustomPlot*>& plots, int columns, const QString& format_in,
+                    const QString& file, QSize size, int dpi) {
+  if (plots.isEmpty()) return QObject::tr("nothing to export");
+  if (size.width() < 16 || size.height() < 16) return QObject::tr("size too small: %1x%2").arg(size.width()).arg(size.height());
+  if (dpi < 24 || dpi > 2400) return QObject::tr("dpi out of range (24..2400): %1").arg(dpi);
+  const QString format = (format_in.isEmpty() ? QFileInfo(file).suffix() : format_in).toLower();
+  if (format == "png") {
+    const double scale = dpi / 96.0;
+    QImage image(size, QImage::Format_ARGB32);
+    image.fill(Qt::white);
+    image.setDotsPerMeterX(qRound(dpi / 0.0254));
+    image.setDotsPerMeterY(qRound(dpi / 0.0254));
+    {
+      QCPPainter painter(&image);
+      painter.setMode(QCPPainter::pmNoCaching);
+      painter.scale(scale, scale);
+      paintPlots(painter, QRectF(0, 0, size.width() / scale, size.height() / scale), plots, columns);
+    }
+    if (!image.save(file, "PNG")) return QObject::tr("cannot write %1").arg(file);
+    return {};
+  }
+  if (format == "svg") {
+    QSvgGenerator gen;
+    gen.setFileName(file);
+    gen.setSize(size);
+    gen.setViewBox(QRect(QPoint(0, 0), size));
+    gen.setTitle("AttnScope chart");
+    QCPPainter painter;
+    if (!painter.begin(&gen)) return QObject::tr("cannot write %1").arg(file);
+    painter.setMode(QCPPainter::pmVectorized);
+    painter.setMode(QCPPainter::pmNoCaching);
+    paintPlots(painter, QRectF(0, 0, size.width(), size.height()), plots, columns);
+    painter.end();
+    return QFileInfo(file).size() > 0 ? QString() : QObject::tr("cannot write %1").arg(file);
+  }
+  if (format == "pdf") {
+    QPdfWriter writer(file);
+    writer.setResolution(96);
+    // 96 px per inch on a page measured in points (72 per inch): the page is exactly size px.
+    writer.setPageSize(QPageSize(QSizeF(size.width() * 0.75, size.height() * 0.75), QPageSize::Point));
+    writer.setPageMargins(QMarginsF(0, 0, 0, 0));
+    writer.setCreator("AttnScope");
+    QCPPainter painter;
+    if (!painter.begin(&writer)) return QObject::tr("cannot write %1").arg(file);
+    painter.setMode(QCPPainter::pmVectorized);
+    painter.setMode(QCPPainter::pmNoCaching);
+    const QRect page = writer.pageLayout().paintRectPixels(writer.resolution());
+    paintPlots(painter, QRectF(0, 0, page.width(), page.height()), plots, columns);
+    painter.end();
+    return {};
+  }
+  return QObject::tr("unknown format '%1' (allowed: png, svg, pdf)").arg(format);
+}
+
+namespace {
+
+QString writeText(const QString& file, const std::string& text) {
+  QSaveFile out(file);
+  if (!out.open(QIODevice::WriteOnly)) return QObject::tr("cannot write %1: %2").arg(file, out.errorString());
+  out.write(text.data(), static_cast<qint64>(text.size()));
+  if (!out.commit()) return QObject::tr("cannot write %1: %2").arg(file, out.errorString());
+  return {};
+}
+
+}  // namespace
+
+QString exportCsv(const SweepSnapshots& sweeps, const QString& file) {
+  // Core's columns; a leading sweep_id column keeps several sweeps apart in one file.
+  std::string text = "sweep_id";
+  for (const auto& c : csvColumns()) text += "," + csvEscape(c);
+  text += "\n";
+  for (const auto& s : sweeps) {
+    if (!s) continue;
+    for (const RunResult& r : s->runs) {
+      text += std::to_string(s->info.id);
+      for (const auto& f : csvRow(r)) text += "," + csvEscape(f);
+      text += "\n";
+    }
+  }
+  return writeText(file, text);
+}
+
+QString exportJson(const SweepSnapshots& sweeps, const QString& file) {
+  nlohmann::json all = nlohmann::json::array();
+  for (const auto& s : sweeps)
+    if (s) all.push_back(sweepToJson(s->info, s->environment, s->runs));
+  return writeText(file, (sweeps.size() == 1 ? all[0] : nlohmann::json{{"sweeps", all}}).dump(2) + "\n");
+}
+
+}  // namespace attnscope::ui

@@ -1,0 +1,99 @@
+#include "ui/chart_math.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+namespace attnscope::ui {
+
+double niceByteStep(double range, int target_ticks) {
+  if (!(range > 0) || target_ticks < 1) return 1;
+  static const double mults[] = {1, 2, 5, 10, 20, 50, 100, 200, 500};
+  for (double unit = 1; unit < 1e21; unit *= 1024)
+    for (double m : mults)
+      if (range / (m * unit) <= target_ticks) return m * unit;
+  return std::pow(1024.0, 7);
+}
+
+std::vector<double> logByteTicks(double lo, double hi, int target_ticks) {
+  std::vector<double> ticks;
+  if (!(lo > 0) || !(hi >= lo)) return ticks;
+  const int e0 = static_cast<int>(std::ceil(std::log2(lo) - 1e-9));
+  const int e1 = static_cast<int>(std::floor(std::log2(hi) + 1e-9));
+  if (e1 < e0) return ticks;
+  const int span = e1 - e0 + 1;
+  int stride = 1;
+  while (span / stride > std::max(target_ticks, 1)) ++stride;
+  // Prefer whole units (exponents that are multiples of the stride read as 1 KiB, 1 MiB, ...).
+  int first = e0;
+  while (first % stride != 0) ++first;
+  for (int e = first; e <= e1; e += stride) ticks.push_back(std::ldexp(1.0, e));
+  if (ticks.empty()) ticks.push_back(std::ldexp(1.0, e0));
+  return ticks;
+}
+
+std::string formatByteTick(double bytes) {
+  if (bytes == 0) return "0";
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  const bool neg = bytes < 0;
+  double v = std::fabs(bytes);
+  int u = 0;
+  while (v >= 1024 && u < 6) {
+    v /= 1024;
+    ++u;
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%s%.3g %s", neg ? "-" : "", v, units[u]);
+  return buf;
+}
+
+std::string formatTimeTick(double ns) {
+  if (ns == 0) return "0";
+  const double a = std::fabs(ns);
+  char buf[32];
+  if (a < 1e3) std::snprintf(buf, sizeof buf, "%.3g ns", ns);
+  else if (a < 1e6) std::snprintf(buf, sizeof buf, "%.3g us", ns / 1e3);
+  else if (a < 1e9) std::snprintf(buf, sizeof buf, "%.3g ms", ns / 1e6);
+  else std::snprintf(buf, sizeof buf, "%.3g s", ns / 1e9);
+  return buf;
+}
+
+double TimeToPixel::pixel(double t) const {
+  if (t1 == t0) return px0;
+  return px0 + (t - t0) * (px1 - px0) / (t1 - t0);
+}
+
+double TimeToPixel::time(double px) const {
+  if (px1 == px0) return t0;
+  return t0 + (px - px0) * (t1 - t0) / (px1 - px0);
+}
+
+double TimeToPixel::nsPerPixel() const {
+  return px1 == px0 ? 0 : std::fabs((t1 - t0) / (px1 - px0));
+}
+
+std::pair<double, double> zoomRange(double lo, double hi, double anchor, double factor) {
+  if (!(factor > 0)) return {lo, hi};
+  return {anchor - (anchor - lo) * factor, anchor + (hi - anchor) * factor};
+}
+
+std::vector<Interval> mergeForPixels(const std::vector<Interval>& sorted, const TimeToPixel& map,
+                                     double min_gap_px) {
+  std::vector<Interval> out;
+  const double lo = std::min(map.t0, map.t1), hi = std::max(map.t0, map.t1);
+  const double gap = min_gap_px * map.nsPerPixel();
+  // Intervals are sorted by start; skip to the first that can reach the visible range. Ends are
+  // not sorted, so a long interval starting early is found by the linear scan below.
+  for (const Interval& iv : sorted) {
+    if (iv.start > hi) break;
+    if (iv.end < lo) continue;
+    if (!out.empty() && iv.start <= out.back().end + gap) {
+      out.back().end = std::max(out.back().end, iv.end);
+    } else {
+      out.push_back(iv);
+    }
+  }
+  return out;
+}
+
+}  // namespace attnscope::ui

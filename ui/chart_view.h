@@ -1,0 +1,42 @@
+#pragma once
+// The base of every chart tab: takes sweep snapshots, owns one or more QCustomPlots, follows
+// palette changes, and shows hover tooltips. Export renders plots() in a row.
+
+#include <functional>
+
+#include <QList>
+#include <QWidget>
+
+#include "ui/sweep_snapshot.h"
+
+class QCustomPlot;
+class QCPGraph;
+
+namespace attnscope::ui {
+
+class ChartView : public QWidget {
+  Q_OBJECT
+ public:
+  using QWidget::QWidget;
+  virtual QString title() const = 0;
+  virtual void setSweeps(const SweepSnapshots& sweeps) = 0;
+  const SweepSnapshots& sweeps() const { return sweeps_; }
+  virtual QList<QCustomPlot*> plots() const = 0;
+  // Plots per row when exported (all in one row by default).
+  virtual int exportColumns() const { return static_cast<int>(plots().size()); }
+  // A run picked elsewhere (results table); views that show one run switch to it.
+  virtual void selectRun(qint64 run_id) { Q_UNUSED(run_id); }
+
+  // Tooltip text for the data point `index` of `graph`; empty for none.
+  using HoverText = std::function<QString(QCPGraph* graph, int index)>;
+  // Shows hover tooltips for the graph point nearest the mouse (within 12 px).
+  static void installHover(QCustomPlot* plot, HoverText text);
+  static QCustomPlot* makePlot(QWidget* parent);
+
+ protected:
+  void changeEvent(QEvent* event) override;
+  virtual void applyTheme();
+  SweepSnapshots sweeps_;
+};
+
+}  // namespace attnscope::ui

@@ -1,0 +1,108 @@
+#include "ui/gui_entry.h"
+
+#include <cstdlib>
+#include <memory>
+
+#include <QApplication>
+#include <QDir>
+#include <QIcon>
+#include <QSettings>
+
+#include "core/store.h"
+#include "ui/chart_export.h"
+#include "ui/main_window.h"
+#include "ui/memory_view.h"
+#include "ui/report_writer.h"
+#include "ui/sweep_snapshot.h"
+
+static void initResources() { Q_INIT_RESOURCE(attnscope); }
+
+namespace attnscope {
+
+namespace {
+
+void setIdentity() {
+  QCoreApplication::setOrganizationName("AttnScope");
+  QCoreApplication::setApplicationName("AttnScope");
+  QCoreApplication::setApplicationVersion(QString::fromStdString(appVersion()));
+}
+
+// A QApplication for headless rendering, made only when the caller has none.
+class HeadlessApp {
+ public:
+  HeadlessApp() {
+    if (QCoreApplication::instance()) return;
+    if (qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM")) qputenv("QT_QPA_PLATFORM", "offscreen");
+    static int argc = 1;
+    static char name[] = "attnscope";
+    static char* argv[] = {name, nullptr};
+    app_ = std::make_unique<QApplication>(argc, argv);
+    setIdentity();
+  }
+
+ private:
+  std::unique_ptr<QApplication> app_;
+};
+
+ui::SweepSnapshotPtr loadSweep(const std::string& db_path, int64_t sweep_id, std::string& error) {
+  try {
+    Store store(db_path, false);
+    auto snap = ui::loadSweepSnapshot(store, sweep_id);
+    if (!snap) error = "no sweep with id " + std::to_string(sweep_id) + " in " + db_path;
+    return snap;
+  } catch (const std::exception& e) {
+    error = e.what();
+    return nullptr;
+  }
+}
+
+}  // namespace
+
+int runGui(int argc, char** argv, const std::string& db_path) {
+  QApplication app(argc, argv);
+  setIdentity();
+  initResources();
+  app.setWindowIcon(QIcon(":/attnscope/icons/attnscope.svg"));
+  QString path = QString::fromStdString(db_path);
+  // The default database gives way to the one the user opened last time; an explicit --db wins.
+  const QString last = QSettings().value("db/path").toString();
+  if (path == QString::fromStdString(defaultDatabasePath()) && !last.isEmpty() && QFileInfo::exists(last)) path = last;
+  if (!path.isEmpty()) QDir().mkpath(QFileInfo(path).absolutePath());
+  ui::MainWindow window(path);
+  window.show();
+  return app.exec();
+}
+
+std::string exportSweepChart(const std::string& db_path, int64_t sweep_id, const std::string& format,
+                             const std::string& out_file, int width_px, int height_px, int dpi) {
+  HeadlessApp app;
+  std::string error;
+  auto snap = loadSweep(db_path, sweep_id, error);
+  if (!snap) return error;
+  ui::MemoryView view;
+  view.resize(width_px, height_px);
+  view.setSweeps({snap});
+  const QString err = ui::exportPlots(view.plots(), 2, QString::fromStdString(format), QString::fromStdString(out_file),
+                                      QSize(width_px, height_px), dpi);
+  return err.toStdString();
+}
+
+std::string writeSweepReport(const std::string& db_path, int64_t sweep_id, const std::string& out_dir) {
+  HeadlessApp app;
+  std::string error;
+  auto snap = loadSweep(db_path, sweep_id, error);
+  if (!snap) return error;
+  const QString dir = QString::fromStdString(out_dir);
+  if (!QDir().mkpath(dir)) return "cannot create " + out_dir;
+  return ui::writeReport({snap}, QDir(dir).filePath("report.pdf"), dir).toStdString();
+}
+
+bool displayAvailable() {
+  auto set = [](const char* name) {
+    const char* v = std::getenv(name);
+    return v && *v;
+  };
+  return set("DISPLAY") || set("WAYLAND_DISPLAY");
+}
+
+}  // namespace attnscope

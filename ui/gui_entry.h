@@ -1,0 +1,26 @@
+#pragma once
+// Entry points of the desktop application, called by app/main.cpp.
+
+#include <cstdint>
+#include <string>
+
+namespace attnscope {
+
+// Opens the main window on db_path (creating the database if missing); runs the Qt event loop.
+int runGui(int argc, char** argv, const std::string& db_path);
+
+// Headless chart rendering for `attnscope export ID --format png|svg|pdf --out FILE` (sweep id):
+// renders the memory view (peak vs heads and peak vs seq side by side) of that sweep. Returns an
+// error message, empty on success. Creates its own QApplication (offscreen) if none exists.
+std::string exportSweepChart(const std::string& db_path, int64_t sweep_id, const std::string& format,
+                             const std::string& out_file, int width_px = 1600, int height_px = 700,
+                             int dpi = 96);
+
+// Writes every chart as PNG plus one PDF report (spec, environment, every chart, results table)
+// for a sweep into out_dir. Returns an error message, empty on success.
+std::string writeSweepReport(const std::string& db_path, int64_t sweep_id, const std::string& out_dir);
+
+// A real display (DISPLAY or WAYLAND_DISPLAY set), for the README's main command.
+bool displayAvailable();
+
+}  // namespace attnscope

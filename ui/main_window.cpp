@@ -1,0 +1,323 @@
+#include "ui/main_window.h"
+
+#include <QAction>
+#include <QApplication>
+#include <QCloseEvent>
+#include <QDockWidget>
+#include <QFileInfo>
+#include <QHeaderView>
+#include <QLabel>
+#include <QMessageBox>
+#include <QMimeData>
+#include <QProgressBar>
+#include <QPushButton>
+#include <QScrollArea>
+#include <QSettings>
+#include <QStatusBar>
+#include <QTabWidget>
+#include <QTableView>
+#include <QThread>
+
+#include <nlohmann/json.hpp>
+
+#include "kernels/builtin_backends.h"
+#include "ui/backend_list_model.h"
+#include "ui/backends_panel.h"
+#include "ui/chart_view.h"
+#include "ui/memory_view.h"
+#include "ui/results_table_model.h"
+#include "ui/runs_panel.h"
+#include "ui/sweep_list_model.h"
+#include "ui/sweep_panel.h"
+#include "ui/sweep_worker.h"
+#include "ui/view_factory.h"
+#include "ui/workload_form.h"
+
+namespace attnscope::ui {
+
+namespace {
+
+QDockWidget* dock(QMainWindow* w, const QString& title, const char* name, QWidget* content, bool scroll) {
+  auto* d = new QDockWidget(title, w);
+  d->setObjectName(name);
+  if (scroll) {
+    auto* area = new QScrollArea(d);
+    area->setWidgetResizable(true);
+    area->setWidget(content);
+    area->setFrameShape(QFrame::NoFrame);
+    d->setWidget(area);
+  } else {
+    d->setWidget(content);
+  }
+  return d;
+}
+
+}  // namespace
+
+MainWindow::MainWindow(const QString& db_path, QWidget* parent) : QMainWindow(parent) {
+  registerUiMetaTypes();
+  registerBuiltinBackends(registry_);
+  setWindowTitle(tr("AttnScope"));
+  setAcceptDrops(true);
+  setDockOptions(AnimatedDocks | AllowTabbedDocks);
+
+  tabs_ = new QTabWidget(this);
+  tabs_->setObjectName("chartTabs");
+  memory_view_ = new MemoryView(tabs_);
+  charts_.push_back(memory_view_);
+  for (ChartView* v : makeExtraChartViews(tabs_)) charts_.push_back(v);
+  for (ChartView* v : charts_) tabs_->addTab(v, v->title());
+  results_model_ = new ResultsTableModel(this);
+  results_view_ = new QTableView(tabs_);
+  results_view_->setObjectName("resultsView");
+  results_view_->setModel(results_model_);
+  results_view_->horizontalHeader()->setStretchLastSection(true);
+  results_view_->setSelectionBehavior(QAbstractItemView::SelectRows);
+  tabs_->addTab(results_view_, tr("Results"));
+  setCentralWidget(tabs_);
+  connect(results_view_, &QTableView::activated, this, [this](const QModelIndex& i) {
+    if (const RunResult* r = results_model_->run(i.row())) Q_EMIT pointShown(r->id);
+  });
+  for (ChartView* v : charts_) connect(this, &MainWindow::pointShown, v, &ChartView::selectRun);
+
+  buildDocks();
+  buildMenus();
+
+  progress_ = new QProgressBar(this);
+  progress_->setMaximumWidth(220);
+  progress_->setVisible(false);
+  current_label_ = new QLabel(this);
+  current_label_->setObjectName("currentPoint");
+  eta_label_ = new QLabel(this);
+  cancel_button_ = new QPushButton(tr("Cancel"), this);
+  cancel_button_->setVisible(false);
+  connect(cancel_button_, &QPushButton::clicked, this, &MainWindow::cancelSweep);
+  statusBar()->addWidget(current_label_, 1);
+  statusBar()->addPermanentWidget(eta_label_);
+  statusBar()->addPermanentWidget(progress_);
+  statusBar()->addPermanentWidget(cancel_button_);
+
+  thread_ = new QThread(this);
+  thread_->setObjectName("attnscope-sweep");
+  worker_ = new SweepWorker;
+  worker_->moveToThread(thread_);
+  connect(thread_, &QThread::finished, worker_, &QObject::deleteLater);
+  connect(worker_, &SweepWorker::sweepStarted, this, &MainWindow::onSweepStarted);
+  connect(worker_, &SweepWorker::progressed, this, &MainWindow::onProgress);
+  connect(worker_, &SweepWorker::pointFinished, this, &MainWindow::onPoint);
+  connect(worker_, &SweepWorker::finished, this, &MainWindow::onFinished);
+  thread_->start();
+
+  restoreSettings();
+  if (!db_path.isEmpty()) openDatabase(db_path, true);
+  updateRunnable();
+}
+
+MainWindow::~MainWindow() {
+  worker_->cancel();
+  thread_->quit();
+  thread_->wait();
+}
+
+void MainWindow::buildDocks() {
+  workload_ = new WorkloadForm;
+  backend_model_ = new BackendListModel(registry_, this);
+  QStringList notes;
+  for (const auto& n : registry_.notes()) notes << QString::fromStdString(n);
+  backends_panel_ = new BackendsPanel(backend_model_, notes);
+  sweep_panel_ = new SweepPanel;
+  sweep_model_ = new SweepListModel(this);
+  runs_panel_ = new RunsPanel(sweep_model_);
+  auto* wd = dock(this, tr("Workload"), "workloadDock", workload_, true);
+  auto* bd = dock(this, tr("Backends"), "backendsDock", backends_panel_, false);
+  auto* sd = dock(this, tr("Sweep"), "sweepDock", sweep_panel_, true);
+  auto* rd = dock(this, tr("Runs"), "runsDock", runs_panel_, false);
+  addDockWidget(Qt::LeftDockWidgetArea, wd);
+  addDockWidget(Qt::LeftDockWidgetArea, bd);
+  addDockWidget(Qt::RightDockWidgetArea, sd);
+  addDockWidget(Qt::RightDockWidgetArea, rd);
+  connect(workload_, &WorkloadForm::specChanged, this, &MainWindow::updateRunnable);
+  connect(sweep_panel_, &SweepPanel::changed, this, &MainWindow::updateRunnable);
+  connect(backend_model_, &BackendListModel::checkedChanged, this, &MainWindow::updateRunnable);
+  connect(runs_panel_, &RunsPanel::sweepSelected, this, [this](qint64 id) { showSweeps({id}); });
+  connect(runs_panel_, &RunsPanel::compareRequested, this, &MainWindow::compare);
+  connect(sweep_model_, &SweepListModel::storeError, this, &MainWindow::report);
+}
+
+void MainWindow::updateRunnable() {
+  const WorkloadSpec spec = workload_->spec();
+  const auto errors = workload_->errors();
+  backend_model_->setSpec(spec);
+  sweep_panel_->update(spec, backend_model_->checkedBackends());
+  const bool ok = errors.empty() && sweep_panel_->valid() && store_ && !running_;
+  run_action_->setEnabled(ok);
+  QString why;
+  if (!errors.empty()) why = QString::fromStdString(describe(errors));
+  else if (!sweep_panel_->valid()) why = sweep_panel_->problem();
+  else if (!store_) why = tr("no database open");
+  run_action_->setToolTip(ok ? tr("Run the sweep (Ctrl+R)") : tr("Cannot run: %1").arg(why));
+}
+
+QString MainWindow::databasePath() const { return store_ ? QString::fromStdString(store_->path()) : QString(); }
+
+QString MainWindow::openDatabase(const QString& path, bool create) {
+  if (running_) {
+    report(tr("A sweep is running; cancel it or wait before opening another database."));
+    return last_message_;
+  }
+  try {
+    auto s = std::make_unique<Store>(path.toStdString(), create);
+    store_ = std::move(s);
+  } catch (const std::exception& e) {
+    report(tr("Cannot open %1: %2").arg(path, QString::fromStdString(e.what())));
+    return last_message_;
+  }
+  sweep_model_->setStore(store_.get());
+  setShown({});
+  setWindowTitle(tr("AttnScope - %1").arg(QFileInfo(path).fileName()));
+  statusBar()->showMessage(tr("Opened %1").arg(path), 5000);
+  QSettings().setValue("db/path", path);
+  updateRunnable();
+  if (sweep_model_->rowCount() > 0) runs_panel_->view()->selectRow(0);
+  return {};
+}
+
+void MainWindow::report(const QString& message) {
+  last_message_ = message;
+  statusBar()->showMessage(message, 10000);
+  if (interactive_) QMessageBox::warning(this, tr("AttnScope"), message);
+}
+
+bool MainWindow::startSweep() {
+  updateRunnable();
+  if (!run_action_->isEnabled()) return false;
+  running_ = true;
+  ++job_;
+  worker_->resetCancel();
+  const quint64 job = job_;
+  const QString db = databasePath();
+  const SweepSpec spec = sweep_panel_->sweep();
+  QMetaObject::invokeMethod(worker_, [w = worker_, job, db, spec] { w->run(job, db, spec); }, Qt::QueuedConnection);
+  progress_->setRange(0, static_cast<int>(spec.pointCount()));
+  progress_->setValue(0);
+  progress_->setVisible(true);
+  cancel_button_->setVisible(true);
+  cancel_action_->setEnabled(true);
+  current_label_->setText(tr("starting..."));
+  updateRunnable();
+  QSettings().setValue("spec/last", QString::fromStdString(toJson(spec).dump()));
+  return true;
+}
+
+void MainWindow::cancelSweep() {
+  if (!running_) return;
+  worker_->cancel();
+  current_label_->setText(tr("cancelling..."));
+}
+
+void MainWindow::onSweepStarted(quint64 job, qint64 sweep_id, const QString&) {
+  if (job != job_) return;
+  running_sweep_ = sweep_id;
+  sweep_model_->reload();
+  runs_panel_->selectSweep(sweep_id);  // shows it (empty) in the charts
+  if (shown_.size() != 1 || shown_.front()->info.id != sweep_id) showSweeps({sweep_id});
+}
+
+void MainWindow::onProgress(quint64 job, const SweepProgress& p) {
+  if (job != job_) return;
+  progress_->setRange(0, static_cast<int>(p.total));
+  progress_->setValue(static_cast<int>(p.done));
+  current_label_->setText(p.current.empty() ? QString()
+                                            : tr("%1/%2: %3").arg(p.done + 1).arg(p.total).arg(QString::fromStdString(p.current)));
+  eta_label_->setText(p.eta_s < 0 ? QString() : tr("ETA %1 s").arg(p.eta_s, 0, 'f', p.eta_s < 10 ? 1 : 0));
+}
+
+void MainWindow::onPoint(quint64 job, qint64 sweep_id, const RunResult& run) {
+  if (job != job_) return;
+  if (shown_.size() == 1 && shown_.front()->info.id == sweep_id) setShown({withRun(shown_.front(), run)});
+}
+
+void MainWindow::onFinished(quint64 job, qint64 sweep_id, const QString& state, const QString& error) {
+  if (job != job_) return;
+  running_ = false;
+  progress_->setVisible(false);
+  cancel_button_->setVisible(false);
+  cancel_action_->setEnabled(false);
+  eta_label_->clear();
+  current_label_->setText(error.isEmpty() ? tr("Sweep %1 %2").arg(sweep_id).arg(state) : QString());
+  if (!error.isEmpty()) report(tr("The sweep failed: %1").arg(error));
+  sweep_model_->reload();
+  if (sweep_id > 0) {
+    runs_panel_->selectSweep(sweep_id);
+    showSweeps({sweep_id});
+  }
+  updateRunnable();
+  Q_EMIT sweepFinished(sweep_id, state);
+}
+
+void MainWindow::showSweeps(const std::vector<int64_t>& ids) {
+  if (!store_) return;
+  SweepSnapshots snaps;
+  try {
+    for (int64_t id : ids)
+      if (auto s = loadSweepSnapshot(*store_, id)) snaps.push_back(std::move(s));
+  } catch (const std::exception& e) {
+    report(tr("Cannot read the sweep: %1").arg(QString::fromStdString(e.what())));
+    return;
+  }
+  setShown(std::move(snaps));
+}
+
+void MainWindow::setShown(SweepSnapshots sweeps) {
+  shown_ = std::move(sweeps);
+  for (ChartView* v : charts_) v->setSweeps(shown_);
+  results_model_->setSweeps(shown_);
+}
+
+void MainWindow::closeEvent(QCloseEvent* event) {
+  if (running_) {
+    worker_->cancel();
+    ++job_;  // whatever the worker still sends is stale now
+  }
+  saveSettings();
+  QMainWindow::closeEvent(event);
+}
+
+void MainWindow::dragEnterEvent(QDragEnterEvent* event) {
+  const auto urls = event->mimeData()->urls();
+  if (urls.size() == 1 && urls.front().isLocalFile()) event->acceptProposedAction();
+}
+
+void MainWindow::dropEvent(QDropEvent* event) {
+  const auto urls = event->mimeData()->urls();
+  if (urls.size() != 1 || !urls.front().isLocalFile()) return;
+  event->acceptProposedAction();
+  openDatabase(urls.front().toLocalFile(), false);
+}
+
+void MainWindow::restoreSettings() {
+  QSettings s;
+  restoreGeometry(s.value("window/geometry").toByteArray());
+  restoreState(s.value("window/state").toByteArray());
+  const QString last = s.value("spec/last").toString();
+  if (!last.isEmpty()) {
+    try {
+      const SweepSpec spec = sweepSpecFromJson(nlohmann::json::parse(last.toStdString()));
+      workload_->setSpec(spec.base);
+      sweep_panel_->setSweep(spec);
+      backend_model_->setCheckedIds(spec.backends);
+    } catch (const std::exception&) {
+      // A spec from an older version that no longer parses: keep the defaults.
+    }
+  }
+}
+
+void MainWindow::saveSettings() {
+  QSettings s;
+  s.setValue("window/geometry", saveGeometry());
+  s.setValue("window/state", saveState());
+  s.setValue("spec/last", QString::fromStdString(toJson(sweep_panel_->sweep()).dump()));
+  if (store_) s.setValue("db/path", databasePath());
+}
+
+}  // namespace attnscope::ui

@@ -1,0 +1,132 @@
+#pragma once
+// The main window: Workload, Backends, Sweep and Runs docks around the chart tabs. A sweep runs
+// on a worker thread; finished points arrive as value snapshots and appear in the charts.
+
+#include <memory>
+#include <vector>
+
+#include <QMainWindow>
+#include <QString>
+
+#include "core/backend_registry.h"
+#include "core/store.h"
+#include "core/sweep_runner.h"
+#include "ui/sweep_snapshot.h"
+
+class QAction;
+class QLabel;
+class QProgressBar;
+class QPushButton;
+class QTabWidget;
+class QTableView;
+class QThread;
+
+namespace attnscope::ui {
+
+class BackendListModel;
+class BackendsPanel;
+class ChartView;
+class CompareView;
+class MemoryView;
+class ResultsTableModel;
+class RunsPanel;
+class SweepListModel;
+class SweepPanel;
+class SweepWorker;
+class TimelineView;
+class WorkloadForm;
+
+class MainWindow : public QMainWindow {
+  Q_OBJECT
+ public:
+  explicit MainWindow(const QString& db_path, QWidget* parent = nullptr);
+  ~MainWindow() override;
+
+  // Opens (create: or creates) a database; on failure the current one stays and the message
+  // is shown (a dialog when interactive) and returned.
+  QString openDatabase(const QString& path, bool create = false);
+  QString databasePath() const;
+  Store* store() const { return store_.get(); }
+
+  bool startSweep();
+  void cancelSweep();
+  bool isRunning() const { return running_; }
+  void showSweeps(const std::vector<int64_t>& ids);
+  const SweepSnapshots& shownSweeps() const { return shown_; }
+
+  // Tests and headless use: errors go to lastMessage() and the status bar, never a dialog.
+  void setInteractive(bool interactive) { interactive_ = interactive; }
+  QString lastMessage() const { return last_message_; }
+
+  WorkloadForm* workloadForm() const { return workload_; }
+  SweepPanel* sweepPanel() const { return sweep_panel_; }
+  BackendListModel* backendModel() const { return backend_model_; }
+  RunsPanel* runsPanel() const { return runs_panel_; }
+  SweepListModel* sweepListModel() const { return sweep_model_; }
+  MemoryView* memoryView() const { return memory_view_; }
+  QTabWidget* tabs() const { return tabs_; }
+  const std::vector<ChartView*>& chartViews() const { return charts_; }
+  QAction* runAction() const { return run_action_; }
+  QAction* cancelAction() const { return cancel_action_; }
+  QLabel* progressLabel() const { return current_label_; }
+
+ Q_SIGNALS:
+  void sweepFinished(qint64 sweep_id, const QString& state);
+  void pointShown(qint64 run_id);
+
+ protected:
+  void closeEvent(QCloseEvent* event) override;
+  void dragEnterEvent(QDragEnterEvent* event) override;
+  void dropEvent(QDropEvent* event) override;
+
+ private:
+  void buildDocks();
+  void buildMenus();
+  void updateRunnable();
+  void setShown(SweepSnapshots sweeps);
+  void report(const QString& message);
+  void restoreSettings();
+  void saveSettings();
+  void exportChart();
+  void exportData(const QString& format);
+  void exportTrace();
+  void exportReport();
+  void showAbout();
+  void compare(const QList<qint64>& ids);
+
+  void onSweepStarted(quint64 job, qint64 sweep_id, const QString& name);
+  void onProgress(quint64 job, const SweepProgress& p);
+  void onPoint(quint64 job, qint64 sweep_id, const RunResult& run);
+  void onFinished(quint64 job, qint64 sweep_id, const QString& state, const QString& error);
+
+  BackendRegistry registry_;  // GUI thread: support() and plan() for the docks
+  std::unique_ptr<Store> store_;
+  WorkloadForm* workload_ = nullptr;
+  SweepPanel* sweep_panel_ = nullptr;
+  BackendListModel* backend_model_ = nullptr;
+  BackendsPanel* backends_panel_ = nullptr;
+  SweepListModel* sweep_model_ = nullptr;
+  RunsPanel* runs_panel_ = nullptr;
+  QTabWidget* tabs_ = nullptr;
+  MemoryView* memory_view_ = nullptr;
+  TimelineView* timeline_view_ = nullptr;
+  CompareView* compare_view_ = nullptr;
+  std::vector<ChartView*> charts_;
+  ResultsTableModel* results_model_ = nullptr;
+  QTableView* results_view_ = nullptr;
+  QAction *run_action_ = nullptr, *cancel_action_ = nullptr;
+  QProgressBar* progress_ = nullptr;
+  QLabel *current_label_ = nullptr, *eta_label_ = nullptr;
+  QPushButton* cancel_button_ = nullptr;
+
+  QThread* thread_ = nullptr;
+  SweepWorker* worker_ = nullptr;
+  quint64 job_ = 0;  // the job whose signals count; older ones are dropped
+  bool running_ = false;
+  int64_t running_sweep_ = 0;
+  SweepSnapshots shown_;
+  bool interactive_ = true;
+  QString last_message_;
+};
+
+}  // namespace attnscope::ui

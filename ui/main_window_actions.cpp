@@ -1,0 +1,180 @@
+// MainWindow's menus and the actions behind them (export, about, compare, open).
+
+#include <QAction>
+#include <QApplication>
+#include <QDir>
+#include <QDockWidget>
+#include <QFileDialog>
+#include <QItemSelectionModel>
+#include <QKeySequence>
+#include <QMenuBar>
+#include <QMessageBox>
+#include <QSaveFile>
+#include <QSettings>
+#include <QStatusBar>
+#include <QStyleFactory>
+#include <QTabWidget>
+#include <QTableView>
+
+#include <nlohmann/json.hpp>
+
+#include "core/chrome_trace.h"
+#include "core/environment.h"
+#include "ui/chart_export.h"
+#include "ui/chart_view.h"
+#include "ui/export_dialog.h"
+#include "ui/main_window.h"
+#include "ui/memory_view.h"
+#include "ui/report_writer.h"
+#include "ui/runs_panel.h"
+#include "ui/results_table_model.h"
+#include "ui/view_factory.h"
+
+namespace attnscope::ui {
+
+void MainWindow::buildMenus() {
+  QMenu* file = menuBar()->addMenu(tr("&File"));
+  QAction* open = file->addAction(tr("&Open database..."), this, [this] {
+    const QString f = QFileDialog::getOpenFileName(this, tr("Open AttnScope database"), QFileInfo(databasePath()).path(),
+                                                   tr("AttnScope databases (*.sqlite *.sqlite3 *.db);;All files (*)"));
+    if (!f.isEmpty()) openDatabase(f, false);
+  });
+  open->setShortcut(QKeySequence::Open);
+  file->addAction(tr("&New database..."), this, [this] {
+    const QString f = QFileDialog::getSaveFileName(this, tr("New AttnScope database"), QFileInfo(databasePath()).path(),
+                                                   tr("AttnScope databases (*.sqlite)"));
+    if (!f.isEmpty()) openDatabase(f, true);
+  });
+  file->addSeparator();
+  QAction* export_chart = file->addAction(tr("&Export chart..."), this, &MainWindow::exportChart);
+  export_chart->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_E));
+  file->addAction(tr("Export data as &CSV..."), this, [this] { exportData("csv"); });
+  file->addAction(tr("Export data as &JSON..."), this, [this] { exportData("json"); });
+  file->addAction(tr("Export run &trace (Chrome JSON)..."), this, &MainWindow::exportTrace);
+  file->addAction(tr("Export PDF &report..."), this, &MainWindow::exportReport);
+  file->addSeparator();
+  QAction* quit = file->addAction(tr("&Quit"), this, &QWidget::close);
+  quit->setShortcut(QKeySequence::Quit);
+
+  QMenu* run = menuBar()->addMenu(tr("&Run"));
+  run_action_ = run->addAction(tr("&Run sweep"), this, [this] { startSweep(); });
+  run_action_->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_R));
+  cancel_action_ = run->addAction(tr("&Cancel sweep"), this, &MainWindow::cancelSweep);
+  cancel_action_->setShortcut(QKeySequence(Qt::Key_Escape));
+  cancel_action_->setShortcutContext(Qt::ApplicationShortcut);
+  cancel_action_->setEnabled(false);
+  run->addAction(tr("Com&pare selected sweeps"), this, [this] {
+    QList<qint64> ids;
+    for (int64_t id : runs_panel_->selectedSweepIds()) ids << id;
+    compare(ids);
+  });
+
+  QMenu* view = menuBar()->addMenu(tr("&View"));
+  for (QDockWidget* d : findChildren<QDockWidget*>()) view->addAction(d->toggleViewAction());
+  view->addSeparator();
+  QAction* dark = view->addAction(tr("&Dark palette"));
+  dark->setCheckable(true);
+  connect(dark, &QAction::toggled, this, [](bool on) {
+    qApp->setStyle(QStyleFactory::create("Fusion"));
+    QPalette p = qApp->style()->standardPalette();
+    if (on) {
+      p.setColor(QPalette::Window, QColor(0x2b, 0x2d, 0x30));
+      p.setColor(QPalette::WindowText, QColor(0xe0, 0xe0, 0xe0));
+      p.setColor(QPalette::Base, QColor(0x1f, 0x21, 0x24));
+      p.setColor(QPalette::AlternateBase, QColor(0x2b, 0x2d, 0x30));
+      p.setColor(QPalette::Text, QColor(0xe0, 0xe0, 0xe0));
+      p.setColor(QPalette::Button, QColor(0x35, 0x37, 0x3b));
+      p.setColor(QPalette::ButtonText, QColor(0xe0, 0xe0, 0xe0));
+      p.setColor(QPalette::Highlight, QColor(0x4e, 0x79, 0xa7));
+      p.setColor(QPalette::ToolTipBase, QColor(0x35, 0x37, 0x3b));
+      p.setColor(QPalette::ToolTipText, QColor(0xe0, 0xe0, 0xe0));
+    }
+    qApp->setPalette(p);
+    QSettings().setValue("view/dark", on);
+  });
+  dark->setChecked(QSettings().value("view/dark", false).toBool());
+
+  QMenu* help = menuBar()->addMenu(tr("&Help"));
+  help->addAction(tr("&About AttnScope"), this, &MainWindow::showAbout);
+  help->addAction(tr("About &Qt"), qApp, &QApplication::aboutQt);
+  addActions({run_action_, cancel_action_, export_chart, open});
+}
+
+void MainWindow::exportChart() {
+  auto* view = qobject_cast<ChartView*>(tabs_->currentWidget());
+  if (!view) view = memory_view_;
+  const QString name = shown_.empty() ? QStringLiteral("chart") : QStringLiteral("sweep%1").arg(shown_.front()->info.id);
+  ExportDialog dlg(QDir::home().filePath(name + "-" + view->title().toLower() + ".png"), QSize(1600, 700), this);
+  if (dlg.exec() != QDialog::Accepted) return;
+  const QString error = exportPlots(view->plots(), view->exportColumns(), dlg.format(), dlg.file(), dlg.size(), dlg.dpi());
+  if (!error.isEmpty()) report(error);
+  else statusBar()->showMessage(tr("Wrote %1").arg(dlg.file()), 5000);
+}
+
+void MainWindow::exportData(const QString& format) {
+  if (shown_.empty()) return report(tr("Select a sweep first."));
+  const QString f = QFileDialog::getSaveFileName(this, tr("Export data"), QDir::home().filePath("attnscope." + format),
+                                                 format.toUpper() + " (*." + format + ")");
+  if (f.isEmpty()) return;
+  const QString error = format == "csv" ? exportCsv(shown_, f) : exportJson(shown_, f);
+  if (!error.isEmpty()) report(error);
+  else statusBar()->showMessage(tr("Wrote %1").arg(f), 5000);
+}
+
+void MainWindow::exportTrace() {
+  const QModelIndexList rows = results_view_->selectionModel()->selectedRows();
+  std::vector<int64_t> ids;
+  for (const QModelIndex& i : rows) ids.push_back(results_model_->data(i, ResultsTableModel::RunIdRole).toLongLong());
+  if (ids.empty()) return report(tr("Select one or more runs in the Results tab first."));
+  const QString f = QFileDialog::getSaveFileName(this, tr("Export trace"), QDir::home().filePath("attnscope-trace.json"),
+                                                 tr("Chrome trace (*.json)"));
+  if (f.isEmpty() || !store_) return;
+  try {
+    std::vector<TraceRun> runs;
+    for (int64_t id : ids)
+      if (auto r = store_->run(id, true)) runs.push_back(traceRunOf(*r));
+    QSaveFile out(f);
+    const std::string text = chromeTrace(runs).dump();
+    if (!out.open(QIODevice::WriteOnly) || out.write(text.data(), static_cast<qint64>(text.size())) < 0 || !out.commit())
+      return report(tr("cannot write %1").arg(f));
+  } catch (const std::exception& e) {
+    return report(QString::fromStdString(e.what()));
+  }
+  statusBar()->showMessage(tr("Wrote %1").arg(f), 5000);
+}
+
+void MainWindow::exportReport() {
+  if (shown_.empty()) return report(tr("Select a sweep first."));
+  const QString f = QFileDialog::getSaveFileName(this, tr("Export report"), QDir::home().filePath("attnscope-report.pdf"),
+                                                 tr("PDF (*.pdf)"));
+  if (f.isEmpty()) return;
+  const QString error = writeReport(shown_, f, {});
+  if (!error.isEmpty()) report(error);
+  else statusBar()->showMessage(tr("Wrote %1").arg(f), 5000);
+}
+
+void MainWindow::showAbout() {
+  const Environment env = captureEnvironment();
+  auto or_none = [](const std::string& s) { return s.empty() ? QObject::tr("not available") : QString::fromStdString(s); };
+  QString gpus;
+  for (const auto& g : env.gpus) gpus += QString::fromStdString(g.name) + " (sm_" + QString::number(g.cc_major) + QString::number(g.cc_minor) + ")<br>";
+  QMessageBox::about(this, tr("About AttnScope"),
+                     tr("<h3>AttnScope %1</h3><p>Attention memory profiler: sweeps attention workloads across "
+                        "backends and charts peak memory against heads and sequence length.</p>"
+                        "<table><tr><td>Git revision</td><td>%2</td></tr><tr><td>Qt</td><td>%3</td></tr>"
+                        "<tr><td>CUDA runtime</td><td>%4</td></tr><tr><td>CUDA driver</td><td>%5</td></tr>"
+                        "<tr><td>CUPTI</td><td>%6</td></tr><tr><td>GPUs</td><td>%7</td></tr></table><p>%8</p>")
+                         .arg(QString::fromStdString(appVersion()), or_none(gitRevision()), QString::fromLatin1(qVersion()),
+                              or_none(env.runtime_version), or_none(env.driver_version), or_none(env.cupti_version),
+                              gpus.isEmpty() ? tr("none") : gpus, QString::fromStdString(env.gpu_note).toHtmlEscaped()));
+}
+
+void MainWindow::compare(const QList<qint64>& ids) {
+  if (ids.size() < 2) return report(tr("Select two or more sweeps in the Runs dock to compare them."));
+  std::vector<int64_t> v(ids.begin(), ids.end());
+  showSweeps(v);
+  for (int i = 0; i < tabs_->count(); ++i)
+    if (tabs_->tabText(i) == tr("Compare")) tabs_->setCurrentIndex(i);
+}
+
+}  // namespace attnscope::ui

@@ -1,0 +1,63 @@
+#include "ui/plot_style.h"
+
+#include <array>
+#include <cstdint>
+
+#include <qcustomplot.h>
+
+namespace attnscope::ui {
+
+QColor backendColor(const std::string& id) {
+  // Tableau 10: distinguishable, and readable on white and on dark grey.
+  static const std::array<QColor, 10> palette{
+      QColor(0x4e, 0x79, 0xa7), QColor(0xf2, 0x8e, 0x2b), QColor(0x59, 0xa1, 0x4f),
+      QColor(0xe1, 0x57, 0x59), QColor(0xb0, 0x7a, 0xa1), QColor(0x76, 0xb7, 0xb2),
+      QColor(0xed, 0xc9, 0x48), QColor(0xff, 0x9d, 0xa7), QColor(0x9c, 0x75, 0x5f),
+      QColor(0xba, 0xb0, 0xac)};
+  static const std::array<const char*, 5> known{"cpu.reference", "cpu.flash", "cuda.math",
+                                                "cuda.chunked", "cuda.flash"};
+  for (size_t i = 0; i < known.size(); ++i)
+    if (id == known[i]) return palette[i];
+  uint32_t h = 2166136261u;  // FNV-1a: the same colour on every run and machine
+  for (unsigned char c : id) h = (h ^ c) * 16777619u;
+  return palette[known.size() + h % (palette.size() - known.size())];
+}
+
+QColor variantColor(const std::string& id, int variant, int count) {
+  const QColor base = backendColor(id);
+  if (count <= 1) return base;
+  // From 140% darker to 160% lighter across the variants.
+  const double t = static_cast<double>(variant) / (count - 1);
+  const int factor = static_cast<int>(70 + t * 90);
+  return factor < 100 ? base.darker(100 * 100 / factor) : base.lighter(factor);
+}
+
+bool isDarkPalette(const QPalette& p) { return p.color(QPalette::Window).lightness() < 128; }
+
+void applyPlotTheme(QCustomPlot* plot, const QPalette& p) {
+  const bool dark = isDarkPalette(p);
+  const QColor bg = dark ? QColor(0x26, 0x28, 0x2b) : QColor(Qt::white);
+  const QColor fg = dark ? QColor(0xe0, 0xe0, 0xe0) : QColor(0x20, 0x20, 0x20);
+  const QColor grid = dark ? QColor(0x48, 0x4b, 0x50) : QColor(0xdd, 0xdd, 0xdd);
+  plot->setBackground(bg);
+  for (QCPAxisRect* rect : plot->axisRects()) {
+    rect->setBackground(bg);
+    for (QCPAxis* axis : rect->axes()) {
+      axis->setBasePen(QPen(fg));
+      axis->setTickPen(QPen(fg));
+      axis->setSubTickPen(QPen(fg));
+      axis->setTickLabelColor(fg);
+      axis->setLabelColor(fg);
+      axis->grid()->setPen(QPen(grid, 1, Qt::DotLine));
+      axis->grid()->setSubGridPen(QPen(grid.lighter(dark ? 80 : 105), 1, Qt::DotLine));
+    }
+  }
+  plot->legend->setBrush(QBrush(bg));
+  plot->legend->setTextColor(fg);
+  plot->legend->setBorderPen(QPen(grid));
+  for (int i = 0; i < plot->plotLayout()->elementCount(); ++i)
+    if (auto* title = qobject_cast<QCPTextElement*>(plot->plotLayout()->elementAt(i)))
+      title->setTextColor(fg);
+}
+
+}  // namespace attnscope::ui

@@ -1,0 +1,25 @@
+#pragma once
+// Colours and plot styling shared by every chart: a stable colour per backend (the same in the
+// memory, time, heatmap and breakdown views), shades for the variants of one backend, and a
+// theme that follows the application palette (light or dark).
+
+#include <string>
+
+#include <QColor>
+#include <QPalette>
+
+class QCustomPlot;
+
+namespace attnscope::ui {
+
+// Stable across runs and views: known backends get fixed colours, others a hash of the id.
+QColor backendColor(const std::string& backend_id);
+// The colour of series `variant` of `count` for one backend: shades from dark to light.
+QColor variantColor(const std::string& backend_id, int variant, int count);
+
+bool isDarkPalette(const QPalette& palette);
+
+// Background, axes, grid, labels and legend readable on the palette.
+void applyPlotTheme(QCustomPlot* plot, const QPalette& palette);
+
+}  // namespace attnscope::ui

@@ -1,0 +1,160 @@
+#include "ui/report_writer.h"
+
+#include <memory>
+
+#include <QDateTime>
+#include <QDir>
+#include <QPdfWriter>
+#include <qcustomplot.h>
+
+#include <nlohmann/json.hpp>
+
+#include "core/format.h"
+#include "ui/chart_export.h"
+#include "ui/chart_view.h"
+#include "ui/memory_view.h"
+#include "ui/results_table_model.h"
+#include "ui/view_factory.h"
+
+namespace attnscope::ui {
+
+namespace {
+
+QStringList specLines(const SweepSnapshot& s) {
+  QStringList l;
+  l << QObject::tr("Sweep %1: %2 (%3, %4 runs, %5 ok)")
+           .arg(s.info.id)
+           .arg(QString::fromStdString(s.info.name), QString::fromStdString(s.info.state))
+           .arg(s.runs.size())
+           .arg(s.info.ok_count);
+  l << QObject::tr("Created %1").arg(QDateTime::fromMSecsSinceEpoch(s.info.created_unix_ms).toString(Qt::ISODate));
+  l << QObject::tr("Base workload: %1").arg(QString::fromStdString(summary(s.spec.base)));
+  for (const auto& a : s.spec.axes) {
+    QStringList v;
+    for (const auto& x : a.values) v << QString::fromStdString(x);
+    l << QObject::tr("Axis %1: %2").arg(QString::fromStdString(a.field), v.join(", "));
+  }
+  QStringList b;
+  for (const auto& x : s.spec.backends) b << QString::fromStdString(x);
+  l << QObject::tr("Backends: %1").arg(b.join(", "));
+  l << QObject::tr("Warm-up %1, repetitions %2, memory budget %3")
+           .arg(s.spec.warmup)
+           .arg(s.spec.reps)
+           .arg(s.spec.memory_budget > 0 ? QString::fromStdString(formatBytes(s.spec.memory_budget)) : QObject::tr("none"));
+  if (!s.info.notes.empty()) l << QObject::tr("Notes: %1").arg(QString::fromStdString(s.info.notes));
+  return l;
+}
+
+QStringList environmentLines(const Environment& e) {
+  QStringList l;
+  const nlohmann::json j = toJson(e);
+  for (const auto& [k, v] : j.items()) {
+    if (v.is_string() && v.get<std::string>().empty()) continue;
+    l << QString::fromStdString(k) + ": " + QString::fromStdString(v.is_string() ? v.get<std::string>() : v.dump());
+  }
+  return l;
+}
+
+}  // namespace
+
+QString writeReport(const SweepSnapshots& sweeps, const QString& pdf_file, const QString& png_dir) {
+  if (sweeps.empty() || !sweeps.front()) return QObject::tr("no sweep to report");
+  // Fresh views at a fixed size: the report looks the same whatever the window looks like.
+  std::vector<std::unique_ptr<ChartView>> views;
+  views.emplace_back(new MemoryView);
+  for (ChartView* v : makeExtraChartViews(nullptr)) views.emplace_back(v);
+  for (auto& v : views) {
+    v->resize(1400, 650);
+    v->setSweeps(sweeps);
+  }
+  if (!png_dir.isEmpty()) {
+    QDir().mkpath(png_dir);
+    for (auto& v : views) {
+      if (v->plots().isEmpty()) continue;
+      const QString f = QDir(png_dir).filePath(v->title().toLower() + ".png");
+      const QString err = exportPlots(v->plots(), v->exportColumns(), "png", f, QSize(1600, 700), 96);
+      if (!err.isEmpty()) return err;
+    }
+  }
+
+  QPdfWriter pdf(pdf_file);
+  pdf.setResolution(96);
+  pdf.setPageSize(QPageSize(QPageSize::A4));
+  pdf.setPageOrientation(QPageLayout::Landscape);
+  pdf.setPageMargins(QMarginsF(12, 12, 12, 12), QPageLayout::Millimeter);
+  pdf.setTitle("AttnScope report");
+  pdf.setCreator("AttnScope");
+  QCPPainter p;
+  if (!p.begin(&pdf)) return QObject::tr("cannot write %1").arg(pdf_file);
+  p.setMode(QCPPainter::pmVectorized);
+  p.setMode(QCPPainter::pmNoCaching);
+  const QRect page = pdf.pageLayout().paintRectPixels(pdf.resolution()).translated(
+      -pdf.pageLayout().paintRectPixels(pdf.resolution()).topLeft());
+  QFont title_font("Sans", 16, QFont::Bold), body("Sans", 9), mono("Monospace", 8);
+
+  // Page 1: what was measured and where.
+  p.setFont(title_font);
+  p.drawText(QRect(0, 0, page.width(), 30), Qt::AlignLeft, QObject::tr("AttnScope report"));
+  int y = 40;
+  p.setFont(body);
+  const int half = page.width() / 2 - 10;
+  int y_env = y;
+  for (const auto& s : sweeps) {
+    if (!s) continue;
+    const QString text = specLines(*s).join('\n');
+    const QRect r = p.boundingRect(QRect(0, y, half, page.height() - y), Qt::TextWordWrap, text);
+    p.drawText(r, Qt::TextWordWrap, text);
+    y = r.bottom() + 14;
+    const QString env = QObject::tr("Environment of sweep %1\n").arg(s->info.id) + environmentLines(s->environment).join('\n');
+    const QRect re = p.boundingRect(QRect(half + 20, y_env, half, page.height() - y_env), Qt::TextWordWrap, env);
+    p.drawText(re, Qt::TextWordWrap, env);
+    y_env = re.bottom() + 14;
+  }
+
+  // One page per chart.
+  for (auto& v : views) {
+    if (v->plots().isEmpty()) continue;
+    pdf.newPage();
+    p.setFont(title_font);
+    p.drawText(QRect(0, 0, page.width(), 30), Qt::AlignLeft, v->title());
+    paintPlots(p, QRectF(0, 36, page.width(), page.height() - 36), v->plots(), v->exportColumns());
+  }
+
+  // The results table, paginated.
+  ResultsTableModel model;
+  model.setSweeps(sweeps);
+  const int cols[] = {ResultsTableModel::BackendColumn, ResultsTableModel::SpecColumn, ResultsTableModel::StatusColumn,
+                      ResultsTableModel::PredictedColumn, ResultsTableModel::MeasuredColumn,
+                      ResultsTableModel::MedianColumn, ResultsTableModel::ThroughputColumn, ResultsTableModel::ErrorColumn};
+  const double widths[] = {0.12, 0.30, 0.09, 0.10, 0.10, 0.09, 0.11, 0.09};
+  const int row_h = 16;
+  int row = 0;
+  while (row < model.rowCount() || row == 0) {
+    pdf.newPage();
+    p.setFont(title_font);
+    p.drawText(QRect(0, 0, page.width(), 30), Qt::AlignLeft, QObject::tr("Results"));
+    p.setFont(mono);
+    int ty = 40;
+    auto draw_row = [&](auto text_of, bool header) {
+      double x = 0;
+      QFont f = mono;
+      f.setBold(header);
+      p.setFont(f);
+      for (size_t c = 0; c < std::size(cols); ++c) {
+        const double w = widths[c] * page.width();
+        p.drawText(QRectF(x, ty, w - 4, row_h), Qt::AlignLeft | Qt::AlignVCenter, text_of(cols[c]));
+        x += w;
+      }
+      ty += row_h;
+    };
+    draw_row([&](int c) { return model.headerData(c, Qt::Horizontal, Qt::DisplayRole).toString(); }, true);
+    p.drawLine(QLineF(0, ty, page.width(), ty));
+    for (; row < model.rowCount() && ty + row_h < page.height(); ++row)
+      draw_row([&](int c) { return model.data(model.index(row, c), Qt::DisplayRole).toString(); }, false);
+    if (model.rowCount() == 0) break;
+  }
+  p.end();
+  return {};
+}
+
+}  // namespace attnscope::ui

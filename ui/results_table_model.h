@@ -1,0 +1,35 @@
+#pragma once
+// The runs of the shown sweeps as a read-only table (the Results tab and the report's table).
+
+#include <QAbstractTableModel>
+
+#include "ui/sweep_snapshot.h"
+
+namespace attnscope::ui {
+
+class ResultsTableModel : public QAbstractTableModel {
+  Q_OBJECT
+ public:
+  enum Column { SweepColumn, BackendColumn, SpecColumn, StatusColumn, PredictedColumn, MeasuredColumn,
+                MedianColumn, ThroughputColumn, ErrorColumn, MessageColumn, ColumnCount };
+  enum Role { RunIdRole = Qt::UserRole + 1 };
+
+  explicit ResultsTableModel(QObject* parent = nullptr);
+  void setSweeps(const SweepSnapshots& sweeps);
+  const RunResult* run(int row) const;
+
+  int rowCount(const QModelIndex& parent = {}) const override;
+  int columnCount(const QModelIndex& parent = {}) const override;
+  QVariant data(const QModelIndex& index, int role) const override;
+  QVariant headerData(int section, Qt::Orientation orientation, int role) const override;
+
+ private:
+  struct Row {
+    const SweepSnapshot* sweep;
+    const RunResult* run;
+  };
+  SweepSnapshots sweeps_;
+  std::vector<Row> rows_;
+};
+
+}  // namespace attnscope::ui

@@ -1,0 +1,108 @@
+#include "ui/series_builder.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+namespace attnscope::ui {
+
+const char* xFieldName(XField x) { return x == XField::heads ? "heads" : "seq"; }
+
+double xValue(const WorkloadSpec& spec, XField x) {
+  return static_cast<double>(x == XField::heads ? spec.heads : spec.seq_q);
+}
+
+int64_t shownPeak(const RunResult& r) {
+  return r.status == RunStatus::ok && r.memory.measured_peak >= 0 ? r.memory.measured_peak
+                                                                   : r.memory.predicted_peak;
+}
+
+namespace {
+
+// The spec of a run without the x field (and what x drags along with it), as JSON.
+nlohmann::json groupKey(const WorkloadSpec& spec, XField x) {
+  nlohmann::json j = toJson(spec);
+  j.erase("seed");
+  if (x == XField::heads) {
+    j.erase("heads");
+    if (spec.kv_heads == 0) j.erase("kv_heads");
+    if (spec.width > 0) j.erase("head_dim");  // head_dim = width / heads follows heads
+  } else {
+    j.erase("seq");
+    if (spec.seq_kv == 0) j.erase("seq_kv");
+  }
+  return j;
+}
+
+std::string valueText(const nlohmann::json& v) {
+  return v.is_string() ? v.get<std::string>() : v.dump();
+}
+
+}  // namespace
+
+std::vector<PlotSeries> buildSeries(const SweepSnapshots& sweeps, XField x) {
+  struct Group {
+    size_t sweep;
+    std::string backend;
+    nlohmann::json key;
+    std::vector<const RunResult*> runs;
+  };
+  std::vector<Group> groups;
+  std::map<std::string, size_t> index;
+  for (size_t s = 0; s < sweeps.size(); ++s) {
+    if (!sweeps[s]) continue;
+    for (const RunResult& r : sweeps[s]->runs) {
+      nlohmann::json key = groupKey(r.spec, x);
+      const std::string id = std::to_string(s) + "|" + r.backend + "|" + key.dump();
+      auto [it, fresh] = index.try_emplace(id, groups.size());
+      if (fresh) groups.push_back({s, r.backend, std::move(key), {}});
+      groups[it->second].runs.push_back(&r);
+    }
+  }
+  // Fields whose value differs between groups name the series.
+  std::set<std::string> varying;
+  for (const auto& g : groups)
+    for (const auto& [k, v] : g.key.items())
+      for (const auto& h : groups)
+        if (!h.key.contains(k) || h.key[k] != v) varying.insert(k);
+
+  std::vector<PlotSeries> out;
+  std::map<std::string, int> per_backend;
+  for (const auto& g : groups) {
+    PlotSeries ps;
+    ps.backend = g.backend;
+    if (sweeps.size() > 1) ps.label = sweeps[g.sweep]->info.name + ": ";
+    ps.label += g.backend;
+    for (const auto& k : varying)
+      if (g.key.contains(k)) ps.label += " " + k + "=" + valueText(g.key[k]);
+    ps.variant = per_backend[g.backend]++;
+    for (const RunResult* r : g.runs) {
+      SeriesPoint p;
+      p.x = xValue(r->spec, x);
+      p.predicted = r->memory.predicted_peak;
+      p.measured = r->status == RunStatus::ok ? r->memory.measured_peak : -1;
+      p.status = r->status;
+      p.median_s = r->status == RunStatus::ok ? r->timing.median_s : 0;
+      p.flops_per_s = r->status == RunStatus::ok ? r->flopsPerSecond() : 0;
+      p.run = r;
+      ps.points.push_back(p);
+    }
+    std::stable_sort(ps.points.begin(), ps.points.end(),
+                     [](const SeriesPoint& a, const SeriesPoint& b) { return a.x < b.x; });
+    out.push_back(std::move(ps));
+  }
+  for (auto& ps : out) ps.variant_count = per_backend[ps.backend];
+  return out;
+}
+
+std::vector<int64_t> distinctValues(const SweepSnapshots& sweeps, XField x) {
+  std::set<int64_t> v;
+  for (const auto& s : sweeps)
+    if (s)
+      for (const auto& r : s->runs) v.insert(static_cast<int64_t>(xValue(r.spec, x)));
+  return {v.begin(), v.end()};
+}
+
+}  // namespace attnscope::ui

@@ -1,0 +1,47 @@
+#pragma once
+// Turns the runs of one or more sweeps into chart series: one per backend, and per value of
+// every other varying spec field (so a heads x seq sweep plotted against heads gets one series
+// per seq value). Pure data; the chart widgets only draw what this returns.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/run_result.h"
+#include "ui/sweep_snapshot.h"
+
+namespace attnscope::ui {
+
+enum class XField { heads, seq };
+const char* xFieldName(XField x);  // "heads", "seq"
+double xValue(const WorkloadSpec& spec, XField x);
+
+struct SeriesPoint {
+  double x = 0;
+  int64_t predicted = -1;  // bytes, -1 unknown
+  int64_t measured = -1;   // bytes, -1 unless ok
+  RunStatus status = RunStatus::ok;
+  double median_s = 0;
+  double flops_per_s = 0;
+  const RunResult* run = nullptr;  // into the snapshot the series was built from
+};
+
+struct PlotSeries {
+  std::string backend;
+  std::string label;    // "cpu.flash seq=1024" or "sweep 3: cpu.flash"
+  int variant = 0;      // index among the series of the same backend (colour shade)
+  int variant_count = 1;
+  std::vector<SeriesPoint> points;  // sorted by x
+};
+
+// Builds the series of several sweeps (labels are prefixed by the sweep name when more than
+// one). The snapshots must outlive the result (points point into their runs).
+std::vector<PlotSeries> buildSeries(const SweepSnapshots& sweeps, XField x);
+
+// Distinct x values (heads or seq) present in the runs, sorted.
+std::vector<int64_t> distinctValues(const SweepSnapshots& sweeps, XField x);
+
+// The memory a point shows: measured peak when ok, else the predicted peak.
+int64_t shownPeak(const RunResult& r);
+
+}  // namespace attnscope::ui

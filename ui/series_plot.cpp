@@ -1,0 +1,125 @@
+#include "ui/series_plot.h"
+
+#include <map>
+
+#include <qcustomplot.h>
+
+#include "core/format.h"
+#include "ui/plot_style.h"
+
+namespace attnscope::ui {
+
+namespace {
+
+QCPScatterStyle::ScatterShape failedShape(RunStatus s) {
+  switch (s) {
+    case RunStatus::oom: return QCPScatterStyle::ssCross;
+    case RunStatus::unsupported: return QCPScatterStyle::ssTriangle;
+    case RunStatus::skipped: return QCPScatterStyle::ssSquare;
+    case RunStatus::cancelled: return QCPScatterStyle::ssStar;
+    default: return QCPScatterStyle::ssDiamond;
+  }
+}
+
+double metricValue(const SeriesPoint& p, Metric m, bool predicted) {
+  switch (m) {
+    case Metric::memory:
+      return static_cast<double>(predicted || p.status != RunStatus::ok ? p.predicted : p.measured);
+    case Metric::latency: return p.median_s * 1e3;
+    case Metric::tflops: return p.flops_per_s / 1e12;
+  }
+  return 0;
+}
+
+}  // namespace
+
+void SeriesPlot::clear(QCustomPlot* plot) {
+  for (int i = 0; i < plot->graphCount(); ++i) {
+    points_.remove(plot->graph(i));
+    labels_.remove(plot->graph(i));
+  }
+  plot->clearGraphs();
+}
+
+void SeriesPlot::add(QCustomPlot* plot, const PlotSeries& s, Metric metric, bool with_predicted) {
+  const QColor color = variantColor(s.backend, s.variant, s.variant_count);
+  const QString label = QString::fromStdString(s.label);
+  auto make = [&](const QString& kind, const QString& name) {
+    QCPGraph* g = plot->addGraph();
+    g->setName(name);
+    g->setProperty("backend", QString::fromStdString(s.backend));
+    g->setProperty("kind", kind);
+    labels_[g] = label;
+    return g;
+  };
+  auto fill = [&](QCPGraph* g, const std::vector<const SeriesPoint*>& pts, bool predicted) {
+    QVector<double> keys, values;
+    QVariantList ids;
+    for (const SeriesPoint* p : pts) {
+      keys.push_back(p->x);
+      values.push_back(metricValue(*p, metric, predicted));
+      ids.push_back(QVariant::fromValue<qlonglong>(p->run ? p->run->id : 0));
+    }
+    g->setData(keys, values, true);
+    g->setProperty("runIds", ids);
+    points_[g] = pts;
+  };
+
+  std::vector<const SeriesPoint*> ok, predicted;
+  std::map<RunStatus, std::vector<const SeriesPoint*>> failed;
+  for (const SeriesPoint& p : s.points) {
+    if (p.status == RunStatus::ok && (metric != Metric::memory || p.measured >= 0)) ok.push_back(&p);
+    if (metric == Metric::memory && p.predicted >= 0) {
+      predicted.push_back(&p);
+      if (p.status != RunStatus::ok) failed[p.status].push_back(&p);
+    }
+  }
+  QCPGraph* measured = make("measured", label);
+  measured->setPen(QPen(color, 2));
+  measured->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, 6));
+  fill(measured, ok, false);
+
+  if (with_predicted && metric == Metric::memory) {
+    QCPGraph* g = make("predicted", label + " (predicted)");
+    g->setPen(QPen(color, 1.5, Qt::DashLine));
+    fill(g, predicted, true);
+    g->removeFromLegend();
+  }
+  for (const auto& [status, pts] : failed) {
+    const QString st = QString::fromUtf8(toString(status).data(), toString(status).size());
+    QCPGraph* g = make(st, label + " (" + st + ")");
+    g->setLineStyle(QCPGraph::lsNone);
+    g->setScatterStyle(QCPScatterStyle(failedShape(status), QPen(color, 2), QBrush(Qt::NoBrush), 10));
+    fill(g, pts, true);
+    g->removeFromLegend();
+  }
+}
+
+const SeriesPoint* SeriesPlot::point(QCPGraph* graph, int index) const {
+  auto it = points_.find(graph);
+  if (it == points_.end() || index < 0 || index >= static_cast<int>(it->size())) return nullptr;
+  return (*it)[static_cast<size_t>(index)];
+}
+
+QString SeriesPlot::tooltip(QCPGraph* graph, int index) const {
+  const SeriesPoint* p = point(graph, index);
+  if (!p || !p->run) return {};
+  const RunResult& r = *p->run;
+  QString t = QStringLiteral("<b>%1</b><br>%2<br>status: <b>%3</b>")
+                  .arg(labels_.value(graph).toHtmlEscaped(), QString::fromStdString(summary(r.spec)),
+                       QString::fromUtf8(toString(r.status).data(), toString(r.status).size()));
+  auto bytes = [](int64_t b) {
+    return b < 0 ? QStringLiteral("-")
+                 : QStringLiteral("%1 (%2 B)").arg(QString::fromStdString(formatBytes(b))).arg(b);
+  };
+  t += "<br>measured peak: " + bytes(r.status == RunStatus::ok ? r.memory.measured_peak : -1);
+  t += "<br>predicted peak: " + bytes(r.memory.predicted_peak);
+  if (r.status == RunStatus::ok) {
+    t += "<br>median: " + QString::fromStdString(formatDuration(r.timing.median_s));
+    t += "<br>throughput: " + QString::fromStdString(formatFlops(r.flopsPerSecond()));
+  }
+  if (!r.message.empty()) t += "<br>" + QString::fromStdString(r.message).toHtmlEscaped();
+  return t;
+}
+
+}  // namespace attnscope::ui

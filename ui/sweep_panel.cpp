@@ -1,0 +1,161 @@
+#include "ui/sweep_panel.h"
+
+#include <QDoubleSpinBox>
+#include <QFormLayout>
+#include <QLabel>
+#include <QLineEdit>
+#include <QRegularExpression>
+#include <QSpinBox>
+#include <QVBoxLayout>
+
+#include "core/format.h"
+
+namespace attnscope::ui {
+
+namespace {
+
+std::vector<std::string> splitValues(const QString& text) {
+  std::vector<std::string> out;
+  for (const QString& v : text.split(QRegularExpression("[,\\s]+"), Qt::SkipEmptyParts))
+    out.push_back(v.toStdString());
+  return out;
+}
+
+}  // namespace
+
+SweepPanel::SweepPanel(QWidget* parent) : QWidget(parent) {
+  auto* form = new QFormLayout;
+  name_ = new QLineEdit(this);
+  name_->setObjectName("sweepName");
+  name_->setPlaceholderText(tr("named after the time when empty"));
+  heads_ = new QLineEdit("1, 2, 4, 8", this);
+  heads_->setObjectName("sweepHeads");
+  seq_ = new QLineEdit("128, 256, 512", this);
+  seq_->setObjectName("sweepSeq");
+  other_ = new QLineEdit(this);
+  other_->setObjectName("sweepOther");
+  other_->setPlaceholderText(tr("e.g. dtype=fp32,fp16; mask=none,causal"));
+  other_->setToolTip(tr("More axes as field=v1,v2 separated by ';'. Fields: %1")
+                         .arg(QString::fromStdString([] {
+                           std::string s;
+                           for (const auto& f : specFieldNames()) s += (s.empty() ? "" : ", ") + f;
+                           return s;
+                         }())));
+  warmup_ = new QSpinBox(this);
+  warmup_->setRange(0, 100);
+  warmup_->setValue(1);
+  reps_ = new QSpinBox(this);
+  reps_->setObjectName("sweepReps");
+  reps_->setRange(1, 1000);
+  reps_->setValue(3);
+  budget_mib_ = new QDoubleSpinBox(this);
+  budget_mib_->setObjectName("sweepBudget");
+  budget_mib_->setRange(0, 1e9);
+  budget_mib_->setDecimals(1);
+  budget_mib_->setSuffix(" MiB");
+  budget_mib_->setSpecialValueText(tr("no budget"));
+  budget_mib_->setToolTip(tr("Points predicted above the budget are skipped (stored as skipped)"));
+  form->addRow(tr("name"), name_);
+  form->addRow(tr("heads"), heads_);
+  form->addRow(tr("seq"), seq_);
+  form->addRow(tr("other axes"), other_);
+  form->addRow(tr("warm-up"), warmup_);
+  form->addRow(tr("repetitions"), reps_);
+  form->addRow(tr("memory budget"), budget_mib_);
+  summary_ = new QLabel(this);
+  summary_->setObjectName("sweepSummary");
+  summary_->setWordWrap(true);
+  message_ = new QLabel(this);
+  message_->setObjectName("sweepMessage");
+  message_->setWordWrap(true);
+  message_->setStyleSheet("color: #c0392b;");
+  auto* layout = new QVBoxLayout(this);
+  layout->addLayout(form);
+  layout->addWidget(summary_);
+  layout->addWidget(message_);
+  layout->addStretch();
+  for (QLineEdit* e : {name_, heads_, seq_, other_}) connect(e, &QLineEdit::textChanged, this, &SweepPanel::changed);
+  connect(warmup_, &QSpinBox::valueChanged, this, &SweepPanel::changed);
+  connect(reps_, &QSpinBox::valueChanged, this, &SweepPanel::changed);
+  connect(budget_mib_, &QDoubleSpinBox::valueChanged, this, &SweepPanel::changed);
+}
+
+void SweepPanel::update(const WorkloadSpec& base, const std::vector<Backend*>& backends) {
+  SweepSpec s;
+  s.name = name_->text().trimmed().toStdString();
+  s.base = base;
+  s.warmup = warmup_->value();
+  s.reps = reps_->value();
+  s.memory_budget = budget_mib_->value() > 0 ? static_cast<int64_t>(budget_mib_->value() * 1024 * 1024) : -1;
+  for (Backend* b : backends) s.backends.push_back(b->id());
+  QStringList problems;
+  if (auto v = splitValues(heads_->text()); !v.empty()) s.axes.push_back({"heads", v});
+  if (auto v = splitValues(seq_->text()); !v.empty()) s.axes.push_back({"seq", v});
+  for (const QString& part : other_->text().split(';', Qt::SkipEmptyParts)) {
+    const QString field = part.section('=', 0, 0).trimmed();
+    const auto values = splitValues(part.section('=', 1));
+    if (field.isEmpty() || values.empty()) {
+      problems << tr("other axes: write field=v1,v2 (got '%1')").arg(part.trimmed());
+      continue;
+    }
+    s.axes.push_back({field.toStdString(), values});
+  }
+  if (backends.empty()) problems << tr("select at least one backend");
+
+  std::vector<SpecError> errors;
+  const std::vector<WorkloadSpec> points = s.expand(&errors);
+  for (const auto& e : errors) problems << QString::fromStdString(e.message);
+
+  largest_peak_ = -1;
+  QString largest;
+  if (errors.empty())
+    for (const WorkloadSpec& p : points)
+      for (Backend* b : backends) {
+        try {
+          const int64_t peak = b->plan(p).peakBytes();
+          if (peak > largest_peak_) {
+            largest_peak_ = peak;
+            largest = QString::fromStdString(b->id() + " " + summary(p));
+          }
+        } catch (const std::exception&) {
+          // A backend that cannot plan a point says so when it runs; the summary skips it.
+        }
+      }
+  sweep_ = std::move(s);
+  problem_ = problems.join('\n');
+  QString text = tr("%n point(s)", "", static_cast<int>(sweep_.pointCount()));
+  if (largest_peak_ >= 0)
+    text += tr("; largest predicted peak %1 (%2)").arg(QString::fromStdString(formatBytes(largest_peak_)), largest);
+  if (sweep_.memory_budget > 0 && largest_peak_ > sweep_.memory_budget)
+    text += tr("; points above the budget of %1 will be skipped")
+                .arg(QString::fromStdString(formatBytes(sweep_.memory_budget)));
+  summary_->setText(text);
+  message_->setText(problem_);
+}
+
+void SweepPanel::setSweep(const SweepSpec& s) {
+  name_->setText(QString::fromStdString(s.name));
+  heads_->clear();
+  seq_->clear();
+  QStringList others;
+  for (const auto& a : s.axes) {
+    QStringList vals;
+    for (const auto& v : a.values) vals << QString::fromStdString(v);
+    if (a.field == "heads") heads_->setText(vals.join(", "));
+    else if (a.field == "seq" || a.field == "seq_q") seq_->setText(vals.join(", "));
+    else others << QString::fromStdString(a.field) + "=" + vals.join(",");
+  }
+  other_->setText(others.join("; "));
+  warmup_->setValue(s.warmup);
+  reps_->setValue(s.reps);
+  budget_mib_->setValue(s.memory_budget > 0 ? static_cast<double>(s.memory_budget) / (1024.0 * 1024.0) : 0);
+}
+
+void SweepPanel::setAxisText(const QString& field, const QString& values) {
+  if (field == "heads") heads_->setText(values);
+  else if (field == "seq") seq_->setText(values);
+  else if (field == "other") other_->setText(values);
+  else if (field == "name") name_->setText(values);
+}
+
+}  // namespace attnscope::ui

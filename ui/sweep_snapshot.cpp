@@ -1,0 +1,34 @@
+#include "ui/sweep_snapshot.h"
+
+namespace attnscope::ui {
+
+SweepSnapshotPtr loadSweepSnapshot(Store& store, int64_t sweep_id) {
+  auto info = store.sweep(sweep_id);
+  if (!info) return nullptr;
+  auto snap = std::make_shared<SweepSnapshot>();
+  snap->info = *info;
+  try {
+    snap->spec = sweepSpecFromJson(info->spec);
+  } catch (const std::exception&) {
+    // An unreadable grid still shows its runs; the charts only need the runs' own specs.
+  }
+  if (info->environment_id > 0) {
+    try {
+      snap->environment = store.environment(info->environment_id);
+    } catch (const StoreError&) {
+    }
+  }
+  snap->runs = store.runs(sweep_id);
+  return snap;
+}
+
+SweepSnapshotPtr withRun(const SweepSnapshotPtr& base, RunResult run) {
+  auto snap = std::make_shared<SweepSnapshot>(base ? *base : SweepSnapshot{});
+  run.trace.events.clear();
+  snap->runs.push_back(std::move(run));
+  snap->info.run_count = static_cast<int64_t>(snap->runs.size());
+  if (snap->runs.back().status == RunStatus::ok) ++snap->info.ok_count;
+  return snap;
+}
+
+}  // namespace attnscope::ui

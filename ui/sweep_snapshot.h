@@ -1,0 +1,30 @@
+#pragma once
+// An immutable view of one sweep (spec, environment, finished runs) handed to the charts.
+// Workers and the store produce new snapshots; nothing holds a pointer into live state.
+
+#include <memory>
+#include <vector>
+
+#include "core/environment.h"
+#include "core/run_result.h"
+#include "core/store.h"
+#include "core/sweep_spec.h"
+
+namespace attnscope::ui {
+
+struct SweepSnapshot {
+  SweepInfo info;
+  SweepSpec spec;
+  Environment environment;
+  std::vector<RunResult> runs;  // without trace events
+};
+using SweepSnapshotPtr = std::shared_ptr<const SweepSnapshot>;
+using SweepSnapshots = std::vector<SweepSnapshotPtr>;
+
+// Reads a sweep and its runs. Returns nullptr when the sweep does not exist; throws StoreError.
+SweepSnapshotPtr loadSweepSnapshot(Store& store, int64_t sweep_id);
+
+// A copy of base with one more run.
+SweepSnapshotPtr withRun(const SweepSnapshotPtr& base, RunResult run);
+
+}  // namespace attnscope::ui

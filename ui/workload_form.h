@@ -1,0 +1,48 @@
+#pragma once
+// The Workload dock: every WorkloadSpec field, a fixed-head_dim / fixed-model-width toggle, and
+// live validation through core's validate(): invalid fields are highlighted with the message.
+
+#include <vector>
+
+#include <QWidget>
+
+#include "core/workload_spec.h"
+
+class QComboBox;
+class QLabel;
+class QLineEdit;
+class QRadioButton;
+class QSpinBox;
+
+namespace attnscope::ui {
+
+class WorkloadForm : public QWidget {
+  Q_OBJECT
+ public:
+  explicit WorkloadForm(QWidget* parent = nullptr);
+
+  WorkloadSpec spec() const;
+  // Parse errors of the text fields plus validate(spec()); empty when valid.
+  std::vector<SpecError> errors() const;
+  void setSpec(const WorkloadSpec& spec);
+
+  // Sets one field from text as the command line writes it (tests, settings).
+  bool setFieldText(const QString& field, const QString& text);
+
+ Q_SIGNALS:
+  void specChanged();
+
+ private:
+  void onEdited();
+  void showErrors(const std::vector<SpecError>& errors);
+  QWidget* widgetFor(const std::string& field) const;
+
+  QSpinBox *batch_, *heads_, *kv_heads_, *seq_, *seq_kv_, *head_dim_, *width_, *seed_;
+  QRadioButton *fixed_head_dim_, *fixed_width_;
+  QComboBox *dtype_, *mask_, *mask_layout_;
+  QLineEdit* scale_;
+  QLabel* message_;
+  bool loading_ = false;
+};
+
+}  // namespace attnscope::ui
