@@ -56,7 +56,7 @@ void printRunDetails(const RunResult& r, std::ostream& os) {
                                (r.memory.measured_peak >= 0 && r.memory.predicted_peak >= 0
                                     ? "  (measured - predicted = " + std::to_string(r.memory.measured_peak - r.memory.predicted_peak) + " B)"
                                     : ""));
-  line("  CUPTI peak", r.memory.cupti_peak >= 0 ? formatBytes(r.memory.cupti_peak) +
+  line("  CUPTI peak", r.device == "cpu" ? std::string("n/a (host memory)") : r.memory.cupti_peak >= 0 ? formatBytes(r.memory.cupti_peak) +
                                                       (r.memory.measured_peak >= 0 ? "  (CUPTI - allocator = " + formatBytes(r.memory.cupti_peak - r.memory.measured_peak) + ")" : "")
                                                 : std::string("not captured") + (r.trace.capture_note.empty() ? "" : " (" + r.trace.capture_note + ")"));
   line("  Q+K+V+O+mask", formatBytes(r.memory.io_bytes));

@@ -84,7 +84,7 @@ TEST_F(Cli, BadInputExitsTwoNamingFieldAndAllowedValues) {
 }
 
 TEST_F(Cli, BackendsJsonListsCpuBackendsAndReasons) {
-  CliResult r = run({"backends", "--json", "--heads", "4", "--seq", "128"});
+  CliResult r = runCli({"backends", "--json", "--heads", "4", "--seq", "128"});
   ASSERT_EQ(r.code, 0) << r.err;
   auto j = nlohmann::json::parse(r.out);
   std::set<std::string> ids;
@@ -94,7 +94,9 @@ TEST_F(Cli, BackendsJsonListsCpuBackendsAndReasons) {
       EXPECT_FALSE(b["unavailable_reason"].get<std::string>().empty()) << b.dump();
       EXPECT_FALSE(b["supported"].get<bool>());
     }
-    if (b["supported"].get<bool>()) EXPECT_GT(b["predicted_peak"].get<int64_t>(), 0);
+    if (b["supported"].get<bool>()) {
+      EXPECT_GT(b["predicted_peak"].get<int64_t>(), 0);
+    }
   }
   EXPECT_TRUE(ids.count("cpu.reference"));
   EXPECT_TRUE(ids.count("cpu.flash"));
