@@ -100,6 +100,10 @@ void SqliteStatement::reset() noexcept {
   sqlite3_clear_bindings(stmt_);
 }
 
+void SqliteStatement::resetKeepingBindings() noexcept {
+  if (stmt_) sqlite3_reset(stmt_);
+}
+
 bool SqliteStatement::isNull(int column) const { return sqlite3_column_type(stmt_, column) == SQLITE_NULL; }
 
 int64_t SqliteStatement::columnInt(int column) const { return sqlite3_column_int64(stmt_, column); }

@@ -37,6 +37,8 @@ class SqliteStatement {
   void run();
   // Makes the statement reusable and clears its bindings (ends its read transaction).
   void reset() noexcept;
+  // Makes the statement reusable but keeps its bindings, for loops that rebind every parameter.
+  void resetKeepingBindings() noexcept;
 
   // Columns are 0-based.
   bool isNull(int column) const;

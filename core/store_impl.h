@@ -3,6 +3,7 @@
 // and their events). Not part of the public interface.
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -24,7 +25,11 @@ struct StoreState {
 
   // Interned names: text -> id and id -> text. Ids interned inside a transaction that rolls
   // back are forgotten again (they no longer exist in the file).
-  std::unordered_map<std::string, int64_t> string_ids;
+  struct TextHash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+  std::unordered_map<std::string, int64_t, TextHash, std::equal_to<>> string_ids;
   std::unordered_map<int64_t, std::string> string_texts;
   std::vector<std::string> interned_in_transaction;
 

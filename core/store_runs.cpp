@@ -1,5 +1,4 @@
 // Runs and their trace events: the part of the store written once per finished point.
-#include <array>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -25,39 +24,50 @@ static_assert(static_cast<int>(MemoryKind::host) == 0 && static_cast<int>(Memory
               "MemoryKind values are stored in the events table");
 constexpr int64_t kMaxEventKind = 7, kMaxEventSource = 2, kMaxMemoryKind = 4;
 
-// Kernel launch facts as a 36-byte little-endian blob: grid[3], block[3], registers, static and
-// dynamic shared memory. NULL when all are zero (every event but kernels).
-constexpr size_t kKernelBlobSize = 9 * 4;
+// Kernel launch facts as a blob of nine zigzag varints: grid[3], block[3], registers, static and
+// dynamic shared memory (typically 12 bytes instead of 36 fixed). NULL when all are zero, which
+// is every event but kernels.
+constexpr size_t kKernelBlobMax = 9 * 5;
 
 bool isZero(const KernelInfo& k) {
   return k.grid[0] == 0 && k.grid[1] == 0 && k.grid[2] == 0 && k.block[0] == 0 && k.block[1] == 0 &&
          k.block[2] == 0 && k.registers == 0 && k.static_smem == 0 && k.dynamic_smem == 0;
 }
 
-std::array<unsigned char, kKernelBlobSize> packKernel(const KernelInfo& k) {
+size_t packKernel(const KernelInfo& k, unsigned char* out) {
   const int32_t values[9] = {k.grid[0],  k.grid[1],     k.grid[2],       k.block[0],     k.block[1],
                              k.block[2], k.registers, k.static_smem, k.dynamic_smem};
-  std::array<unsigned char, kKernelBlobSize> out{};
-  for (int i = 0; i < 9; ++i) {
-    auto u = static_cast<uint32_t>(values[i]);
-    for (int b = 0; b < 4; ++b) out[i * 4 + b] = static_cast<unsigned char>(u >> (8 * b));
+  size_t n = 0;
+  for (int32_t v : values) {
+    uint32_t z = (static_cast<uint32_t>(v) << 1) ^ static_cast<uint32_t>(v >> 31);
+    while (z >= 0x80) {
+      out[n++] = static_cast<unsigned char>(z | 0x80);
+      z >>= 7;
+    }
+    out[n++] = static_cast<unsigned char>(z);
   }
-  return out;
+  return n;
 }
 
-KernelInfo unpackKernel(std::string_view blob) {
-  KernelInfo k;
-  if (blob.size() != kKernelBlobSize) return k;
+// False when the blob is not nine well-formed varints.
+bool unpackKernel(std::string_view blob, KernelInfo& k) {
   int32_t v[9];
+  size_t pos = 0;
   for (int i = 0; i < 9; ++i) {
-    uint32_t u = 0;
-    for (int b = 0; b < 4; ++b) u |= static_cast<uint32_t>(static_cast<unsigned char>(blob[i * 4 + b])) << (8 * b);
-    v[i] = static_cast<int32_t>(u);
+    uint32_t z = 0;
+    for (int shift = 0;; shift += 7) {
+      if (pos >= blob.size() || shift > 28) return false;
+      auto byte = static_cast<unsigned char>(blob[pos++]);
+      z |= static_cast<uint32_t>(byte & 0x7f) << shift;
+      if (!(byte & 0x80)) break;
+    }
+    v[i] = static_cast<int32_t>((z >> 1) ^ (~(z & 1) + 1));
   }
+  if (pos != blob.size()) return false;
   k.grid[0] = v[0], k.grid[1] = v[1], k.grid[2] = v[2];
   k.block[0] = v[3], k.block[1] = v[4], k.block[2] = v[5];
   k.registers = v[6], k.static_smem = v[7], k.dynamic_smem = v[8];
-  return k;
+  return true;
 }
 
 // The runs columns after id and sweep_id, in the order bound and read below.
@@ -192,9 +202,8 @@ const std::string kSelectRun = std::string("SELECT id, sweep_id, ") + kRunColumn
 }  // namespace
 
 int64_t StoreState::internString(std::string_view text) {
-  // Heterogeneous lookup would avoid this copy; names are short and mostly cached hits.
+  if (auto it = string_ids.find(text); it != string_ids.end()) return it->second;
   std::string key(text);
-  if (auto it = string_ids.find(key); it != string_ids.end()) return it->second;
   int64_t id = 0;
   {
     SqliteStatement& q = db->cached("SELECT id FROM strings WHERE text = ?");
@@ -226,36 +235,58 @@ const std::string& StoreState::stringText(int64_t id) {
   return string_texts.emplace(id, std::move(text)).first->second;
 }
 
-void StoreState::insertEvents(int64_t run_id, const std::vector<TraceEvent>& events) {
-  SqliteStatement& s = db->cached(
+namespace {
+
+constexpr int kEventColumns = 14;
+// Rows per multi-row INSERT: fewer statement executions, 896 parameters (SQLite allows 32766).
+constexpr int kEventsPerInsert = 64;
+
+std::string insertEventsSql(int rows) {
+  std::string sql =
       "INSERT INTO events(run_id, seq, kind, source, memory, start_ns, end_ns, name_id, stream, device, bytes,"
-      " address, correlation, kernel) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
-  SqliteResetGuard guard(s);
-  // Interning between binds would reuse `s` mid-bind; it is a different statement, so it is safe.
-  int64_t seq = 0;
-  for (const TraceEvent& e : events) {
-    s.bindInt(1, run_id);
-    s.bindInt(2, seq++);
-    s.bindInt(3, static_cast<int64_t>(e.kind));
-    s.bindInt(4, static_cast<int64_t>(e.source));
-    s.bindInt(5, static_cast<int64_t>(e.memory));
-    s.bindInt(6, e.start_ns);
-    s.bindInt(7, e.end_ns);
-    if (e.name.empty()) s.bindNull(8);
-    else s.bindInt(8, internString(e.name));
-    s.bindInt(9, e.stream);
-    s.bindInt(10, e.device);
-    s.bindInt(11, e.bytes);
-    s.bindInt(12, static_cast<int64_t>(e.address));
-    s.bindInt(13, static_cast<int64_t>(e.correlation));
-    if (isZero(e.kernel)) {
-      s.bindNull(14);
-    } else {
-      auto blob = packKernel(e.kernel);
-      s.bindBlob(14, blob.data(), blob.size());
+      " address, correlation, kernel) VALUES ";
+  for (int r = 0; r < rows; ++r) sql += r ? ",(?,?,?,?,?,?,?,?,?,?,?,?,?,?)" : "(?,?,?,?,?,?,?,?,?,?,?,?,?,?)";
+  return sql;
+}
+
+}  // namespace
+
+void StoreState::insertEvents(int64_t run_id, const std::vector<TraceEvent>& events) {
+  static const std::string many_sql = insertEventsSql(kEventsPerInsert);
+  static const std::string one_sql = insertEventsSql(1);
+  SqliteStatement& many = db->cached(many_sql);
+  SqliteStatement& one = db->cached(one_sql);
+  SqliteResetGuard many_guard(many), one_guard(one);
+  unsigned char blob[kKernelBlobMax];
+  size_t n = events.size();
+  size_t i = 0;
+  while (i < n) {
+    bool batch = n - i >= static_cast<size_t>(kEventsPerInsert);
+    SqliteStatement& s = batch ? many : one;
+    int rows = batch ? kEventsPerInsert : 1;
+    for (int r = 0; r < rows; ++r, ++i) {
+      const TraceEvent& e = events[i];
+      int p = r * kEventColumns;
+      s.bindInt(p + 1, run_id);
+      s.bindInt(p + 2, static_cast<int64_t>(i));
+      s.bindInt(p + 3, static_cast<int64_t>(e.kind));
+      s.bindInt(p + 4, static_cast<int64_t>(e.source));
+      s.bindInt(p + 5, static_cast<int64_t>(e.memory));
+      s.bindInt(p + 6, e.start_ns);
+      s.bindInt(p + 7, e.end_ns);
+      // internString runs other statements; `s` keeps its bindings meanwhile.
+      if (e.name.empty()) s.bindNull(p + 8);
+      else s.bindInt(p + 8, internString(e.name));
+      s.bindInt(p + 9, e.stream);
+      s.bindInt(p + 10, e.device);
+      s.bindInt(p + 11, e.bytes);
+      s.bindInt(p + 12, static_cast<int64_t>(e.address));
+      s.bindInt(p + 13, static_cast<int64_t>(e.correlation));
+      if (isZero(e.kernel)) s.bindNull(p + 14);
+      else s.bindBlob(p + 14, blob, packKernel(e.kernel, blob));
     }
-    s.step();
-    s.reset();
+    s.run();
+    s.resetKeepingBindings();  // every parameter is bound again before the next run
   }
 }
 
@@ -289,7 +320,8 @@ std::vector<TraceEvent> StoreState::readEvents(int64_t run_id) {
     e.bytes = q.columnInt(8);
     e.address = static_cast<uint64_t>(q.columnInt(9));
     e.correlation = static_cast<uint64_t>(q.columnInt(10));
-    if (!q.isNull(11)) e.kernel = unpackKernel(q.columnBlob(11));
+    if (!q.isNull(11) && !unpackKernel(q.columnBlob(11), e.kernel))
+      corrupt(path, "run " + std::to_string(run_id) + " has an event with malformed kernel facts");
   }
   return out;
 }
