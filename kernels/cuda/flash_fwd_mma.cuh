@@ -210,25 +210,38 @@ __global__ void __launch_bounds__(kWarps * 32) flashFwdMma(const FlashParams p) 
       }
     }
 
-    // Scale into the exp2 domain and mask.
+    // Scale into the exp2 domain, then mask. A masked tile gets each row's visible columns
+    // [lo, hi) once (tile-relative, 32-bit) and the dense mask row read tile by tile.
     const int64_t n0 = t * kBN;
-    const bool need_mask = tileNeedsMask(mk, p.mask_width, m0, m1, n0, kBN, p.seq_q, p.seq_kv);
 #pragma unroll
     for (int mt = 0; mt < kMT; ++mt)
 #pragma unroll
       for (int nt = 0; nt < kNT; ++nt)
 #pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          float x = s[mt][nt][e] * p.scale_log2;
-          if (need_mask) {
-            const int64_t i = m0 + warp_row0 + mt * 16 + lane / 4 + (e / 2) * 8;
-            const int64_t j = n0 + nt * 8 + 2 * (lane % 4) + (e % 2);
-            bool ok = i < p.seq_q && j < p.seq_kv && keyVisible(mk, p.mask_width, i, j, p.seq_q, p.seq_kv);
-            if (ok && mask) ok = mask[i * p.mask_row_stride + j] != 0;
-            if (!ok) x = -INFINITY;
+        for (int e = 0; e < 4; ++e) s[mt][nt][e] *= p.scale_log2;
+    if (tileNeedsMask(mk, p.mask_width, m0, m1, n0, kBN, p.seq_q, p.seq_kv)) {
+#pragma unroll
+      for (int mt = 0; mt < kMT; ++mt)
+#pragma unroll
+        for (int r2 = 0; r2 < 2; ++r2) {
+          const int64_t i = m0 + warp_row0 + mt * 16 + lane / 4 + r2 * 8;
+          int lo = 0, hi = 0;
+          if (i < p.seq_q) {
+            lo = static_cast<int>(clampI64(keyBegin(mk, p.mask_width, i, p.seq_q, p.seq_kv) - n0, 0, kBN));
+            hi = static_cast<int>(clampI64(keyEnd(mk, p.mask_width, i, p.seq_q, p.seq_kv) - n0, 0, kBN));
           }
-          s[mt][nt][e] = x;
+          const uint8_t* mrow = mask && i < p.seq_q ? mask + i * p.mask_row_stride + n0 : nullptr;
+#pragma unroll
+          for (int nt = 0; nt < kNT; ++nt)
+#pragma unroll
+            for (int e = 2 * r2; e < 2 * r2 + 2; ++e) {
+              const int col = nt * 8 + 2 * (lane % 4) + (e % 2);
+              bool ok = col >= lo && col < hi;
+              if (ok && mrow) ok = mrow[col] != 0;
+              if (!ok) s[mt][nt][e] = -INFINITY;
+            }
         }
+    }
 
     // Online softmax: rows g and g + 8 of each m-tile; a row's 4 owners are one lane quad.
 #pragma unroll
