@@ -125,6 +125,9 @@ const std::vector<Migration>& migrations() {
 }
 
 void migrate(SqliteConnection& db, const std::vector<Migration>& steps, int target_version) {
+  // Up to date (the usual case): no write lock, so opening never waits for another process's
+  // saveRun to finish.
+  if (db.pragmaInt("user_version") == target_version) return;
   db.exec("BEGIN IMMEDIATE");
   try {
     // Read inside the write transaction: another process may have migrated meanwhile.
