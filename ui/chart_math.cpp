@@ -6,6 +6,17 @@
 
 namespace attnscope::ui {
 
+namespace {
+
+// Three significant digits, but never an exponent: 1.5, 12.3, 256, 1000.
+std::string compactNumber(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, v >= 100 ? "%.0f" : "%.3g", v);
+  return buf;
+}
+
+}  // namespace
+
 double niceByteStep(double range, int target_ticks) {
   if (!(range > 0) || target_ticks < 1) return 1;
   static const double mults[] = {1, 2, 5, 10, 20, 50, 100, 200, 500};
@@ -21,13 +32,16 @@ std::vector<double> logByteTicks(double lo, double hi, int target_ticks) {
   const int e0 = static_cast<int>(std::ceil(std::log2(lo) - 1e-9));
   const int e1 = static_cast<int>(std::floor(std::log2(hi) + 1e-9));
   if (e1 < e0) return ticks;
-  const int span = e1 - e0 + 1;
-  int stride = 1;
-  while (span / stride > std::max(target_ticks, 1)) ++stride;
-  // Prefer whole units (exponents that are multiples of the stride read as 1 KiB, 1 MiB, ...).
-  int first = e0;
-  while (first % stride != 0) ++first;
-  for (int e = first; e <= e1; e += stride) ticks.push_back(std::ldexp(1.0, e));
+  // Strides of 10 land on whole units (1 KiB, 1 MiB, 1 GiB); smaller ones on 1-2-5 steps.
+  static const int strides[] = {1, 2, 5, 10, 20, 30, 40, 50, 60};
+  for (int stride : strides) {
+    int first = e0;
+    while (first % stride != 0) ++first;
+    if (first > e1) continue;
+    if ((e1 - first) / stride + 1 > std::max(target_ticks, 1) && stride != 60) continue;
+    for (int e = first; e <= e1; e += stride) ticks.push_back(std::ldexp(1.0, e));
+    break;
+  }
   if (ticks.empty()) ticks.push_back(std::ldexp(1.0, e0));
   return ticks;
 }
@@ -42,20 +56,17 @@ std::string formatByteTick(double bytes) {
     v /= 1024;
     ++u;
   }
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%s%.3g %s", neg ? "-" : "", v, units[u]);
-  return buf;
+  return (neg ? "-" : "") + compactNumber(v) + " " + units[u];
 }
 
 std::string formatTimeTick(double ns) {
   if (ns == 0) return "0";
   const double a = std::fabs(ns);
-  char buf[32];
-  if (a < 1e3) std::snprintf(buf, sizeof buf, "%.3g ns", ns);
-  else if (a < 1e6) std::snprintf(buf, sizeof buf, "%.3g us", ns / 1e3);
-  else if (a < 1e9) std::snprintf(buf, sizeof buf, "%.3g ms", ns / 1e6);
-  else std::snprintf(buf, sizeof buf, "%.3g s", ns / 1e9);
-  return buf;
+  const std::string sign = ns < 0 ? "-" : "";
+  if (a < 1e3) return sign + compactNumber(a) + " ns";
+  if (a < 1e6) return sign + compactNumber(a / 1e3) + " us";
+  if (a < 1e9) return sign + compactNumber(a / 1e6) + " ms";
+  return sign + compactNumber(a / 1e9) + " s";
 }
 
 double TimeToPixel::pixel(double t) const {

@@ -1,0 +1,177 @@
+// Table-driven tests of the chart arithmetic: byte ticks and labels, time labels, time-to-pixel
+// mapping, zoom, and merging timeline intervals to pixel resolution.
+
+#include <cmath>
+
+#include "ui/chart_math.h"
+#include "ui_test_support.h"
+
+using namespace attnscope::ui;
+
+class TestChartMath : public QObject {
+  Q_OBJECT
+ private Q_SLOTS:
+  void byteTick_data() {
+    QTest::addColumn<double>("bytes");
+    QTest::addColumn<QString>("label");
+    QTest::newRow("zero") << 0.0 << "0";
+    QTest::newRow("bytes") << 512.0 << "512 B";
+    QTest::newRow("one KiB") << 1024.0 << "1 KiB";
+    QTest::newRow("1.5 KiB") << 1536.0 << "1.5 KiB";
+    QTest::newRow("MiB") << 3.0 * 1024 * 1024 << "3 MiB";
+    QTest::newRow("GiB") << 12.0 * 1024 * 1024 * 1024 << "12 GiB";
+    QTest::newRow("fraction GiB") << 0.25 * 1024 * 1024 * 1024 << "256 MiB";
+    QTest::newRow("three digits") << 1000.0 * 1024 << "1000 KiB";
+    QTest::newRow("negative") << -2048.0 << "-2 KiB";
+  }
+  void byteTick() {
+    QFETCH(double, bytes);
+    QFETCH(QString, label);
+    QCOMPARE(QString::fromStdString(formatByteTick(bytes)), label);
+  }
+
+  void niceStep_data() {
+    QTest::addColumn<double>("range");
+    QTest::addColumn<int>("ticks");
+    QTest::addColumn<double>("step");
+    QTest::newRow("small") << 10.0 << 5 << 2.0;
+    QTest::newRow("one KiB in 4") << 1024.0 << 4 << 500.0;
+    QTest::newRow("10 MiB in 5") << 10.0 * 1048576 << 5 << 2.0 * 1048576;
+    QTest::newRow("3 GiB in 6") << 3.0 * 1073741824 << 6 << 1073741824.0;
+    QTest::newRow("empty range") << 0.0 << 5 << 1.0;
+  }
+  void niceStep() {
+    QFETCH(double, range);
+    QFETCH(int, ticks);
+    QFETCH(double, step);
+    QCOMPARE(niceByteStep(range, ticks), step);
+  }
+
+  void logTicks_data() {
+    QTest::addColumn<double>("lo");
+    QTest::addColumn<double>("hi");
+    QTest::addColumn<int>("target");
+    QTest::addColumn<QList<double>>("ticks");
+    QTest::newRow("dense") << 1000.0 << 9000.0 << 8 << QList<double>{1024, 2048, 4096, 8192};
+    QTest::newRow("strided") << 1.0 << 1048576.0 << 3 << QList<double>{1, 1024, 1048576};
+    QTest::newRow("KiB to GiB") << 1024.0 << 1073741824.0 << 4 << QList<double>{1024, 1048576, 1073741824};
+    QTest::newRow("no power inside") << 1100.0 << 1200.0 << 5 << QList<double>{};
+    QTest::newRow("non-positive") << 0.0 << 100.0 << 5 << QList<double>{};
+  }
+  void logTicks() {
+    QFETCH(double, lo);
+    QFETCH(double, hi);
+    QFETCH(int, target);
+    QFETCH(QList<double>, ticks);
+    const auto got = logByteTicks(lo, hi, target);
+    QCOMPARE(QList<double>(got.begin(), got.end()), ticks);
+  }
+
+  void timeTick_data() {
+    QTest::addColumn<double>("ns");
+    QTest::addColumn<QString>("label");
+    QTest::newRow("zero") << 0.0 << "0";
+    QTest::newRow("ns") << 250.0 << "250 ns";
+    QTest::newRow("us") << 1500.0 << "1.5 us";
+    QTest::newRow("ms") << 12e6 << "12 ms";
+    QTest::newRow("s") << 2e9 << "2 s";
+    QTest::newRow("no exponent") << 999.9e6 << "1000 ms";
+  }
+  void timeTick() {
+    QFETCH(double, ns);
+    QFETCH(QString, label);
+    QCOMPARE(QString::fromStdString(formatTimeTick(ns)), label);
+  }
+
+  void timeToPixel_data() {
+    QTest::addColumn<double>("t0");
+    QTest::addColumn<double>("t1");
+    QTest::addColumn<double>("px0");
+    QTest::addColumn<double>("px1");
+    QTest::addColumn<double>("t");
+    QTest::addColumn<double>("px");
+    QTest::newRow("identity") << 0.0 << 100.0 << 0.0 << 100.0 << 42.0 << 42.0;
+    QTest::newRow("offset and scale") << 1000.0 << 2000.0 << 50.0 << 550.0 << 1500.0 << 300.0;
+    QTest::newRow("left edge") << 1000.0 << 2000.0 << 50.0 << 550.0 << 1000.0 << 50.0;
+    QTest::newRow("right edge") << 1000.0 << 2000.0 << 50.0 << 550.0 << 2000.0 << 550.0;
+    QTest::newRow("outside") << 0.0 << 10.0 << 0.0 << 100.0 << -1.0 << -10.0;
+    QTest::newRow("reversed pixels") << 0.0 << 10.0 << 100.0 << 0.0 << 2.0 << 80.0;
+    QTest::newRow("nanoseconds over a second") << 0.0 << 1e9 << 0.0 << 1000.0 << 2.5e8 << 250.0;
+  }
+  void timeToPixel() {
+    QFETCH(double, t0);
+    QFETCH(double, t1);
+    QFETCH(double, px0);
+    QFETCH(double, px1);
+    QFETCH(double, t);
+    QFETCH(double, px);
+    const TimeToPixel m{t0, t1, px0, px1};
+    QCOMPARE(m.pixel(t), px);
+    QCOMPARE(m.time(px), t);  // the inverse
+  }
+
+  void degenerateMapping() {
+    const TimeToPixel m{5, 5, 10, 20};
+    QCOMPARE(m.pixel(123), 10.0);
+    QCOMPARE(TimeToPixel({0, 10, 7, 7}).time(99), 0.0);
+  }
+
+  void zoom_data() {
+    QTest::addColumn<double>("lo");
+    QTest::addColumn<double>("hi");
+    QTest::addColumn<double>("anchor");
+    QTest::addColumn<double>("factor");
+    QTest::addColumn<double>("new_lo");
+    QTest::addColumn<double>("new_hi");
+    QTest::newRow("in at centre") << 0.0 << 100.0 << 50.0 << 0.5 << 25.0 << 75.0;
+    QTest::newRow("in at left edge") << 0.0 << 100.0 << 0.0 << 0.5 << 0.0 << 50.0;
+    QTest::newRow("out") << 40.0 << 60.0 << 50.0 << 2.0 << 30.0 << 70.0;
+    QTest::newRow("bad factor") << 0.0 << 1.0 << 0.5 << 0.0 << 0.0 << 1.0;
+  }
+  void zoom() {
+    QFETCH(double, lo);
+    QFETCH(double, hi);
+    QFETCH(double, anchor);
+    QFETCH(double, factor);
+    QFETCH(double, new_lo);
+    QFETCH(double, new_hi);
+    const auto [a, b] = zoomRange(lo, hi, anchor, factor);
+    QCOMPARE(a, new_lo);
+    QCOMPARE(b, new_hi);
+  }
+
+  void merge_data() {
+    QTest::addColumn<QList<double>>("flat");  // start, end pairs sorted by start
+    QTest::addColumn<double>("t1");           // view [0, t1] on 100 px
+    QTest::addColumn<QList<double>>("merged");
+    QTest::newRow("far apart stay apart") << QList<double>{0, 10, 50, 60} << 100.0 << QList<double>{0, 10, 50, 60};
+    QTest::newRow("sub-pixel gap merges") << QList<double>{0, 10, 10.5, 20} << 100.0 << QList<double>{0, 20};
+    QTest::newRow("overlap merges") << QList<double>{0, 30, 5, 10, 20, 40} << 100.0 << QList<double>{0, 40};
+    QTest::newRow("zoomed out merges more") << QList<double>{0, 10, 50, 60} << 10000.0 << QList<double>{0, 60};
+    QTest::newRow("outside dropped") << QList<double>{-50, -40, 10, 20, 200, 300} << 100.0 << QList<double>{10, 20};
+    QTest::newRow("straddling kept") << QList<double>{-50, 5} << 100.0 << QList<double>{-50, 5};
+  }
+  void merge() {
+    QFETCH(QList<double>, flat);
+    QFETCH(double, t1);
+    QFETCH(QList<double>, merged);
+    std::vector<Interval> in;
+    for (qsizetype i = 0; i + 1 < flat.size(); i += 2) in.push_back({flat[i], flat[i + 1]});
+    const auto out = mergeForPixels(in, TimeToPixel{0, t1, 0, 100});
+    QList<double> got;
+    for (const auto& iv : out) got << iv.start << iv.end;
+    QCOMPARE(got, merged);
+  }
+
+  void millionIntervalsBecomeAtMostPixels() {
+    std::vector<Interval> in;
+    for (int i = 0; i < 1000000; ++i) in.push_back({i * 10.0, i * 10.0 + 4});
+    const auto out = mergeForPixels(in, TimeToPixel{0, 1e7, 0, 1000});
+    QVERIFY(out.size() <= 1000);
+    QCOMPARE(out.front().start, 0.0);
+    QCOMPARE(out.back().end, 9999994.0);
+  }
+};
+
+ATTNSCOPE_UI_TEST_MAIN(TestChartMath)
+#include "test_chart_math.moc"

@@ -1,0 +1,190 @@
+// End to end through the main window: fill the form, run a small CPU sweep on the worker
+// thread, check the plotted series equal the stored results; cancel midway and keep the
+// finished points; invalid input disables Run; a foreign file is refused and left untouched.
+
+#include <QAction>
+#include <QLabel>
+#include <QSignalSpy>
+
+#include <qcustomplot.h>
+
+#include "core/store.h"
+#include "ui/backend_list_model.h"
+#include "ui/main_window.h"
+#include "ui/memory_view.h"
+#include "ui/sweep_panel.h"
+#include "ui/workload_form.h"
+#include "ui_test_support.h"
+
+using namespace attnscope;
+using namespace attnscope::ui;
+
+namespace {
+
+void fillTinySweep(MainWindow& w, const QString& heads, const QString& seq, int reps) {
+  WorkloadForm* form = w.workloadForm();
+  QVERIFY(form->setFieldText("batch", "1"));
+  QVERIFY(form->setFieldText("head_dim", "8"));
+  QVERIFY(form->setFieldText("mask", "none"));
+  w.backendModel()->setCheckedIds({"cpu.reference", "cpu.flash"});
+  w.sweepPanel()->setAxisText("heads", heads);
+  w.sweepPanel()->setAxisText("seq", seq);
+  w.sweepPanel()->setAxisText("other", "");
+  w.sweepPanel()->findChild<QSpinBox*>("sweepReps")->setValue(reps);
+}
+
+// Every point of every measured graph is a stored run with that x and that measured peak.
+int checkPlotAgainstStore(QCustomPlot* plot, Store& store, bool heads_axis) {
+  int points = 0;
+  for (int g = 0; g < plot->graphCount(); ++g) {
+    QCPGraph* graph = plot->graph(g);
+    if (graph->property("kind").toString() != "measured") continue;
+    const QVariantList ids = graph->property("runIds").toList();
+    const auto data = graph->data();
+    if (ids.size() != data->size()) return -1;
+    int i = 0;
+    for (auto it = data->constBegin(); it != data->constEnd(); ++it, ++i) {
+      const auto run = store.run(ids[i].toLongLong(), false);
+      if (!run || run->status != RunStatus::ok) return -1;
+      if (graph->property("backend").toString().toStdString() != run->backend) return -1;
+      const double x = static_cast<double>(heads_axis ? run->spec.heads : run->spec.seq_q);
+      if (it->key != x || it->value != static_cast<double>(run->memory.measured_peak)) return -1;
+      ++points;
+    }
+  }
+  return points;
+}
+
+}  // namespace
+
+class TestWindow : public QObject {
+  Q_OBJECT
+ private Q_SLOTS:
+  void initTestCase() { QVERIFY(dir_.isValid()); }
+
+  void invalidInputDisablesRun() {
+    MainWindow w(dir_.filePath("invalid.sqlite"));
+    w.setInteractive(false);
+    fillTinySweep(w, "1, 2", "16", 1);
+    QVERIFY(w.runAction()->isEnabled());
+    w.workloadForm()->setFieldText("heads", "8");
+    w.workloadForm()->setFieldText("kv_heads", "3");
+    QVERIFY(!w.runAction()->isEnabled());
+    auto* message = w.workloadForm()->findChild<QLabel*>("workloadMessage");
+    QVERIFY(message->text().contains("kv_heads"));
+    QVERIFY(w.runAction()->toolTip().contains("kv_heads"));
+    QVERIFY(!w.startSweep());
+    w.workloadForm()->setFieldText("kv_heads", "0");
+    QVERIFY(w.runAction()->isEnabled());
+    w.workloadForm()->setFieldText("mask", "window:abc");
+    QVERIFY(!w.runAction()->isEnabled());
+    QVERIFY(message->text().contains("mask"));
+    w.workloadForm()->setFieldText("mask", "causal");
+    QVERIFY(w.runAction()->isEnabled());
+    // A bad sweep list disables Run too, with the sweep's message.
+    w.sweepPanel()->setAxisText("heads", "1, 0");
+    QVERIFY(!w.runAction()->isEnabled());
+    QVERIFY(w.sweepPanel()->findChild<QLabel*>("sweepMessage")->text().contains("heads"));
+  }
+
+  void runSweepEndToEnd() {
+    const QString db = dir_.filePath("e2e.sqlite");
+    MainWindow w(db);
+    w.setInteractive(false);
+    w.resize(1400, 900);
+    w.show();
+    fillTinySweep(w, "1, 2", "16, 32", 1);
+    QCOMPARE(static_cast<int>(w.sweepPanel()->sweep().pointCount()), 8);
+    QVERIFY(w.sweepPanel()->predictedLargestPeak() > 0);
+    QSignalSpy finished(&w, &MainWindow::sweepFinished);
+    w.runAction()->trigger();
+    QVERIFY(w.isRunning());
+    QVERIFY(!w.runAction()->isEnabled());
+    QVERIFY(finished.wait(120000));
+    QCOMPARE(finished.front().at(1).toString(), QString("finished"));
+    const int64_t id = finished.front().at(0).toLongLong();
+
+    Store store(db.toStdString(), false);
+    const auto runs = store.runs(id);
+    QCOMPARE(static_cast<int>(runs.size()), 8);
+    int ok = 0;
+    for (const auto& r : runs) ok += r.status == RunStatus::ok;
+    QCOMPARE(ok, 8);
+    QCOMPARE(checkPlotAgainstStore(w.memoryView()->headsPlot(), store, true), 8);
+    QCOMPARE(checkPlotAgainstStore(w.memoryView()->seqPlot(), store, false), 8);
+    // heads plot: one series per backend and seq value; predicted dashed alongside.
+    int measured = 0, predicted = 0;
+    for (int g = 0; g < w.memoryView()->headsPlot()->graphCount(); ++g) {
+      const QString kind = w.memoryView()->headsPlot()->graph(g)->property("kind").toString();
+      measured += kind == "measured";
+      predicted += kind == "predicted";
+    }
+    QCOMPARE(measured, 4);
+    QCOMPARE(predicted, 4);
+    QVERIFY(w.runAction()->isEnabled());
+    w.close();
+  }
+
+  void cancelKeepsFinishedPoints() {
+    const QString db = dir_.filePath("cancel.sqlite");
+    MainWindow w(db);
+    w.setInteractive(false);
+    fillTinySweep(w, "1, 2, 4, 8, 16", "256, 512, 1024, 2048", 3);
+    QSignalSpy finished(&w, &MainWindow::sweepFinished);
+    QVERIFY(w.startSweep());
+    // Wait for the first finished point to reach the charts, then cancel (Esc's action).
+    QTRY_VERIFY_WITH_TIMEOUT(!w.shownSweeps().empty() && !w.shownSweeps().front()->runs.empty(), 120000);
+    w.cancelAction()->trigger();
+    QVERIFY(finished.wait(120000));
+    QCOMPARE(finished.front().at(1).toString(), QString("cancelled"));
+    const int64_t id = finished.front().at(0).toLongLong();
+    Store store(db.toStdString(), false);
+    const auto runs = store.runs(id);
+    QVERIFY(!runs.empty());
+    QVERIFY(runs.size() < 40);
+    QCOMPARE(QString::fromStdString(store.sweep(id)->state), QString("cancelled"));
+    QCOMPARE(w.shownSweeps().front()->runs.size(), runs.size());
+    int ok = 0;
+    for (const auto& r : runs) ok += r.status == RunStatus::ok;
+    QCOMPARE(checkPlotAgainstStore(w.memoryView()->headsPlot(), store, true), ok);
+  }
+
+  void foreignFileRefusedAndUntouched() {
+    const QString db = dir_.filePath("good.sqlite");
+    MainWindow w(db);
+    w.setInteractive(false);
+    const QString foreign = dir_.filePath("notes.sqlite");
+    QFile f(foreign);
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    const QByteArray content = "this is not a database, just some text\n";
+    f.write(content);
+    f.close();
+    const QString error = w.openDatabase(foreign);
+    QVERIFY(!error.isEmpty());
+    QVERIFY(error.contains("notes.sqlite"));
+    QCOMPARE(w.databasePath(), db);
+    QVERIFY(f.open(QIODevice::ReadOnly));
+    QCOMPARE(f.readAll(), content);
+  }
+
+  void settingsPersist() {
+    {
+      MainWindow w(dir_.filePath("settings.sqlite"));
+      w.setInteractive(false);
+      fillTinySweep(w, "2, 4", "64", 2);
+      w.workloadForm()->setFieldText("width", "32");
+      w.close();
+    }
+    MainWindow w(dir_.filePath("settings.sqlite"));
+    const SweepSpec s = w.sweepPanel()->sweep();
+    QCOMPARE(s.base.width, 32);
+    QCOMPARE(s.reps, 2);
+    QCOMPARE(s.axes.front().values, (std::vector<std::string>{"2", "4"}));
+  }
+
+ private:
+  QTemporaryDir dir_;
+};
+
+ATTNSCOPE_UI_TEST_MAIN(TestWindow)
+#include "test_window.moc"
