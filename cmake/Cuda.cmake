@@ -9,6 +9,8 @@ if(NOT ATTNSCOPE_CUDA STREQUAL "OFF")
       # Small default list keeps builds quick on 2 cores; scripts/gpu-check.sh passes the GPU's arch.
       set(CMAKE_CUDA_ARCHITECTURES "80;90" CACHE STRING "CUDA architectures")
     endif()
+    # The shared runtime: executables load libcudart.so and never the driver stub.
+    set(CMAKE_CUDA_RUNTIME_LIBRARY Shared)
     enable_language(CUDA)
     find_package(CUDAToolkit REQUIRED)
     set(ATTNSCOPE_HAVE_CUDA ON)
