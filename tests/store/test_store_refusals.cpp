@@ -75,7 +75,8 @@ TEST(StoreRefusal, PngImage) {
   TempDir dir;
   std::string path = dir.file("chart.png");
   std::string png = "\x89PNG\r\n\x1a\n";
-  png += std::string("\0\0\0\x0dIHDR\0\0\x01\0\0\0\x01\0\x08\x06\0\0\0", 25);
+  static const char ihdr[] = "\0\0\0\x0d" "IHDR" "\0\0\x01\0\0\0\x01\0\x08\x06\0\0\0";
+  png += std::string(ihdr, sizeof ihdr - 1);
   std::mt19937 rng(1);
   for (int i = 0; i < 4000; ++i) png += static_cast<char>(rng());
   writeBytes(path, png);
