@@ -4,6 +4,7 @@
 #include <stdlib.h>
 
 #include <limits>
+#include <thread>
 
 #include "core/environment.h"
 #include "core/store.h"
@@ -229,6 +230,38 @@ TEST(Store, TwoConnectionsSeeEachOthersRuns) {
   auto back = reader.run(id);
   ASSERT_TRUE(back);
   EXPECT_EQ(back->trace.events.size(), 40u);
+}
+
+TEST(Store, PathsWithCharactersThatUrisReserve) {
+  // The read-only inspection opens the file through a "file:" URI; the name must survive it.
+  TempDir dir;
+  std::string path = dir.file("we?ird #1 100% f\xc3\xa9lix/runs file.sqlite");
+  int64_t id = 0;
+  {
+    Store store(path);
+    id = store.saveRun(store.createSweep(sampleSweep("odd path"), 0), sampleRun(2, 5));
+  }
+  Store store(path, false);  // an existing file: inspected before it is opened
+  ASSERT_TRUE(store.run(id));
+  EXPECT_EQ(store.run(id)->trace.events.size(), 5u);
+}
+
+TEST(Store, OneStoreSharedByThreads) {
+  TempDir dir;
+  Store store(dir.file("runs.sqlite"));
+  int64_t sweep_id = store.createSweep(sampleSweep("threads"), 0);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 10; ++i) {
+        int64_t id = store.saveRun(sweep_id, sampleRun(t * 100 + i, 50));
+        auto back = store.run(id);
+        EXPECT_TRUE(back && back->message == "point " + std::to_string(t * 100 + i));
+        store.sweeps();
+      }
+    });
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(store.sweep(sweep_id)->run_count, 40);
 }
 
 TEST(Store, FileSettings) {
