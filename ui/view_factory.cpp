@@ -1,12 +1,14 @@
 #include "ui/view_factory.h"
 
-#include "ui/chart_view.h"
+#include "ui/breakdown_view.h"
+#include "ui/compare_view.h"
+#include "ui/heatmap_view.h"
+#include "ui/time_view.h"
 
 namespace attnscope::ui {
 
 std::vector<ChartView*> makeExtraChartViews(QWidget* parent) {
-  Q_UNUSED(parent);
-  return {};
+  return {new HeatmapView(parent), new TimeView(parent), new BreakdownView(parent), new CompareView(parent)};
 }
 
 }  // namespace attnscope::ui

@@ -6,6 +6,7 @@
 #include "core/store.h"
 #include "kernels/builtin_backends.h"
 #include "ui/backend_list_model.h"
+#include "ui/compare_model.h"
 #include "ui/results_table_model.h"
 #include "ui/sweep_list_model.h"
 #include "ui/sweep_snapshot.h"
@@ -113,6 +114,29 @@ class TestModels : public QObject {
       QCOMPARE(model.index(r, ResultsTableModel::StatusColumn).data().toString(), QString("ok"));
       QCOMPARE(model.index(r, ResultsTableModel::MeasuredColumn).data(Qt::EditRole).toLongLong(),
                static_cast<qlonglong>(snap->runs[static_cast<size_t>(r)].memory.measured_peak));
+    }
+    model.setSweeps({});
+    QCOMPARE(model.rowCount(), 0);
+  }
+
+  void compareModel() {
+    CompareModel model;
+    QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+    auto a = loadSweepSnapshot(*store_, sweep_);
+    const auto sweeps = store_->sweeps();
+    SweepSnapshotPtr b;
+    for (const auto& s : sweeps)
+      if (s.name == "second") b = loadSweepSnapshot(*store_, s.id);
+    QVERIFY(a && b);
+    model.setSweeps({a, b});
+    // tiny has 8 points, second 2 (heads 4 at the base seq): no overlap, 10 rows.
+    QCOMPARE(model.rowCount(), 10);
+    QCOMPARE(model.columnCount(), 1 + 2 * 3 + 2);
+    model.setSweeps({a, a});
+    QCOMPARE(model.rowCount(), 8);
+    for (int r = 0; r < model.rowCount(); ++r) {
+      QCOMPARE(model.index(r, 7).data(CompareModel::RawRole).toDouble(), 0.0);  // same sweep: no change
+      QCOMPARE(model.index(r, 7).data().toString(), QString("+0.0%"));
     }
     model.setSweeps({});
     QCOMPARE(model.rowCount(), 0);

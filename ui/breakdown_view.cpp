@@ -1,0 +1,135 @@
+#include "ui/breakdown_view.h"
+
+#include <QComboBox>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QVBoxLayout>
+#include <qcustomplot.h>
+
+#include "core/format.h"
+#include "ui/byte_axis_ticker.h"
+#include "ui/plot_style.h"
+
+namespace attnscope::ui {
+
+BreakdownView::BreakdownView(QWidget* parent) : ChartView(parent) {
+  auto* layout = new QVBoxLayout(this);
+  auto* bar = new QHBoxLayout;
+  run_ = new QComboBox(this);
+  run_->setObjectName("breakdownRun");
+  run_->setSizeAdjustPolicy(QComboBox::AdjustToContents);
+  bar->addWidget(new QLabel(tr("Run:"), this));
+  bar->addWidget(run_);
+  bar->addStretch();
+  layout->addLayout(bar);
+  auto* row = new QHBoxLayout;
+  plot_ = makePlot(this);
+  plot_->setObjectName("breakdownPlot");
+  plot_->setInteractions({});
+  plot_->yAxis->setTicker(QSharedPointer<ByteAxisTicker>::create(false));
+  plot_->yAxis->setLabel(tr("bytes"));
+  plot_->legend->setVisible(true);
+  plot_->legend->setFont(QFont(font().family(), 8));
+  auto ticks = QSharedPointer<QCPAxisTickerText>::create();
+  ticks->addTick(1, tr("predicted\n(plan at its peak step)"));
+  ticks->addTick(2, tr("measured peak\n(allocator)"));
+  plot_->xAxis->setTicker(ticks);
+  plot_->xAxis->setRange(0.3, 2.7);
+  row->addWidget(plot_, 3);
+  buffers_ = new QLabel(this);
+  buffers_->setObjectName("breakdownBuffers");
+  buffers_->setTextFormat(Qt::RichText);
+  buffers_->setAlignment(Qt::AlignTop | Qt::AlignLeft);
+  buffers_->setWordWrap(true);
+  row->addWidget(buffers_, 2);
+  layout->addLayout(row, 1);
+  connect(run_, &QComboBox::currentIndexChanged, this, [this] { rebuild(); });
+  applyTheme();
+}
+
+void BreakdownView::setSweeps(const SweepSnapshots& sweeps) {
+  sweeps_ = sweeps;
+  const qlonglong keep = run_->currentData().toLongLong();
+  QSignalBlocker block(run_);
+  run_->clear();
+  for (const auto& s : sweeps_)
+    for (const RunResult& r : s->runs)
+      run_->addItem(QString::fromStdString(r.backend + "  " + summary(r.spec) + "  [" + std::string(toString(r.status)) + "]"),
+                    QVariant::fromValue<qlonglong>(r.id));
+  const int i = run_->findData(QVariant::fromValue<qlonglong>(keep));
+  // Default: the last run (the largest point of a sweep in grid order).
+  run_->setCurrentIndex(i >= 0 ? i : run_->count() - 1);
+  rebuild();
+}
+
+void BreakdownView::selectRun(qint64 run_id) {
+  const int i = run_->findData(QVariant::fromValue<qlonglong>(run_id));
+  if (i >= 0) run_->setCurrentIndex(i);
+}
+
+const RunResult* BreakdownView::current() const {
+  const qlonglong id = run_->currentData().toLongLong();
+  for (const auto& s : sweeps_)
+    for (const RunResult& r : s->runs)
+      if (r.id == id) return &r;
+  return nullptr;
+}
+
+void BreakdownView::rebuild() {
+  plot_->clearPlottables();
+  const RunResult* r = current();
+  if (!r) {
+    buffers_->clear();
+    plot_->replot(QCustomPlot::rpQueuedReplot);
+    return;
+  }
+  const MemoryPlan& plan = r->plan;
+  const int peak_step = plan.stepCount() > 0 ? plan.peakStep() : -1;
+  const QColor base = backendColor(r->backend);
+  QCPBars* below = nullptr;
+  int i = 0;
+  QString table = tr("<b>%1</b><br>%2<br><br><table cellspacing=4><tr><th align=left>buffer</th><th>role</th>"
+                     "<th align=right>bytes</th><th>steps</th></tr>")
+                      .arg(QString::fromStdString(r->backend), QString::fromStdString(summary(r->spec)));
+  for (const PlannedBuffer& b : plan.buffers) {
+    const bool live = b.first_step <= peak_step && peak_step <= b.last_step;
+    auto step_name = [&](int s) {
+      return s >= 0 && s < plan.stepCount() ? QString::fromStdString(plan.steps[static_cast<size_t>(s)]) : QString::number(s);
+    };
+    table += QStringLiteral("<tr><td>%1%2</td><td>%3</td><td align=right>%4</td><td>%5..%6</td></tr>")
+                 .arg(QString::fromStdString(b.name), live ? QStringLiteral(" *") : QString(),
+                      QString::fromUtf8(toString(b.role).data(), toString(b.role).size()),
+                      QString::fromStdString(formatBytes(b.bytes)), step_name(b.first_step), step_name(b.last_step));
+    if (!live) continue;
+    auto* bars = new QCPBars(plot_->xAxis, plot_->yAxis);
+    bars->setName(QString::fromStdString(b.name) + " " + QString::fromStdString(formatBytes(b.bytes)));
+    const QColor c = QColor::fromHsv((base.hsvHue() + 37 * i++) % 360, 120, 220);
+    bars->setBrush(c);
+    bars->setPen(QPen(c.darker(150)));
+    bars->setWidth(0.6);
+    bars->addData(1, static_cast<double>(b.bytes));
+    if (below) bars->moveAbove(below);
+    below = bars;
+  }
+  table += "</table>";
+  table += tr("<br>* live at the peak step '%1'<br>predicted peak %2, measured peak %3, gap %4")
+               .arg(peak_step >= 0 ? QString::fromStdString(plan.steps[static_cast<size_t>(peak_step)]) : QStringLiteral("-"),
+                    QString::fromStdString(formatBytes(r->memory.predicted_peak)),
+                    r->memory.measured_peak >= 0 ? QString::fromStdString(formatBytes(r->memory.measured_peak)) : QStringLiteral("-"),
+                    r->memory.measured_peak >= 0 && r->memory.predicted_peak >= 0
+                        ? QString::fromStdString(formatBytes(r->memory.measured_peak - r->memory.predicted_peak))
+                        : QStringLiteral("-"));
+  buffers_->setText(table);
+  if (r->memory.measured_peak >= 0) {
+    auto* measured = new QCPBars(plot_->xAxis, plot_->yAxis);
+    measured->setName(tr("measured peak %1").arg(QString::fromStdString(formatBytes(r->memory.measured_peak))));
+    measured->setBrush(base);
+    measured->setPen(QPen(base.darker(150)));
+    measured->setWidth(0.6);
+    measured->addData(2, static_cast<double>(r->memory.measured_peak));
+  }
+  plot_->yAxis->setRange(0, std::max<double>({1.0, double(r->memory.measured_peak), double(r->memory.predicted_peak)}) * 1.1);
+  plot_->replot(QCustomPlot::rpQueuedReplot);
+}
+
+}  // namespace attnscope::ui
