@@ -90,6 +90,14 @@ std::string cpuModel() {
   return "unknown CPU";
 }
 
+// The 1-minute load average: on a shared machine other processes take cores from the bench.
+std::string loadAverage() {
+  std::ifstream in("/proc/loadavg");
+  std::string one;
+  in >> one;
+  return one.empty() ? "unknown" : one;
+}
+
 // Best of three n^3 sgemm products, in flop/s.
 double gemmRate(int n, int threads) {
   cpu::setBlasThreads(threads);
@@ -116,16 +124,17 @@ int main(int argc, char** argv) {
 
   std::printf("CPU:     %s, %d threads\n", cpuModel().c_str(), hw);
   std::printf("BLAS:    %s\n", cpu::blasDescription().c_str());
-  std::printf("Memory:  %s available\n", formatBytes(hostMemoryAvailable()).c_str());
+  std::printf("Memory:  %s available; load average %s\n", formatBytes(hostMemoryAvailable()).c_str(),
+              loadAverage().c_str());
   const double gemm1 = gemmRate(o.gemm_n, 1);
   const double gemm_all = gemmRate(o.gemm_n, hw);
   std::printf("GEMM:    sgemm %d^3: %s on 1 thread, %s on %d threads\n\n", o.gemm_n, formatFlops(gemm1).c_str(),
               formatFlops(gemm_all).c_str(), hw);
 
-  std::printf("B=1 H=%lld D=%lld fp32, no mask; warm-up 1, median of %d\n", static_cast<long long>(o.heads),
+  std::printf("B=1 H=%lld D=%lld fp32, no mask; warm-up 1, %d repetitions; throughput from the median\n", static_cast<long long>(o.heads),
               static_cast<long long>(o.head_dim), o.reps);
-  std::printf("%-6s  %-14s  %10s  %14s  %11s  %11s  %s\n", "seq", "backend", "time", "throughput", "peak", "predicted",
-              "status");
+  std::printf("%-6s  %-14s  %10s  %10s  %14s  %11s  %11s  %s\n", "seq", "backend", "median", "best", "throughput",
+              "peak", "predicted", "status");
   std::map<std::pair<int64_t, std::string>, RunResult> results;
   for (int64_t seq : o.seqs) {
     WorkloadSpec spec;
@@ -140,8 +149,9 @@ int main(int argc, char** argv) {
       opt.check_accuracy = false;
       RunResult r = runPoint(*b, spec, opt);
       const bool ok = r.status == RunStatus::ok;
-      std::printf("%-6lld  %-14s  %10s  %14s  %11s  %11s  %s\n", static_cast<long long>(seq), b->id().c_str(),
+      std::printf("%-6lld  %-14s  %10s  %10s  %14s  %11s  %11s  %s\n", static_cast<long long>(seq), b->id().c_str(),
                   ok ? formatDuration(r.timing.median_s).c_str() : "-",
+                  ok ? formatDuration(r.timing.min_s).c_str() : "-",
                   ok ? formatFlops(r.flopsPerSecond()).c_str() : "-",
                   r.memory.measured_peak > 0 ? formatBytes(r.memory.measured_peak).c_str() : "-",
                   formatBytes(r.memory.predicted_peak).c_str(),
@@ -164,5 +174,6 @@ int main(int argc, char** argv) {
                   static_cast<double>(r.memory.measured_peak) / static_cast<double>(f.memory.measured_peak));
     std::printf("\n");
   }
+  std::printf("load average at the end: %s\n", loadAverage().c_str());
   return 0;
 }
