@@ -48,15 +48,18 @@ bool prepareFile(const std::string& path, bool create, int max_version) {
   return store_schema::inspect(path, max_version).empty_schema;
 }
 
-SweepInfo readSweep(SqliteStatement& s) {
+SweepInfo readSweep(SqliteStatement& s, const std::string& path) {
   SweepInfo info;
   info.id = s.columnInt(0);
   info.name = s.columnText(1);
   info.created_unix_ms = s.columnInt(2);
   info.state = s.columnText(3);
-  info.spec = nlohmann::json::parse(s.columnTextView(4));
+  std::string what = "sweep " + std::to_string(info.id);
+  info.spec = parseJsonColumn(s.columnTextView(4), path, what + " spec");
   info.notes = s.columnText(5);
-  info.tags = nlohmann::json::parse(s.columnTextView(6)).get<std::vector<std::string>>();
+  nlohmann::json tags = parseJsonColumn(s.columnTextView(6), path, what + " tags");
+  for (const auto& t : tags)
+    if (t.is_string()) info.tags.push_back(t.get<std::string>());
   info.environment_id = s.isNull(7) ? 0 : s.columnInt(7);
   info.run_count = s.columnInt(8);
   info.ok_count = s.columnInt(9);
@@ -157,7 +160,11 @@ Environment Store::environment(int64_t id) {
   SqliteResetGuard guard(q);
   q.bindInt(1, id);
   if (!q.step()) throw StoreError(StoreError::Kind::not_found, impl_->path + ": no environment " + std::to_string(id));
-  return environmentFromJson(nlohmann::json::parse(q.columnTextView(0)));
+  try {
+    return environmentFromJson(parseJsonColumn(q.columnTextView(0), impl_->path, "environment " + std::to_string(id)));
+  } catch (const nlohmann::json::exception& e) {
+    throw StoreError(StoreError::Kind::corrupt, impl_->path + ": environment " + std::to_string(id) + ": " + e.what());
+  }
 }
 
 int64_t Store::createSweep(const SweepSpec& spec, int64_t environment_id) {
@@ -218,7 +225,7 @@ std::vector<SweepInfo> Store::sweeps() {
   SqliteStatement& q = impl_->db->cached(std::string(kSelectSweeps) + " ORDER BY s.id");
   SqliteResetGuard guard(q);
   std::vector<SweepInfo> out;
-  while (q.step()) out.push_back(readSweep(q));
+  while (q.step()) out.push_back(readSweep(q, impl_->path));
   return out;
 }
 
@@ -228,7 +235,7 @@ std::optional<SweepInfo> Store::sweep(int64_t id) {
   SqliteResetGuard guard(q);
   q.bindInt(1, id);
   if (!q.step()) return std::nullopt;
-  return readSweep(q);
+  return readSweep(q, impl_->path);
 }
 
 void Store::renameSweep(int64_t id, std::string_view name) {

@@ -42,6 +42,15 @@ struct StoreState {
 
 struct Store::Impl : StoreState {};
 
+// A JSON column; text that does not parse means the file was damaged or edited by hand.
+inline nlohmann::json parseJsonColumn(std::string_view text, const std::string& path, std::string_view what) {
+  try {
+    return nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception& e) {
+    throw StoreError(StoreError::Kind::corrupt, path + ": " + std::string(what) + " is not valid JSON (" + e.what() + ")");
+  }
+}
+
 // BEGIN IMMEDIATE now (taking the write lock up front, so busy_timeout applies here rather than
 // at an upgrade deep inside the transaction); ROLLBACK unless commit() was called.
 class StoreTransaction {

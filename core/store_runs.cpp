@@ -105,10 +105,10 @@ std::string samplesJson(const std::vector<double>& samples) {
   return j.dump();
 }
 
-std::vector<double> samplesFromJson(std::string_view text) {
+std::vector<double> samplesFromJson(std::string_view text, const std::string& path) {
   std::vector<double> out;
-  for (const auto& v : nlohmann::json::parse(text))
-    out.push_back(v.is_null() ? std::numeric_limits<double>::quiet_NaN() : v.get<double>());
+  for (const auto& v : parseJsonColumn(text, path, "timing samples"))
+    out.push_back(v.is_number() ? v.get<double>() : std::numeric_limits<double>::quiet_NaN());
   return out;
 }
 
@@ -175,14 +175,18 @@ RunResult readRun(const SqliteStatement& s, const std::string& path) {
   w.seed = static_cast<uint64_t>(c.i());
   r.timing.warmup = static_cast<int>(c.i()), r.timing.reps = static_cast<int>(c.i());
   r.timing.median_s = c.d(), r.timing.min_s = c.d(), r.timing.max_s = c.d();
-  r.timing.samples_s = samplesFromJson(c.view());
+  r.timing.samples_s = samplesFromJson(c.view(), path);
   r.flops = c.d();
   r.memory.predicted_peak = c.i(), r.memory.measured_peak = c.i(), r.memory.cupti_peak = c.i();
   r.memory.io_bytes = c.i(), r.memory.available = c.i();
   r.accuracy.checked = c.i() != 0;
   r.accuracy.max_abs_error = c.d(), r.accuracy.rel_l2_error = c.d();
   r.accuracy.rows_checked = c.i(), r.accuracy.rows_total = c.i(), r.accuracy.tolerance = c.d();
-  r.plan = memoryPlanFromJson(nlohmann::json::parse(c.view()));
+  try {
+    r.plan = memoryPlanFromJson(parseJsonColumn(c.view(), path, "run " + std::to_string(r.id) + " plan"));
+  } catch (const nlohmann::json::exception& e) {
+    corrupt(path, "run " + std::to_string(r.id) + " plan: " + e.what());
+  }
   r.trace.capture_note = c.t();
   r.trace.dropped_records = c.i();
   c.i();  // event_count
