@@ -30,6 +30,7 @@
 #include "ui/sweep_list_model.h"
 #include "ui/sweep_panel.h"
 #include "ui/sweep_worker.h"
+#include "ui/timeline_view.h"
 #include "ui/view_factory.h"
 #include "ui/workload_form.h"
 
@@ -66,7 +67,15 @@ MainWindow::MainWindow(const QString& db_path, QWidget* parent) : QMainWindow(pa
   memory_view_ = new MemoryView(tabs_);
   charts_.push_back(memory_view_);
   for (ChartView* v : makeExtraChartViews(tabs_)) charts_.push_back(v);
-  for (ChartView* v : charts_) tabs_->addTab(v, v->title());
+  for (ChartView* v : charts_) {
+    tabs_->addTab(v, v->title());
+    if (auto* t = qobject_cast<TimelineView*>(v)) {
+      timeline_view_ = t;
+      t->setEventSource([this](int64_t run_id) {
+        return store_ ? store_->events(run_id) : std::vector<TraceEvent>{};
+      });
+    }
+  }
   results_model_ = new ResultsTableModel(this);
   results_view_ = new QTableView(tabs_);
   results_view_->setObjectName("resultsView");

@@ -52,9 +52,11 @@ void applyPlotTheme(QCustomPlot* plot, const QPalette& p) {
       axis->grid()->setSubGridPen(QPen(grid.lighter(dark ? 80 : 105), 1, Qt::DotLine));
     }
   }
-  plot->legend->setBrush(QBrush(bg));
-  plot->legend->setTextColor(fg);
-  plot->legend->setBorderPen(QPen(grid));
+  if (plot->legend) {  // null when a view rebuilt the layout without the default axis rect
+    plot->legend->setBrush(QBrush(bg));
+    plot->legend->setTextColor(fg);
+    plot->legend->setBorderPen(QPen(grid));
+  }
   for (int i = 0; i < plot->plotLayout()->elementCount(); ++i)
     if (auto* title = qobject_cast<QCPTextElement*>(plot->plotLayout()->elementAt(i)))
       title->setTextColor(fg);

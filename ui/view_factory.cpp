@@ -4,11 +4,13 @@
 #include "ui/compare_view.h"
 #include "ui/heatmap_view.h"
 #include "ui/time_view.h"
+#include "ui/timeline_view.h"
 
 namespace attnscope::ui {
 
 std::vector<ChartView*> makeExtraChartViews(QWidget* parent) {
-  return {new HeatmapView(parent), new TimeView(parent), new BreakdownView(parent), new CompareView(parent)};
+  return {new HeatmapView(parent), new TimeView(parent), new BreakdownView(parent), new TimelineView(parent),
+          new CompareView(parent)};
 }
 
 }  // namespace attnscope::ui

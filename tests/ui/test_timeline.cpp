@@ -1,0 +1,108 @@
+// The timeline with a million events: what is drawn stays at pixel resolution, the drawn
+// memory curve still reaches the true peak, and the two x-axes zoom and pan together.
+
+#include <algorithm>
+
+#include <qcustomplot.h>
+
+#include "ui/timeline_view.h"
+#include "ui_test_support.h"
+
+using namespace attnscope;
+using namespace attnscope::ui;
+
+namespace {
+
+double maxValue(QCPGraph* g) {
+  double m = 0;
+  for (auto it = g->data()->constBegin(); it != g->data()->constEnd(); ++it) m = std::max(m, it->value);
+  return m;
+}
+
+// n kernels on two streams and n alloc/free pairs of 1 KiB, with one 1 GiB spike at spike_ns.
+std::vector<TraceEvent> syntheticTrace(int n, int64_t spike_ns) {
+  std::vector<TraceEvent> ev;
+  ev.reserve(static_cast<size_t>(n) * 3 + 2);
+  for (int i = 0; i < n; ++i) {
+    TraceEvent k;
+    k.kind = EventKind::kernel;
+    k.source = EventSource::host;
+    k.stream = static_cast<uint32_t>(i % 2);
+    k.start_ns = int64_t{i} * 100;
+    k.end_ns = k.start_ns + 60;
+    k.name = "kernel";
+    ev.push_back(k);
+    TraceEvent a;
+    a.kind = EventKind::alloc;
+    a.source = EventSource::allocator;
+    a.start_ns = a.end_ns = int64_t{i} * 100 + 10;
+    a.address = 0x1000 + static_cast<uint64_t>(i) * 4096;
+    a.bytes = 1024;
+    ev.push_back(a);
+    TraceEvent f = a;
+    f.kind = EventKind::free;
+    f.start_ns = f.end_ns = a.start_ns + 50;
+    ev.push_back(f);
+  }
+  TraceEvent spike;
+  spike.kind = EventKind::alloc;
+  spike.source = EventSource::allocator;
+  spike.start_ns = spike.end_ns = spike_ns;
+  spike.address = 0xdead0000;
+  spike.bytes = int64_t{1} << 30;
+  ev.push_back(spike);
+  TraceEvent gone = spike;
+  gone.kind = EventKind::free;
+  gone.start_ns = gone.end_ns = spike_ns + 1;  // live for one nanosecond: far below a pixel
+  ev.push_back(gone);
+  return ev;
+}
+
+}  // namespace
+
+class TestTimeline : public QObject {
+  Q_OBJECT
+ private Q_SLOTS:
+  void millionEventsKeepThePeak() {
+    TimelineView view;
+    view.resize(1200, 700);
+    view.show();
+    const int n = 340000;  // ~1,020,000 events
+    const int64_t spike = 12345678;
+    view.setEvents(syntheticTrace(n, spike));
+    view.plot()->replot();
+    view.setTimeRange(0, n * 100.0);
+    QCOMPARE(view.laneCount(), 2);
+    const int64_t peak = view.memoryTimeline().peakBytes();
+    QVERIFY(peak >= (int64_t{1} << 30));
+    // The drawn curve reaches the true peak although the spike lasts a nanosecond.
+    QCOMPARE(maxValue(view.memoryGraph()), static_cast<double>(peak));
+    const int width = std::max(view.laneRect()->width(), 50);
+    QVERIFY2(view.memoryGraph()->dataCount() <= 2 * width + 4, qPrintable(QString::number(view.memoryGraph()->dataCount())));
+    for (int l = 0; l < view.laneCount(); ++l) QVERIFY(view.laneGraph(l)->dataCount() <= 2 * width + 3);
+
+    // Zoom into the spike: both axes follow, the peak is still drawn, detail increases.
+    view.setTimeRange(spike - 5000, spike + 5000);
+    const QCPRange lanes = view.laneRect()->axis(QCPAxis::atBottom)->range();
+    const QCPRange memory = view.memoryRect()->axis(QCPAxis::atBottom)->range();
+    QCOMPARE(lanes.lower, memory.lower);
+    QCOMPARE(lanes.upper, memory.upper);
+    QCOMPARE(maxValue(view.memoryGraph()), static_cast<double>(peak));
+    QVERIFY(view.laneGraph(0)->dataCount() > 10);  // 100 ns kernels resolve at this zoom
+
+    // Panning the memory axis moves the lanes too.
+    view.memoryRect()->axis(QCPAxis::atBottom)->setRange(0, 1000);
+    QCOMPARE(view.laneRect()->axis(QCPAxis::atBottom)->range().upper, 1000.0);
+    QVERIFY(maxValue(view.memoryGraph()) <= 1024.0);  // away from the spike
+  }
+
+  void emptyTrace() {
+    TimelineView view;
+    view.setEvents({});
+    QCOMPARE(view.laneCount(), 0);
+    QCOMPARE(view.memoryGraph()->dataCount(), 0);
+  }
+};
+
+ATTNSCOPE_UI_TEST_MAIN(TestTimeline)
+#include "test_timeline.moc"

@@ -1,0 +1,292 @@
+#include "ui/timeline_view.h"
+
+#include <algorithm>
+#include <map>
+#include <tuple>
+
+#include <QComboBox>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QToolTip>
+#include <QVBoxLayout>
+#include <qcustomplot.h>
+
+#include "core/format.h"
+#include "ui/byte_axis_ticker.h"
+#include "ui/plot_style.h"
+
+namespace attnscope::ui {
+
+TimelineView::TimelineView(QWidget* parent) : ChartView(parent) {
+  auto* layout = new QVBoxLayout(this);
+  auto* bar = new QHBoxLayout;
+  run_ = new QComboBox(this);
+  run_->setObjectName("timelineRun");
+  run_->setSizeAdjustPolicy(QComboBox::AdjustToContents);
+  info_ = new QLabel(this);
+  bar->addWidget(new QLabel(tr("Run:"), this));
+  bar->addWidget(run_);
+  bar->addWidget(info_, 1);
+  layout->addLayout(bar);
+  plot_ = makePlot(this);
+  plot_->setObjectName("timelinePlot");
+  plot_->plotLayout()->clear();
+  lane_rect_ = new QCPAxisRect(plot_);
+  memory_rect_ = new QCPAxisRect(plot_);
+  plot_->plotLayout()->addElement(0, 0, lane_rect_);
+  plot_->plotLayout()->addElement(1, 0, memory_rect_);
+  plot_->plotLayout()->setRowStretchFactor(0, 1.2);
+  auto* margins = new QCPMarginGroup(plot_);
+  lane_rect_->setMarginGroup(QCP::msLeft | QCP::msRight, margins);
+  memory_rect_->setMarginGroup(QCP::msLeft | QCP::msRight, margins);
+  for (QCPAxisRect* r : {lane_rect_, memory_rect_}) {
+    r->axis(QCPAxis::atBottom)->setTicker(QSharedPointer<TimeAxisTicker>::create());
+    r->setRangeDrag(Qt::Horizontal);
+    r->setRangeZoom(Qt::Horizontal);
+  }
+  lane_rect_->axis(QCPAxis::atLeft)->grid()->setVisible(false);
+  memory_rect_->axis(QCPAxis::atLeft)->setTicker(QSharedPointer<ByteAxisTicker>::create(false));
+  memory_rect_->axis(QCPAxis::atLeft)->setLabel(tr("live memory"));
+  memory_rect_->axis(QCPAxis::atBottom)->setLabel(tr("time since the run's first event"));
+  memory_graph_ = plot_->addGraph(memory_rect_->axis(QCPAxis::atBottom), memory_rect_->axis(QCPAxis::atLeft));
+  memory_graph_->setLineStyle(QCPGraph::lsStepLeft);
+  memory_graph_->setPen(QPen(QColor(0x4e, 0x79, 0xa7), 1.5));
+  memory_graph_->setBrush(QColor(0x4e, 0x79, 0xa7, 60));
+  memory_graph_->setAdaptiveSampling(false);  // already at pixel resolution, maxima kept
+  layout->addWidget(plot_, 1);
+
+  // Zoom and pan in sync: either x-axis drives the other, then the visible data is recomputed.
+  auto sync = [this](QCPAxis* other) {
+    return [this, other](const QCPRange& r) {
+      if (syncing_) return;
+      syncing_ = true;
+      other->setRange(r);
+      refreshVisible();
+      syncing_ = false;
+    };
+  };
+  connect(lane_rect_->axis(QCPAxis::atBottom), qOverload<const QCPRange&>(&QCPAxis::rangeChanged), this,
+          sync(memory_rect_->axis(QCPAxis::atBottom)));
+  connect(memory_rect_->axis(QCPAxis::atBottom), qOverload<const QCPRange&>(&QCPAxis::rangeChanged), this,
+          sync(lane_rect_->axis(QCPAxis::atBottom)));
+  connect(run_, &QComboBox::currentIndexChanged, this, [this] { loadRun(); });
+  plot_->setMouseTracking(true);
+  connect(plot_, &QCustomPlot::mouseMove, this, [this](QMouseEvent* e) {
+    const QString t = hoverText(e);
+    if (t.isEmpty()) QToolTip::hideText();
+    else QToolTip::showText(e->globalPosition().toPoint(), t, plot_);
+  });
+  applyTheme();
+}
+
+void TimelineView::setSweeps(const SweepSnapshots& sweeps) {
+  sweeps_ = sweeps;
+  const qlonglong keep = run_->currentData().toLongLong();
+  QSignalBlocker block(run_);
+  run_->clear();
+  for (const auto& s : sweeps_)
+    for (const RunResult& r : s->runs)
+      if (r.status == RunStatus::ok)
+        run_->addItem(QString::fromStdString(r.backend + "  " + summary(r.spec)), QVariant::fromValue<qlonglong>(r.id));
+  const int i = run_->findData(QVariant::fromValue<qlonglong>(keep));
+  run_->setCurrentIndex(i >= 0 ? i : run_->count() - 1);
+  if (run_->currentData().toLongLong() != keep || keep == 0) loadRun();
+}
+
+void TimelineView::selectRun(qint64 run_id) {
+  const int i = run_->findData(QVariant::fromValue<qlonglong>(run_id));
+  if (i >= 0) run_->setCurrentIndex(i);
+}
+
+void TimelineView::loadRun() {
+  const qlonglong id = run_->currentData().toLongLong();
+  std::vector<TraceEvent> events;
+  if (id > 0 && source_) {
+    try {
+      events = source_(id);
+    } catch (const std::exception& e) {
+      info_->setText(tr("cannot load the trace: %1").arg(QString::fromStdString(e.what())));
+    }
+  }
+  setEvents(std::move(events));
+}
+
+void TimelineView::setEvents(std::vector<TraceEvent> events) {
+  events_ = std::move(events);
+  timeline_ = MemoryTimeline(events_, MemoryFilter{});
+  t0_ = 0;
+  int64_t t1 = 1;
+  if (!events_.empty()) {
+    t0_ = events_.front().start_ns;
+    t1 = events_.front().end_ns;
+    for (const TraceEvent& e : events_) {
+      t0_ = std::min(t0_, e.start_ns);
+      t1 = std::max({t1, e.end_ns, e.start_ns});
+    }
+  }
+  t_end_ = std::max<double>(1.0, static_cast<double>(t1 - t0_));
+  curve_.clear();
+  curve_.reserve(timeline_.curve().size());
+  for (const MemoryPoint& p : timeline_.curve()) curve_.push_back({p.t_ns - t0_, p.bytes});
+  rebuildLanes();
+  memory_rect_->axis(QCPAxis::atLeft)->setRange(0, std::max<double>(1.0, static_cast<double>(timeline_.peakBytes())) * 1.15);
+  info_->setText(events_.empty() ? tr("no trace events for this run")
+                                 : tr("%1 events; peak %2 at %3 (%4)")
+                                       .arg(events_.size())
+                                       .arg(QString::fromStdString(formatBytes(timeline_.peakBytes())),
+                                            QString::fromStdString(formatTimeTick(static_cast<double>(timeline_.peakNs() - t0_))),
+                                            timeline_.peakPhase().empty() ? tr("no phase") : QString::fromStdString(timeline_.peakPhase())));
+  setTimeRange(0, t_end_);
+}
+
+void TimelineView::rebuildLanes() {
+  for (Lane& l : lanes_) {
+    plot_->removeGraph(l.graph);
+    plot_->removeGraph(l.base);
+  }
+  lanes_.clear();
+  // Phases first, then one lane per (source, device, stream) of kernels, copies and sets.
+  std::map<std::tuple<int, int, uint32_t, uint32_t>, size_t> index;
+  for (size_t i = 0; i < events_.size(); ++i) {
+    const TraceEvent& e = events_[i];
+    if (e.kind == EventKind::alloc || e.kind == EventKind::free || e.kind == EventKind::pool_reserve ||
+        e.kind == EventKind::pool_release)
+      continue;
+    const bool phase = e.kind == EventKind::phase;
+    const auto key = std::tuple{phase ? 0 : 1, static_cast<int>(e.source), e.device, phase ? 0u : e.stream};
+    auto [it, fresh] = index.try_emplace(key, 0);
+    if (fresh) {
+      it->second = lanes_.size();
+      Lane lane;
+      lane.name = phase ? tr("phases")
+                        : e.source == EventSource::cupti ? tr("cuda:%1 stream %2").arg(e.device).arg(e.stream)
+                                                         : tr("cpu thread %1").arg(e.stream);
+      lanes_.push_back(std::move(lane));
+    }
+    Lane& lane = lanes_[it->second];
+    lane.intervals.push_back({static_cast<double>(e.start_ns - t0_), static_cast<double>(std::max(e.end_ns, e.start_ns) - t0_)});
+    lane.event_index.push_back(i);
+  }
+  // Lanes in key order (phases on top), each sorted by start.
+  std::vector<size_t> order;
+  for (const auto& [k, v] : index) order.push_back(v);
+  std::vector<Lane> sorted;
+  for (size_t v : order) sorted.push_back(std::move(lanes_[v]));
+  lanes_ = std::move(sorted);
+  auto ticks = QSharedPointer<QCPAxisTickerText>::create();
+  const int n = static_cast<int>(lanes_.size());
+  for (int k = 0; k < n; ++k) {
+    Lane& lane = lanes_[static_cast<size_t>(k)];
+    std::vector<size_t> perm(lane.intervals.size());
+    for (size_t i = 0; i < perm.size(); ++i) perm[i] = i;
+    std::stable_sort(perm.begin(), perm.end(), [&](size_t a, size_t b) { return lane.intervals[a].start < lane.intervals[b].start; });
+    std::vector<Interval> iv;
+    std::vector<size_t> ev;
+    for (size_t p : perm) {
+      iv.push_back(lane.intervals[p]);
+      ev.push_back(lane.event_index[p]);
+    }
+    lane.intervals = std::move(iv);
+    lane.event_index = std::move(ev);
+    const double base = n - 1 - k;  // top lane first
+    ticks->addTick(base + 0.4, lane.name);
+    lane.base = plot_->addGraph(lane_rect_->axis(QCPAxis::atBottom), lane_rect_->axis(QCPAxis::atLeft));
+    lane.base->setPen(Qt::NoPen);
+    lane.base->setData({-1e18, 1e18}, {base, base});
+    lane.graph = plot_->addGraph(lane_rect_->axis(QCPAxis::atBottom), lane_rect_->axis(QCPAxis::atLeft));
+    lane.graph->setLineStyle(QCPGraph::lsStepLeft);
+    lane.graph->setAdaptiveSampling(false);
+    const QColor c = k == 0 && lane.name == tr("phases") ? QColor(0xb0, 0x7a, 0xa1) : QColor(0xf2, 0x8e, 0x2b);
+    lane.graph->setPen(QPen(c.darker(130), 1));
+    lane.graph->setBrush(c);
+    lane.graph->setChannelFillGraph(lane.base);
+  }
+  lane_rect_->axis(QCPAxis::atLeft)->setTicker(ticks);
+  lane_rect_->axis(QCPAxis::atLeft)->setRange(-0.2, std::max(1, n) + 0.0);
+}
+
+QCPGraph* TimelineView::laneGraph(int lane) const {
+  return lane >= 0 && lane < laneCount() ? lanes_[static_cast<size_t>(lane)].graph : nullptr;
+}
+
+void TimelineView::setTimeRange(double lo, double hi) {
+  lane_rect_->axis(QCPAxis::atBottom)->setRange(lo, hi);  // syncs the memory axis and refreshes
+  refreshVisible();
+}
+
+void TimelineView::refreshVisible() {
+  const QCPRange r = lane_rect_->axis(QCPAxis::atBottom)->range();
+  const int width = std::max(50, lane_rect_->width() > 0 ? lane_rect_->width() : this->width());
+  const TimeToPixel map{r.lower, r.upper, 0, static_cast<double>(width)};
+  const int n = laneCount();
+  for (int k = 0; k < n; ++k) {
+    Lane& lane = lanes_[static_cast<size_t>(k)];
+    const double base = n - 1 - k, top = base + 0.8;
+    QVector<double> keys{r.lower - 1}, values{base};
+    for (const Interval& iv : mergeForPixels(lane.intervals, map, 1.0)) {
+      keys << iv.start << std::max(iv.end, iv.start + map.nsPerPixel());  // at least one pixel wide
+      values << top << base;
+    }
+    lane.graph->setData(keys, values, true);
+  }
+  // The curve of the visible range (plus the level carried in), downsampled keeping extremes.
+  auto first = std::lower_bound(curve_.begin(), curve_.end(), r.lower,
+                                [](const MemoryPoint& p, double t) { return static_cast<double>(p.t_ns) < t; });
+  if (first != curve_.begin()) --first;
+  auto last = std::upper_bound(first, curve_.end(), r.upper,
+                               [](double t, const MemoryPoint& p) { return t < static_cast<double>(p.t_ns); });
+  if (last != curve_.end()) ++last;
+  const std::vector<MemoryPoint> visible(first, last);
+  QVector<double> keys, values;
+  for (const MemoryPoint& p : downsampleCurve(visible, static_cast<size_t>(width))) {
+    keys << static_cast<double>(p.t_ns);
+    values << static_cast<double>(p.bytes);
+  }
+  memory_graph_->setData(keys, values, true);
+  plot_->replot(QCustomPlot::rpQueuedReplot);
+}
+
+QString TimelineView::hoverText(QMouseEvent* e) const {
+  const QPointF pos = e->position();
+  if (memory_rect_->rect().contains(pos.toPoint())) {
+    const double t = memory_rect_->axis(QCPAxis::atBottom)->pixelToCoord(pos.x());
+    auto it = std::upper_bound(curve_.begin(), curve_.end(), t,
+                               [](double v, const MemoryPoint& p) { return v < static_cast<double>(p.t_ns); });
+    if (it == curve_.begin()) return {};
+    --it;
+    return tr("%1: %2 live").arg(QString::fromStdString(formatTimeTick(t)), QString::fromStdString(formatBytes(it->bytes)));
+  }
+  if (!lane_rect_->rect().contains(pos.toPoint())) return {};
+  const double t = lane_rect_->axis(QCPAxis::atBottom)->pixelToCoord(pos.x());
+  const double y = lane_rect_->axis(QCPAxis::atLeft)->pixelToCoord(pos.y());
+  const int n = laneCount();
+  const int k = n - 1 - static_cast<int>(std::floor(y));
+  if (k < 0 || k >= n) return {};
+  const Lane& lane = lanes_[static_cast<size_t>(k)];
+  const double slack = 3 * TimeToPixel{lane_rect_->axis(QCPAxis::atBottom)->range().lower,
+                                       lane_rect_->axis(QCPAxis::atBottom)->range().upper, 0,
+                                       static_cast<double>(std::max(1, lane_rect_->width()))}.nsPerPixel();
+  auto it = std::upper_bound(lane.intervals.begin(), lane.intervals.end(), t + slack,
+                             [](double v, const Interval& iv) { return v < iv.start; });
+  // Scan back over the few intervals that start before t (kernels on one stream rarely overlap).
+  for (int steps = 0; it != lane.intervals.begin() && steps < 64; ++steps) {
+    --it;
+    if (it->end + slack < t) continue;
+    const TraceEvent& ev = events_[lane.event_index[static_cast<size_t>(it - lane.intervals.begin())]];
+    QString text = tr("<b>%1</b> (%2)<br>start %3, duration %4")
+                       .arg(QString::fromStdString(ev.name).toHtmlEscaped(),
+                            QString::fromUtf8(toString(ev.kind).data(), toString(ev.kind).size()),
+                            QString::fromStdString(formatTimeTick(it->start)),
+                            QString::fromStdString(formatDuration((it->end - it->start) * 1e-9)));
+    if (ev.kind == EventKind::kernel && ev.kernel.grid[0] > 0)
+      text += tr("<br>grid %1x%2x%3, block %4x%5x%6<br>registers %7, shared memory %8 + %9 B")
+                  .arg(ev.kernel.grid[0]).arg(ev.kernel.grid[1]).arg(ev.kernel.grid[2])
+                  .arg(ev.kernel.block[0]).arg(ev.kernel.block[1]).arg(ev.kernel.block[2])
+                  .arg(ev.kernel.registers).arg(ev.kernel.static_smem).arg(ev.kernel.dynamic_smem);
+    if (ev.bytes > 0) text += tr("<br>%1").arg(QString::fromStdString(formatBytes(ev.bytes)));
+    return text;
+  }
+  return {};
+}
+
+}  // namespace attnscope::ui

@@ -1,0 +1,77 @@
+#pragma once
+// One run over time: kernels, copies and phases by stream in lanes at the top, the live-memory
+// curve (core's MemoryTimeline) under it, x-axes in sync for zoom and pan. What is drawn is
+// recomputed for the visible range at pixel resolution: kernel lanes merge to at most one
+// rectangle per pixel and the curve goes through core's max-keeping downsampler, so a million
+// events stay responsive and the drawn curve still shows the true peak.
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "core/memory_timeline.h"
+#include "core/trace_event.h"
+#include "ui/chart_math.h"
+#include "ui/chart_view.h"
+
+class QComboBox;
+class QLabel;
+class QCPAxisRect;
+class QCPGraph;
+
+namespace attnscope::ui {
+
+class TimelineView : public ChartView {
+  Q_OBJECT
+ public:
+  using EventLoader = std::function<std::vector<TraceEvent>(int64_t run_id)>;
+
+  explicit TimelineView(QWidget* parent = nullptr);
+  QString title() const override { return tr("Timeline"); }
+  void setSweeps(const SweepSnapshots& sweeps) override;
+  QList<QCustomPlot*> plots() const override { return {plot_}; }
+  void selectRun(qint64 run_id) override;
+
+  // Where events come from (the store on the GUI thread).
+  void setEventSource(EventLoader source) { source_ = std::move(source); }
+  // Shows these events directly (tests, synthetic traces).
+  void setEvents(std::vector<TraceEvent> events);
+
+  QCustomPlot* plot() const { return plot_; }
+  QCPGraph* memoryGraph() const { return memory_graph_; }
+  const MemoryTimeline& memoryTimeline() const { return timeline_; }
+  int laneCount() const { return static_cast<int>(lanes_.size()); }
+  QCPGraph* laneGraph(int lane) const;
+  QCPAxisRect* laneRect() const { return lane_rect_; }
+  QCPAxisRect* memoryRect() const { return memory_rect_; }
+  void setTimeRange(double lo_ns, double hi_ns);
+
+ private:
+  struct Lane {
+    QString name;
+    std::vector<Interval> intervals;  // sorted by start, ns relative to t0_
+    std::vector<size_t> event_index;  // parallel: index into events_
+    QCPGraph* graph = nullptr;
+    QCPGraph* base = nullptr;
+  };
+  void loadRun();
+  void rebuildLanes();
+  void refreshVisible();
+  QString hoverText(QMouseEvent* e) const;
+
+  QComboBox* run_;
+  QLabel* info_;
+  QCustomPlot* plot_;
+  QCPAxisRect *lane_rect_, *memory_rect_;
+  QCPGraph* memory_graph_ = nullptr;
+  EventLoader source_;
+  std::vector<TraceEvent> events_;
+  std::vector<Lane> lanes_;
+  MemoryTimeline timeline_;
+  std::vector<MemoryPoint> curve_;  // relative to t0_
+  int64_t t0_ = 0;
+  double t_end_ = 1;
+  bool syncing_ = false;
+};
+
+}  // namespace attnscope::ui
