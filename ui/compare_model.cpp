@@ -1,6 +1,9 @@
 #include "ui/compare_model.h"
 
 #include <map>
+#include <set>
+
+#include <nlohmann/json.hpp>
 
 #include <QColor>
 
@@ -20,10 +23,23 @@ void CompareModel::setSweeps(const SweepSnapshots& sweeps) {
   beginResetModel();
   sweeps_ = sweeps;
   rows_.clear();
+  // Points match on the backend and the swept fields, so sweeps that differ in a fixed field
+  // (another mask, dtype or width) line up point by point.
+  std::set<std::string> fields;
+  for (const auto& s : sweeps_)
+    for (const auto& a : s->spec.axes) fields.insert(a.field == "seq_q" ? "seq" : a.field);
+  auto keyOf = [&](const RunResult& r) {
+    if (fields.empty()) return r.backend + "  " + summary(r.spec);
+    const nlohmann::json j = toJson(r.spec);
+    std::string key = r.backend;
+    for (const auto& f : fields)
+      if (j.contains(f)) key += "  " + f + "=" + (j[f].is_string() ? j[f].get<std::string>() : j[f].dump());
+    return key;
+  };
   std::map<std::string, size_t> index;
   for (size_t s = 0; s < sweeps_.size(); ++s)
     for (const RunResult& r : sweeps_[s]->runs) {
-      const std::string key = r.backend + "  " + summary(r.spec);
+      const std::string key = keyOf(r);
       auto [it, fresh] = index.try_emplace(key, rows_.size());
       if (fresh) rows_.push_back({key, std::vector<const RunResult*>(sweeps_.size(), nullptr)});
       rows_[it->second].runs[s] = &r;

@@ -147,18 +147,22 @@ void TimelineView::rebuildLanes() {
   lanes_.clear();
   // Phases first, then one lane per (source, device, stream) of kernels, copies and sets.
   std::map<std::tuple<int, int, uint32_t, uint32_t>, size_t> index;
+  std::map<std::string, uint32_t> phase_ids;  // one lane per phase name, in order of appearance
   for (size_t i = 0; i < events_.size(); ++i) {
     const TraceEvent& e = events_[i];
     if (e.kind == EventKind::alloc || e.kind == EventKind::free || e.kind == EventKind::pool_reserve ||
         e.kind == EventKind::pool_release)
       continue;
     const bool phase = e.kind == EventKind::phase;
-    const auto key = std::tuple{phase ? 0 : 1, static_cast<int>(e.source), e.device, phase ? 0u : e.stream};
+    const uint32_t phase_id =
+        phase ? phase_ids.try_emplace(e.name, static_cast<uint32_t>(phase_ids.size())).first->second : 0u;
+    const auto key = std::tuple{phase ? 0 : 1, phase ? 0 : static_cast<int>(e.source), phase ? 0u : e.device,
+                                phase ? phase_id : e.stream};
     auto [it, fresh] = index.try_emplace(key, 0);
     if (fresh) {
       it->second = lanes_.size();
       Lane lane;
-      lane.name = phase ? tr("phases")
+      lane.name = phase ? tr("phase %1").arg(QString::fromStdString(e.name))
                         : e.source == EventSource::cupti ? tr("cuda:%1 stream %2").arg(e.device).arg(e.stream)
                                                          : tr("cpu thread %1").arg(e.stream);
       lanes_.push_back(std::move(lane));
@@ -196,7 +200,8 @@ void TimelineView::rebuildLanes() {
     lane.graph = plot_->addGraph(lane_rect_->axis(QCPAxis::atBottom), lane_rect_->axis(QCPAxis::atLeft));
     lane.graph->setLineStyle(QCPGraph::lsStepLeft);
     lane.graph->setAdaptiveSampling(false);
-    const QColor c = k == 0 && lane.name == tr("phases") ? QColor(0xb0, 0x7a, 0xa1) : QColor(0xf2, 0x8e, 0x2b);
+    const bool is_phase = events_[lane.event_index.front()].kind == EventKind::phase;
+    const QColor c = is_phase ? QColor(0xb0, 0x7a, 0xa1) : QColor(0xf2, 0x8e, 0x2b);
     lane.graph->setPen(QPen(c.darker(130), 1));
     lane.graph->setBrush(c);
     lane.graph->setChannelFillGraph(lane.base);

@@ -129,7 +129,8 @@ class TestModels : public QObject {
       if (s.name == "second") b = loadSweepSnapshot(*store_, s.id);
     QVERIFY(a && b);
     model.setSweeps({a, b});
-    // tiny has 8 points, second 2 (heads 4 at the base seq): no overlap, 10 rows.
+    // Points match on backend and the swept fields (heads, seq): tiny's 8 points (heads 1, 2 x
+    // seq 16, 32) and second's 2 (heads 4 at the base seq 1024) share none: 10 rows.
     QCOMPARE(model.rowCount(), 10);
     QCOMPARE(model.columnCount(), 1 + 2 * 3 + 2);
     model.setSweeps({a, a});

@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Renders the main views of the desktop application offscreen into docs/screenshots/*.png:
+# builds a sample database with the real CPU backends (a heads x seq sweep at fixed model width
+# 64, with a per-head boolean mask and with a causal mask), opens the main window on it and
+# grabs each tab. No display needed.
+#
+# Usage: scripts/screenshots.sh [BUILD_DIR]   (default: build; configured if missing)
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+build="${1:-$root/build}"
+if [ ! -f "$build/build.ninja" ] && [ ! -f "$build/Makefile" ]; then
+  cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release
+fi
+cmake --build "$build" --target attnscope_screenshots
+export QT_QPA_PLATFORM=offscreen
+"$build/ui/attnscope_screenshots" "$root/docs/screenshots"

@@ -1,0 +1,113 @@
+// Renders the main views offscreen into PNGs for the README: builds a sample database with the
+// real CPU backends, opens the main window on it and grabs each tab.
+// Usage: attnscope_screenshots OUT_DIR
+
+#include <QAction>
+#include <QApplication>
+#include <QDir>
+#include <QMenuBar>
+#include <QTabWidget>
+#include <QTemporaryDir>
+#include <QThread>
+#include <QTimer>
+#include <cstdio>
+
+#include <qcustomplot.h>
+
+#include "core/environment.h"
+#include "core/store.h"
+#include "core/sweep_runner.h"
+#include "kernels/builtin_backends.h"
+#include "ui/chart_view.h"
+#include "ui/main_window.h"
+#include "ui/runs_panel.h"
+
+using namespace attnscope;
+
+namespace {
+
+int64_t runSweep(Store& store, BackendRegistry& registry, const std::string& name, const std::string& mask) {
+  SweepSpec s;
+  s.name = name;
+  s.base.width = 64;  // the classic report: model width fixed, head_dim = 64 / heads
+  setField(s.base, "mask", mask);
+  setField(s.base, "mask_layout", "per_head");
+  s.axes = {{"heads", {"1", "2", "4", "8", "16"}}, {"seq", {"128", "256", "512", "1024"}}};
+  s.backends = {"cpu.reference", "cpu.flash"};
+  s.warmup = 0;
+  s.reps = 2;
+  const int64_t id = store.createSweep(s, store.saveEnvironment(captureEnvironment()));
+  SweepCallbacks cb;
+  cb.result = [&](RunResult& r) { r.id = store.saveRun(id, r); };
+  SweepRunner(registry).run(s, cb);
+  store.setSweepState(id, "finished");
+  return id;
+}
+
+void settle() {
+  for (int i = 0; i < 5; ++i) {
+    QApplication::processEvents();
+    QThread::msleep(30);
+  }
+}
+
+bool grab(QWidget& w, const QString& file) {
+  settle();
+  for (auto* view : w.findChildren<ui::ChartView*>())
+    for (QCustomPlot* p : view->plots()) p->replot();
+  settle();
+  const bool ok = w.grab().save(file);
+  std::printf("%s %s\n", ok ? "wrote" : "FAILED", qPrintable(file));
+  return ok;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM")) qputenv("QT_QPA_PLATFORM", "offscreen");
+  QTemporaryDir config;
+  qputenv("XDG_CONFIG_HOME", config.path().toUtf8());  // never the user's settings
+  QApplication app(argc, argv);
+  QCoreApplication::setOrganizationName("AttnScopeScreenshots");
+  QCoreApplication::setApplicationName("AttnScopeScreenshots");
+  if (argc < 2) {
+    std::fprintf(stderr, "usage: attnscope_screenshots OUT_DIR\n");
+    return 2;
+  }
+  const QDir out(QString::fromLocal8Bit(argv[1]));
+  QDir().mkpath(out.path());
+  QTemporaryDir tmp;
+  const QString db = tmp.filePath("sample.sqlite");
+  int64_t dense = 0, causal = 0;
+  {
+    Store store(db.toStdString());
+    BackendRegistry registry;
+    registerBuiltinBackends(registry);
+    causal = runSweep(store, registry, "width 64, causal", "causal");
+    dense = runSweep(store, registry, "width 64, boolean mask per head", "dense");
+  }
+  ui::MainWindow w(db);
+  w.setInteractive(false);
+  w.resize(1680, 1000);
+  w.show();
+  w.runsPanel()->selectSweep(dense);
+  w.showSweeps({dense});
+  bool ok = true;
+  const char* names[] = {"memory", "heatmap", "time", "breakdown", "timeline"};
+  for (int i = 0; i < 5; ++i) {
+    w.tabs()->setCurrentIndex(i);
+    ok &= grab(w, out.filePath(QString("%1.png").arg(names[i])));
+  }
+  w.showSweeps({causal, dense});
+  for (int i = 0; i < w.tabs()->count(); ++i)
+    if (w.tabs()->tabText(i) == "Compare") w.tabs()->setCurrentIndex(i);
+  ok &= grab(w, out.filePath("compare.png"));
+  w.tabs()->setCurrentIndex(0);
+  ok &= grab(w, out.filePath("compare-memory.png"));
+  // Dark palette: the View menu's toggle.
+  for (QAction* a : w.menuBar()->findChildren<QAction*>())
+    if (a->text() == QObject::tr("&Dark palette")) a->setChecked(true);
+  w.showSweeps({dense});
+  ok &= grab(w, out.filePath("memory-dark.png"));
+  return ok ? 0 : 1;
+}
