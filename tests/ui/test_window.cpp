@@ -3,6 +3,7 @@
 // finished points; invalid input disables Run; a foreign file is refused and left untouched.
 
 #include <QAction>
+#include <QDoubleSpinBox>
 #include <QLabel>
 #include <QSignalSpy>
 
@@ -147,6 +148,41 @@ class TestWindow : public QObject {
     int ok = 0;
     for (const auto& r : runs) ok += r.status == RunStatus::ok;
     QCOMPARE(checkPlotAgainstStore(w.memoryView()->headsPlot(), store, true), ok);
+  }
+
+  void skippedPointsMarkedAtPrediction() {
+    const QString db = dir_.filePath("budget.sqlite");
+    MainWindow w(db);
+    w.setInteractive(false);
+    fillTinySweep(w, "1, 2", "16, 256", 1);
+    w.sweepPanel()->findChild<QDoubleSpinBox*>("sweepBudget")->setValue(0.1);  // MiB
+    QVERIFY(w.sweepPanel()->findChild<QLabel*>("sweepSummary")->text().contains("skipped"));
+    QSignalSpy finished(&w, &MainWindow::sweepFinished);
+    QVERIFY(w.startSweep());
+    QVERIFY(finished.wait(120000));
+    Store store(db.toStdString(), false);
+    const auto runs = store.runs(finished.front().at(0).toLongLong());
+    int skipped = 0;
+    for (const auto& r : runs) skipped += r.status == RunStatus::skipped;
+    QVERIFY(skipped > 0);
+    QVERIFY(skipped < static_cast<int>(runs.size()));
+    // Skipped points are drawn as their own markers at the predicted peak.
+    int marked = 0;
+    QCustomPlot* plot = w.memoryView()->headsPlot();
+    for (int g = 0; g < plot->graphCount(); ++g) {
+      QCPGraph* graph = plot->graph(g);
+      if (graph->property("kind").toString() != "skipped") continue;
+      QCOMPARE(graph->lineStyle(), QCPGraph::lsNone);
+      const QVariantList ids = graph->property("runIds").toList();
+      int i = 0;
+      for (auto it = graph->data()->constBegin(); it != graph->data()->constEnd(); ++it, ++i) {
+        const auto run = store.run(ids[i].toLongLong(), false);
+        QVERIFY(run && run->status == RunStatus::skipped);
+        QCOMPARE(it->value, static_cast<double>(run->memory.predicted_peak));
+        ++marked;
+      }
+    }
+    QCOMPARE(marked, skipped);
   }
 
   void foreignFileRefusedAndUntouched() {
