@@ -26,9 +26,9 @@ QColor backendColor(const std::string& id) {
 QColor variantColor(const std::string& id, int variant, int count) {
   const QColor base = backendColor(id);
   if (count <= 1) return base;
-  // From 140% darker to 160% lighter across the variants.
+  // From about 140% darker to 140% lighter across the variants (lighter fades on white).
   const double t = static_cast<double>(variant) / (count - 1);
-  const int factor = static_cast<int>(70 + t * 90);
+  const int factor = static_cast<int>(70 + t * 70);
   return factor < 100 ? base.darker(100 * 100 / factor) : base.lighter(factor);
 }
 
@@ -53,7 +53,9 @@ void applyPlotTheme(QCustomPlot* plot, const QPalette& p) {
     }
   }
   if (plot->legend) {  // null when a view rebuilt the layout without the default axis rect
-    plot->legend->setBrush(QBrush(bg));
+    QColor legend_bg = bg;
+    legend_bg.setAlpha(170);  // lines behind the legend stay visible
+    plot->legend->setBrush(QBrush(legend_bg));
     plot->legend->setTextColor(fg);
     plot->legend->setBorderPen(QPen(grid));
   }

@@ -32,6 +32,8 @@ TimeView::TimeView(QWidget* parent) : ChartView(parent) {
     plot->legend->setFont(QFont(font().family(), 8));
     row->addWidget(plot);
   }
+  // Latency grows to the right: its top-left corner is the emptiest place for the legend.
+  latency_->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignLeft);
   latency_->yAxis->setScaleType(QCPAxis::stLogarithmic);
   latency_->yAxis->setTicker(QSharedPointer<QCPAxisTickerLog>::create());
   layout->addLayout(row, 1);
