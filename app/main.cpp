@@ -1,5 +1,6 @@
 // attnscope: the GUI with no arguments, headless subcommands otherwise.
 // Exit status: 0 success, 2 bad input (reason on stderr), 1 any other failure.
+#include <cstdlib>
 #include <cstring>
 #include <iostream>
 
@@ -39,7 +40,8 @@ void printUsage(std::ostream& os) {
 int runGuiCommand(int argc, char** argv, const std::vector<std::string>& rest) {
   Args args(kGuiDef, rest);
 #ifdef ATTNSCOPE_HAVE_GUI
-  return runGui(argc, argv, databasePath(args));
+  const bool explicitPath = args.value("db").has_value() || std::getenv("ATTNSCOPE_DB") != nullptr;
+  return runGui(argc, argv, databasePath(args), explicitPath);
 #else
   (void)argc;
   (void)argv;

@@ -58,15 +58,16 @@ ui::SweepSnapshotPtr loadSweep(const std::string& db_path, int64_t sweep_id, std
 
 }  // namespace
 
-int runGui(int argc, char** argv, const std::string& db_path) {
+int runGui(int argc, char** argv, const std::string& db_path, bool explicit_path) {
   QApplication app(argc, argv);
   setIdentity();
   initResources();
   app.setWindowIcon(QIcon(":/attnscope/icons/attnscope.svg"));
   QString path = QString::fromStdString(db_path);
-  // The default database gives way to the one the user opened last time; an explicit --db wins.
+  // The default database gives way to the one the user opened last time; an explicit --db or
+  // ATTNSCOPE_DB wins.
   const QString last = QSettings().value("db/path").toString();
-  if (path == QString::fromStdString(defaultDatabasePath()) && !last.isEmpty() && QFileInfo::exists(last)) path = last;
+  if (!explicit_path && !last.isEmpty() && QFileInfo::exists(last)) path = last;
   if (!path.isEmpty()) QDir().mkpath(QFileInfo(path).absolutePath());
   ui::MainWindow window(path);
   window.show();

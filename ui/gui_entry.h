@@ -7,7 +7,9 @@
 namespace attnscope {
 
 // Opens the main window on db_path (creating the database if missing); runs the Qt event loop.
-int runGui(int argc, char** argv, const std::string& db_path);
+// explicit_path: the user named the database (--db or ATTNSCOPE_DB); otherwise the one opened
+// last time is reopened when it still exists.
+int runGui(int argc, char** argv, const std::string& db_path, bool explicit_path);
 
 // Headless chart rendering for `attnscope export ID --format png|svg|pdf --out FILE` (sweep id):
 // renders the memory view (peak vs heads and peak vs seq side by side) of that sweep. Returns an

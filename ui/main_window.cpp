@@ -12,6 +12,7 @@
 #include <QProgressBar>
 #include <QPushButton>
 #include <QScrollArea>
+#include <QScreen>
 #include <QSettings>
 #include <QStatusBar>
 #include <QTabWidget>
@@ -306,7 +307,14 @@ void MainWindow::dropEvent(QDropEvent* event) {
 
 void MainWindow::restoreSettings() {
   QSettings s;
-  restoreGeometry(s.value("window/geometry").toByteArray());
+  if (!restoreGeometry(s.value("window/geometry").toByteArray())) {
+    // First start: most of the screen, so both memory plots and the docks have room.
+    if (const QScreen* screen = QGuiApplication::primaryScreen()) {
+      const QRect avail = screen->availableGeometry();
+      resize(avail.width() * 9 / 10, avail.height() * 9 / 10);
+      move(avail.center() - rect().center());
+    }
+  }
   restoreState(s.value("window/state").toByteArray());
   const QString last = s.value("spec/last").toString();
   if (!last.isEmpty()) {
