@@ -27,7 +27,9 @@
 # The CPU backends are built with -DATTNSCOPE_CPU_BLAS=none (no OpenBLAS needed; not measured here).
 #
 # Environment: BUILD_DIR (default build-gpu), CUDA_ARCH (default from nvidia-smi, else 90),
-# JOBS (default: nproc), GPU_DEPS (default .gpu-deps), OVERHEAD_REPS (default 30).
+# JOBS (default: nproc), GPU_DEPS (default .gpu-deps), OVERHEAD_REPS (default 30),
+# GPU_DEPS_FALLBACK=1 (use the system's libsqlite3.so.0 and build the bundled GoogleTest sources
+# even when the bundle's static libraries link; the script does this by itself when they don't).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -50,7 +52,7 @@ for arg in "$@"; do
     --full) full=1 ;;
     --build-only) run_tests=0; run_overhead=0; run_bench=0 ;;
     --dry-run) dry_run=1 ;;
-    -h|--help) sed -n '2,30p' "$0"; exit 0 ;;
+    -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
     *) echo "gpu-check: unknown argument $arg" >&2; exit 2 ;;
   esac
 done
@@ -77,6 +79,9 @@ if [[ -z ${CUDA_ARCH:-} ]]; then
     [[ $cap =~ ^[0-9]+$ ]] && CUDA_ARCH=$cap
   fi
 fi
+
+generator=()
+command -v ninja >/dev/null 2>&1 && generator=(-G Ninja)
 
 # ---- dependencies -------------------------------------------------------------------------------
 MA=$( (gcc -print-multiarch || true) 2>/dev/null)
@@ -114,19 +119,23 @@ if [[ -d $DEPS ]]; then
     # The static libraries were built on the development machine; check that this machine's
     # compiler links them, else fall back (SQLite: the system's run-time library; GoogleTest:
     # build the bundled sources).
-    if ! probe sqlite '#include <sqlite3.h>
+    # GPU_DEPS_FALLBACK=1 takes both fallbacks without probing.
+    force=${GPU_DEPS_FALLBACK:-0}
+    why="does not link here"
+    [[ $force == 1 ]] && why="is set aside (GPU_DEPS_FALLBACK=1)"
+    if [[ $force == 1 ]] || ! probe sqlite '#include <sqlite3.h>
 int main() { return sqlite3_libversion_number() > 0 ? 0 : 1; }' -I"$DEPS/include" "$sqlite_lib" -pthread -ldl -lm; then
       sys=$(ldconfig -p 2>/dev/null | awk '/libsqlite3\.so\.0 .*x86-64/ {print $NF; exit}')
-      [[ -n $sys ]] || die "the bundled libsqlite3.a does not link here and the system has no libsqlite3.so.0:" "$(tail -n 5 "$probe_dir/sqlite.log")"
-      echo "gpu-check: the bundled libsqlite3.a does not link here; using the system's $sys with the bundled header"
+      [[ -n $sys ]] || die "the bundled libsqlite3.a does not link here and the system has no libsqlite3.so.0:" "$(tail -n 5 "$probe_dir/sqlite.log" 2>/dev/null)"
+      echo "gpu-check: the bundled libsqlite3.a $why; using the system's $sys with the bundled header"
       sqlite_lib=$sys
     fi
-    if ! probe gtest '#include <gtest/gtest.h>
+    if [[ $force == 1 ]] || ! probe gtest '#include <gtest/gtest.h>
 TEST(Probe, Links) { EXPECT_EQ(1, 1); }' -I"$DEPS/include" "$lib/libgtest_main.a" "$lib/libgtest.a" -pthread; then
-      [[ -f $DEPS/src/googletest/CMakeLists.txt ]] || die "the bundled libgtest.a does not link here and the bundle has no GoogleTest sources:" "$(tail -n 5 "$probe_dir/gtest.log")"
-      echo "gpu-check: the bundled libgtest.a does not link here; building the bundled GoogleTest sources"
+      [[ -f $DEPS/src/googletest/CMakeLists.txt ]] || die "the bundled libgtest.a does not link here and the bundle has no GoogleTest sources:" "$(tail -n 5 "$probe_dir/gtest.log" 2>/dev/null)"
+      echo "gpu-check: the bundled libgtest.a $why; building the bundled GoogleTest sources"
       gprefix=$BUILD/_deps/googletest
-      cmake -S "$DEPS/src/googletest" -B "$BUILD/_deps/googletest-build" -DCMAKE_BUILD_TYPE=Release \
+      cmake -S "$DEPS/src/googletest" -B "$BUILD/_deps/googletest-build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release \
         -DCMAKE_INSTALL_PREFIX="$gprefix" -DCMAKE_INSTALL_LIBDIR=lib -DBUILD_GMOCK=ON >/dev/null
       cmake --build "$BUILD/_deps/googletest-build" -j "$JOBS" >/dev/null
       cmake --install "$BUILD/_deps/googletest-build" >/dev/null
@@ -146,8 +155,8 @@ else
     done
     return 1
   }
-  libdirs=(/usr/lib/$MA /usr/lib /usr/lib64 /usr/local/lib /usr/local/lib64)
-  cmakedirs=(/usr/lib/$MA/cmake /usr/lib/cmake /usr/lib64/cmake /usr/share/cmake /usr/local/lib/cmake /usr/local/share/cmake)
+  libdirs=("/usr/lib/$MA" /usr/lib /usr/lib64 /usr/local/lib /usr/local/lib64)
+  cmakedirs=("/usr/lib/$MA/cmake" /usr/lib/cmake /usr/lib64/cmake /usr/share/cmake /usr/local/lib/cmake /usr/local/share/cmake)
   missing=()
   { [[ -f /usr/include/sqlite3.h || -f /usr/local/include/sqlite3.h ]] &&
     { have_file 'libsqlite3.so' "${libdirs[@]}" || have_file 'libsqlite3.a' "${libdirs[@]}"; }; } ||
@@ -170,8 +179,6 @@ if [[ -n $glibc ]] && (( ${glibc%%.*} == 2 && ${glibc#*.} < 34 )); then
   extra_libs=(-DCMAKE_CXX_STANDARD_LIBRARIES="-ldl -lpthread" -DCMAKE_CUDA_STANDARD_LIBRARIES="-ldl -lpthread")
 fi
 
-generator=()
-command -v ninja >/dev/null 2>&1 && generator=(-G Ninja)
 configure=(cmake -S "$ROOT" -B "$BUILD" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release
            -DATTNSCOPE_GUI=OFF -DATTNSCOPE_TESTS=ON -DATTNSCOPE_BENCH=ON -DATTNSCOPE_CUDA=ON
            -DATTNSCOPE_CPU_BLAS=none -DCMAKE_CUDA_ARCHITECTURES="$CUDA_ARCH" "${dep_args[@]}" "${extra_libs[@]}")
@@ -232,10 +239,10 @@ fi
 
 BENCH=$BUILD/bench/bench_cuda
 if ((run_overhead)); then
-  section "tracing overhead: CUPTI capture off / on / off, two processes"
+  section "tracing overhead: CUPTI capture off / on / off, in three processes"
   # CUPTI stays on for the process once enabled, so on and off run in separate processes; off runs
   # before and after on, so a drift in clocks shows as the off-to-off spread.
-  oargs=(--backends cuda.flash,cuda.math --dtype fp16 --head-dim 128 --mask none --seq 4096,8192
+  oargs=(--backends "cuda.flash,cuda.math" --dtype fp16 --head-dim 128 --mask none --seq "4096,8192"
          --warmup 5 --reps "$OVERHEAD_REPS" --tsv)
   ok=1
   for pass in off on off2; do

@@ -24,7 +24,7 @@ OUT=$ROOT/.gpu-deps
 while (($#)); do
   case $1 in
     --out) OUT=$2; shift 2 ;;
-    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
+    -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
     *) echo "gpu-prepare: unknown argument $1" >&2; exit 2 ;;
   esac
 done
