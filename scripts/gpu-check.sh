@@ -16,7 +16,7 @@
 #     scripts/gpu-prepare.sh          # writes .gpu-deps/ (git-ignored, about 10 MiB)
 # then one device-tool call, from the repo root:
 #     run  command: "bash scripts/gpu-check.sh"   carry: [".gpu-deps"]   timeout_s: 480
-# The script is sized to finish in about 5-6 minutes on an H200 (build about 2); 480 s leaves room
+# Estimated (not yet run on a GPU) to finish in about 5-6 minutes on an H200; 480 s leaves room
 # for one rerun (e.g. "bash scripts/gpu-check.sh --skip-tests", which reuses build-gpu/ on a
 # still-warm machine) inside the 15 minutes of device time, machine start included. Everything
 # printed is also written to $OUT/gpu-check.log (with build.log and the overhead TSVs) so it comes
