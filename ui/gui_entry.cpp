@@ -95,7 +95,8 @@ std::string writeSweepReport(const std::string& db_path, int64_t sweep_id, const
   if (!snap) return error;
   const QString dir = QString::fromStdString(out_dir);
   if (!QDir().mkpath(dir)) return "cannot create " + out_dir;
-  return ui::writeReport({snap}, QDir(dir).filePath("report.pdf"), dir).toStdString();
+  auto events = [db_path](int64_t run_id) { return Store(db_path, false).events(run_id); };
+  return ui::writeReport({snap}, QDir(dir).filePath("report.pdf"), dir, events).toStdString();
 }
 
 bool displayAvailable() {

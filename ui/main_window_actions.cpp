@@ -148,7 +148,9 @@ void MainWindow::exportReport() {
   const QString f = QFileDialog::getSaveFileName(this, tr("Export report"), QDir::home().filePath("attnscope-report.pdf"),
                                                  tr("PDF (*.pdf)"));
   if (f.isEmpty()) return;
-  const QString error = writeReport(shown_, f, {});
+  const QString error = writeReport(shown_, f, {}, [this](int64_t run_id) {
+    return store_ ? store_->events(run_id) : std::vector<TraceEvent>{};
+  });
   if (!error.isEmpty()) report(error);
   else statusBar()->showMessage(tr("Wrote %1").arg(f), 5000);
 }

@@ -57,15 +57,23 @@ QStringList environmentLines(const Environment& e) {
 
 }  // namespace
 
-QString writeReport(const SweepSnapshots& sweeps, const QString& pdf_file, const QString& png_dir) {
+QString writeReport(const SweepSnapshots& sweeps, const QString& pdf_file, const QString& png_dir,
+                    const TimelineView::EventLoader& events) {
   if (sweeps.empty() || !sweeps.front()) return QObject::tr("no sweep to report");
   // Fresh views at a fixed size: the report looks the same whatever the window looks like.
   std::vector<std::unique_ptr<ChartView>> views;
   views.emplace_back(new MemoryView);
   for (ChartView* v : makeExtraChartViews(nullptr)) views.emplace_back(v);
+  const RunResult* largest = nullptr;
+  for (const auto& snap : sweeps)
+    for (const RunResult& r : snap->runs)
+      if (r.status == RunStatus::ok && (!largest || r.memory.measured_peak > largest->memory.measured_peak)) largest = &r;
   for (auto& v : views) {
     v->resize(1400, 650);
+    auto* timeline = qobject_cast<TimelineView*>(v.get());
+    if (timeline) timeline->setEventSource(events);
     v->setSweeps(sweeps);
+    if (timeline && largest) timeline->selectRun(largest->id);
   }
   if (!png_dir.isEmpty()) {
     QDir().mkpath(png_dir);

@@ -5,10 +5,13 @@
 #include <QString>
 
 #include "ui/sweep_snapshot.h"
+#include "ui/timeline_view.h"
 
 namespace attnscope::ui {
 
-// png_dir empty: no PNGs. Returns an error message, empty on success.
-QString writeReport(const SweepSnapshots& sweeps, const QString& pdf_file, const QString& png_dir);
+// png_dir empty: no PNGs. events loads a run's trace for the timeline page, which shows the run
+// with the largest measured peak. Returns an error message, empty on success.
+QString writeReport(const SweepSnapshots& sweeps, const QString& pdf_file, const QString& png_dir,
+                    const TimelineView::EventLoader& events);
 
 }  // namespace attnscope::ui
