@@ -28,7 +28,7 @@
 #include "ui/memory_view.h"
 #include "ui/results_table_model.h"
 #include "ui/runs_panel.h"
-#include "ui/sweep_list_model.h"
+#include "ui/sweep_tree_model.h"
 #include "ui/sweep_panel.h"
 #include "ui/sweep_worker.h"
 #include "ui/timeline_view.h"
@@ -136,7 +136,7 @@ void MainWindow::buildDocks() {
   for (const auto& n : registry_.notes()) notes << QString::fromStdString(n);
   backends_panel_ = new BackendsPanel(backend_model_, notes);
   sweep_panel_ = new SweepPanel;
-  sweep_model_ = new SweepListModel(this);
+  sweep_model_ = new SweepTreeModel(this);
   runs_panel_ = new RunsPanel(sweep_model_);
   auto* wd = dock(this, tr("Workload"), "workloadDock", workload_, true);
   auto* bd = dock(this, tr("Backends"), "backendsDock", backends_panel_, false);
@@ -150,8 +150,10 @@ void MainWindow::buildDocks() {
   connect(sweep_panel_, &SweepPanel::changed, this, &MainWindow::updateRunnable);
   connect(backend_model_, &BackendListModel::checkedChanged, this, &MainWindow::updateRunnable);
   connect(runs_panel_, &RunsPanel::sweepSelected, this, [this](qint64 id) { showSweeps({id}); });
+  connect(runs_panel_, &RunsPanel::runSelected, this, &MainWindow::showRun);
   connect(runs_panel_, &RunsPanel::compareRequested, this, &MainWindow::compare);
-  connect(sweep_model_, &SweepListModel::storeError, this, &MainWindow::report);
+  connect(runs_panel_, &RunsPanel::deleted, this, &MainWindow::refreshShown);
+  connect(sweep_model_, &SweepTreeModel::storeError, this, &MainWindow::report);
 }
 
 void MainWindow::updateRunnable() {
@@ -188,7 +190,7 @@ QString MainWindow::openDatabase(const QString& path, bool create) {
   statusBar()->showMessage(tr("Opened %1").arg(path), 5000);
   QSettings().setValue("db/path", path);
   updateRunnable();
-  if (sweep_model_->rowCount() > 0) runs_panel_->view()->selectRow(0);
+  runs_panel_->selectFirstSweep();
   return {};
 }
 
@@ -228,7 +230,7 @@ void MainWindow::cancelSweep() {
 void MainWindow::onSweepStarted(quint64 job, qint64 sweep_id, const QString&) {
   if (job != job_) return;
   running_sweep_ = sweep_id;
-  sweep_model_->reload();
+  sweep_model_->refreshSweep(sweep_id);
   runs_panel_->selectSweep(sweep_id);  // shows it (empty) in the charts
   if (shown_.size() != 1 || shown_.front()->info.id != sweep_id) showSweeps({sweep_id});
 }
@@ -244,6 +246,7 @@ void MainWindow::onProgress(quint64 job, const SweepProgress& p) {
 
 void MainWindow::onPoint(quint64 job, qint64 sweep_id, const RunResult& run) {
   if (job != job_) return;
+  sweep_model_->addRun(sweep_id, run);
   if (shown_.size() == 1 && shown_.front()->info.id == sweep_id) setShown({withRun(shown_.front(), run)});
 }
 
@@ -256,8 +259,8 @@ void MainWindow::onFinished(quint64 job, qint64 sweep_id, const QString& state, 
   eta_label_->clear();
   current_label_->setText(error.isEmpty() ? tr("Sweep %1 %2").arg(sweep_id).arg(state) : QString());
   if (!error.isEmpty()) report(tr("The sweep failed: %1").arg(error));
-  sweep_model_->reload();
   if (sweep_id > 0) {
+    sweep_model_->refreshSweep(sweep_id);
     runs_panel_->selectSweep(sweep_id);
     showSweeps({sweep_id});
   }
@@ -276,6 +279,17 @@ void MainWindow::showSweeps(const std::vector<int64_t>& ids) {
     return;
   }
   setShown(std::move(snaps));
+}
+
+void MainWindow::showRun(qint64 sweep_id, qint64 run_id) {
+  if (shown_.size() != 1 || shown_.front()->info.id != sweep_id) showSweeps({sweep_id});
+  Q_EMIT pointShown(run_id);
+}
+
+void MainWindow::refreshShown() {
+  std::vector<int64_t> ids;
+  for (const auto& s : shown_) ids.push_back(s->info.id);
+  showSweeps(ids);
 }
 
 void MainWindow::setShown(SweepSnapshots sweeps) {

@@ -30,7 +30,7 @@ class CompareView;
 class MemoryView;
 class ResultsTableModel;
 class RunsPanel;
-class SweepListModel;
+class SweepTreeModel;
 class SweepPanel;
 class SweepWorker;
 class TimelineView;
@@ -62,7 +62,7 @@ class MainWindow : public QMainWindow {
   SweepPanel* sweepPanel() const { return sweep_panel_; }
   BackendListModel* backendModel() const { return backend_model_; }
   RunsPanel* runsPanel() const { return runs_panel_; }
-  SweepListModel* sweepListModel() const { return sweep_model_; }
+  SweepTreeModel* sweepTreeModel() const { return sweep_model_; }
   MemoryView* memoryView() const { return memory_view_; }
   QTabWidget* tabs() const { return tabs_; }
   const std::vector<ChartView*>& chartViews() const { return charts_; }
@@ -93,6 +93,8 @@ class MainWindow : public QMainWindow {
   void exportReport();
   void showAbout();
   void compare(const QList<qint64>& ids);
+  void showRun(qint64 sweep_id, qint64 run_id);
+  void refreshShown();
 
   void onSweepStarted(quint64 job, qint64 sweep_id, const QString& name);
   void onProgress(quint64 job, const SweepProgress& p);
@@ -105,7 +107,7 @@ class MainWindow : public QMainWindow {
   SweepPanel* sweep_panel_ = nullptr;
   BackendListModel* backend_model_ = nullptr;
   BackendsPanel* backends_panel_ = nullptr;
-  SweepListModel* sweep_model_ = nullptr;
+  SweepTreeModel* sweep_model_ = nullptr;
   RunsPanel* runs_panel_ = nullptr;
   QTabWidget* tabs_ = nullptr;
   MemoryView* memory_view_ = nullptr;

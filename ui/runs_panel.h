@@ -1,6 +1,8 @@
 #pragma once
-// The Runs dock: the store's sweeps, filterable and sortable; rename, tag and annotate in
-// place; delete with confirmation; pick two or more to compare.
+// The Runs dock: the store's sweeps with their runs as children, filterable and sortable;
+// rename, tag and annotate sweeps in place; delete sweeps or runs with confirmation; pick two
+// or more sweeps to compare. Selecting one sweep shows it; selecting one run shows its sweep
+// and that run.
 
 #include <vector>
 
@@ -8,22 +10,30 @@
 
 class QLineEdit;
 class QPushButton;
-class QSortFilterProxyModel;
-class QTableView;
+class QTreeView;
 
 namespace attnscope::ui {
 
-class SweepListModel;
+class SweepTreeFilter;
+class SweepTreeModel;
 
 class RunsPanel : public QWidget {
   Q_OBJECT
  public:
-  explicit RunsPanel(SweepListModel* model, QWidget* parent = nullptr);
+  explicit RunsPanel(SweepTreeModel* model, QWidget* parent = nullptr);
 
   std::vector<int64_t> selectedSweepIds() const;
+  std::vector<int64_t> selectedRunIds() const;
   void selectSweep(int64_t sweep_id);
-  QTableView* view() const { return view_; }
-  QSortFilterProxyModel* proxy() const { return proxy_; }
+  // Expands the run's sweep and selects the run.
+  void selectRun(int64_t sweep_id, int64_t run_id);
+  // Shows the sweep's runs.
+  void expandSweep(int64_t sweep_id);
+  // The first sweep in the dock's order (newest first unless sorted otherwise).
+  void selectFirstSweep();
+  QTreeView* view() const { return view_; }
+  SweepTreeFilter* proxy() const { return proxy_; }
+  QLineEdit* filterEdit() const { return filter_; }
   // Tests turn the confirmation dialog off.
   void setConfirmDeletes(bool confirm) { confirm_deletes_ = confirm; }
 
@@ -31,14 +41,19 @@ class RunsPanel : public QWidget {
 
  Q_SIGNALS:
   void sweepSelected(qint64 sweep_id);
+  void runSelected(qint64 sweep_id, qint64 run_id);
   void compareRequested(const QList<qint64>& sweep_ids);
+  void deleted();
 
  private:
   void onSelectionChanged();
+  void setFilter(const QString& text);
+  void showHeaderMenu(const QPoint& pos);
+  void select(const QModelIndex& source);
 
-  SweepListModel* model_;
-  QSortFilterProxyModel* proxy_;
-  QTableView* view_;
+  SweepTreeModel* model_;
+  SweepTreeFilter* proxy_;
+  QTreeView* view_;
   QLineEdit* filter_;
   QPushButton *delete_, *compare_;
   bool confirm_deletes_ = true;

@@ -1,96 +1,340 @@
-#include "ui/sweep_list_model.h"
+#include "ui/sweep_tree_model.h"
 
+#include <algorithm>
+
+#include <QColor>
 #include <QDateTime>
 #include <QRegularExpression>
 
+#include "core/format.h"
+
 namespace attnscope::ui {
 
-SweepListModel::SweepListModel(QObject* parent) : QAbstractTableModel(parent) {}
+namespace {
 
-void SweepListModel::setStore(Store* store) {
+QString qs(const std::string& s) { return QString::fromStdString(s); }
+
+}  // namespace
+
+SweepTreeModel::SweepTreeModel(QObject* parent) : QAbstractItemModel(parent) {}
+
+void SweepTreeModel::setStore(Store* store) {
   store_ = store;
   reload();
 }
 
-void SweepListModel::reload() {
+void SweepTreeModel::reload() {
   beginResetModel();
   sweeps_.clear();
   if (store_) {
     try {
-      sweeps_ = store_->sweeps();
+      for (SweepInfo& info : store_->sweeps()) sweeps_.push_back({std::move(info), {}, false});
     } catch (const std::exception& e) {
-      Q_EMIT storeError(QString::fromStdString(e.what()));
+      Q_EMIT storeError(qs(e.what()));
     }
   }
+  reindex();
   endResetModel();
 }
 
-int64_t SweepListModel::sweepId(int row) const {
-  return row >= 0 && row < static_cast<int>(sweeps_.size()) ? sweeps_[static_cast<size_t>(row)].id : 0;
+void SweepTreeModel::reindex() {
+  rows_.clear();
+  for (size_t i = 0; i < sweeps_.size(); ++i) rows_[sweeps_[i].info.id] = static_cast<int>(i);
 }
 
-int SweepListModel::rowOf(int64_t id) const {
-  for (size_t i = 0; i < sweeps_.size(); ++i)
-    if (sweeps_[i].id == id) return static_cast<int>(i);
-  return -1;
+int SweepTreeModel::sweepRow(int64_t sweep_id) const {
+  const auto it = rows_.find(sweep_id);
+  return it == rows_.end() ? -1 : it->second;
 }
 
-bool SweepListModel::deleteSweeps(const std::vector<int64_t>& ids) {
+SweepTreeModel::RunRow SweepTreeModel::rowOf(const RunResult& r) {
+  RunRow row;
+  row.id = r.id;
+  row.backend = r.backend;
+  row.spec = summary(r.spec);
+  row.status = std::string(toString(r.status));
+  row.message = r.message;
+  row.ok = r.status == RunStatus::ok;
+  row.measured_peak = row.ok ? r.memory.measured_peak : -1;
+  row.predicted_peak = r.memory.predicted_peak;
+  row.median_s = row.ok ? r.timing.median_s : 0.0;
+  return row;
+}
+
+void SweepTreeModel::refreshSweep(int64_t sweep_id) {
+  if (!store_) return;
+  std::optional<SweepInfo> info;
+  try {
+    info = store_->sweep(sweep_id);
+  } catch (const std::exception& e) {
+    Q_EMIT storeError(qs(e.what()));
+    return;
+  }
+  if (!info) return;
+  const int row = sweepRow(sweep_id);
+  if (row >= 0) {
+    sweeps_[static_cast<size_t>(row)].info = std::move(*info);
+    countsChanged(row);
+    return;
+  }
+  SweepNode node{std::move(*info), readRuns(sweep_id), true};
+  const int n = static_cast<int>(sweeps_.size());
+  beginInsertRows({}, n, n);
+  sweeps_.push_back(std::move(node));
+  reindex();
+  endInsertRows();
+  countsChanged(n);
+}
+
+void SweepTreeModel::addRun(int64_t sweep_id, const RunResult& run) {
+  int row = sweepRow(sweep_id);
+  if (row < 0) {
+    refreshSweep(sweep_id);
+    row = sweepRow(sweep_id);
+    if (row < 0) return;
+  }
+  // A sweep not read yet reads its runs now, this one included (the worker stored it first).
+  SweepNode& s = sweeps_[static_cast<size_t>(row)];
+  runsOf(s);
+  const bool known = std::any_of(s.runs.begin(), s.runs.end(), [&](const RunRow& r) { return r.id == run.id; });
+  if (!known) {
+    const int n = static_cast<int>(s.runs.size());
+    beginInsertRows(index(row, 0), n, n);
+    s.runs.push_back(rowOf(run));
+    endInsertRows();
+  }
+  countsChanged(row);
+}
+
+std::vector<SweepTreeModel::RunRow> SweepTreeModel::readRuns(int64_t sweep_id) const {
+  std::vector<RunRow> runs;
+  if (!store_) return runs;
+  try {
+    for (const RunResult& r : store_->runs(sweep_id)) runs.push_back(rowOf(r));
+  } catch (const std::exception& e) {
+    auto* self = const_cast<SweepTreeModel*>(this);
+    QMetaObject::invokeMethod(self, [self, m = qs(e.what())] { Q_EMIT self->storeError(m); }, Qt::QueuedConnection);
+  }
+  return runs;
+}
+
+const std::vector<SweepTreeModel::RunRow>& SweepTreeModel::runsOf(const SweepNode& node) const {
+  if (!node.read) {
+    auto& n = const_cast<SweepNode&>(node);  // the node lives in the mutable sweeps_
+    n.runs = readRuns(n.info.id);
+    n.read = true;
+  }
+  return node.runs;
+}
+
+void SweepTreeModel::countsChanged(int row) {
+  SweepNode& s = sweeps_[static_cast<size_t>(row)];
+  if (s.read) {
+    s.info.run_count = static_cast<int64_t>(s.runs.size());
+    s.info.ok_count = std::count_if(s.runs.begin(), s.runs.end(), [](const RunRow& r) { return r.ok; });
+  }
+  Q_EMIT dataChanged(index(row, 0), index(row, ColumnCount - 1));
+}
+
+QModelIndex SweepTreeModel::sweepIndex(int64_t sweep_id, int column) const {
+  const int row = sweepRow(sweep_id);
+  return row < 0 ? QModelIndex() : index(row, column);
+}
+
+QModelIndex SweepTreeModel::runIndex(int64_t sweep_id, int64_t run_id, int column) const {
+  const int row = sweepRow(sweep_id);
+  if (row < 0) return {};
+  const auto& runs = runsOf(sweeps_[static_cast<size_t>(row)]);
+  for (size_t j = 0; j < runs.size(); ++j)
+    if (runs[j].id == run_id) return index(static_cast<int>(j), column, index(row, 0));
+  return {};
+}
+
+bool SweepTreeModel::deleteSweeps(const std::vector<int64_t>& ids) {
   if (!store_) return false;
   bool ok = true;
   for (int64_t id : ids) {
     try {
       store_->deleteSweep(id);
     } catch (const std::exception& e) {
-      Q_EMIT storeError(QString::fromStdString(e.what()));
+      Q_EMIT storeError(qs(e.what()));
       ok = false;
+      continue;
     }
+    const int row = sweepRow(id);
+    if (row < 0) continue;
+    beginRemoveRows({}, row, row);
+    sweeps_.erase(sweeps_.begin() + row);
+    reindex();
+    endRemoveRows();
   }
-  reload();
   return ok;
 }
 
-int SweepListModel::rowCount(const QModelIndex& parent) const {
-  return parent.isValid() ? 0 : static_cast<int>(sweeps_.size());
+bool SweepTreeModel::deleteRuns(const std::vector<int64_t>& ids) {
+  if (!store_) return false;
+  bool ok = true;
+  for (int64_t id : ids) {
+    std::optional<int64_t> sweep_id;
+    try {
+      sweep_id = store_->sweepOfRun(id);
+      store_->deleteRun(id);
+    } catch (const std::exception& e) {
+      Q_EMIT storeError(qs(e.what()));
+      ok = false;
+      continue;
+    }
+    const QModelIndex run = sweep_id ? runIndex(*sweep_id, id) : QModelIndex();
+    if (!run.isValid()) continue;
+    const int row = run.parent().row();
+    auto& runs = sweeps_[static_cast<size_t>(row)].runs;
+    beginRemoveRows(run.parent(), run.row(), run.row());
+    runs.erase(runs.begin() + run.row());
+    endRemoveRows();
+    countsChanged(row);
+  }
+  return ok;
 }
 
-int SweepListModel::columnCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : ColumnCount; }
+const SweepTreeModel::SweepNode* SweepTreeModel::nodeOf(const QModelIndex& index) const {
+  const int row = index.internalId() == 0 ? index.row() : sweepRow(static_cast<int64_t>(index.internalId()));
+  return row >= 0 && row < static_cast<int>(sweeps_.size()) ? &sweeps_[static_cast<size_t>(row)] : nullptr;
+}
 
-QVariant SweepListModel::data(const QModelIndex& index, int role) const {
-  if (!checkIndex(index, CheckIndexOption::IndexIsValid | CheckIndexOption::ParentIsInvalid)) return {};
-  const SweepInfo& s = sweeps_[static_cast<size_t>(index.row())];
-  if (role == SweepIdRole) return QVariant::fromValue<qlonglong>(s.id);
-  if (role == Qt::TextAlignmentRole && (index.column() == IdColumn || index.column() == RunsColumn))
-    return QVariant::fromValue(Qt::AlignRight | Qt::AlignVCenter);
-  if (role != Qt::DisplayRole && role != Qt::EditRole && role != Qt::ToolTipRole) return {};
+QModelIndex SweepTreeModel::index(int row, int column, const QModelIndex& parent) const {
+  if (row < 0 || column < 0 || column >= ColumnCount) return {};
+  if (!parent.isValid())
+    return row < static_cast<int>(sweeps_.size()) ? createIndex(row, column, quintptr(0)) : QModelIndex();
+  if (parent.column() != 0 || parent.internalId() != 0 || parent.row() >= static_cast<int>(sweeps_.size())) return {};
+  const SweepNode& s = sweeps_[static_cast<size_t>(parent.row())];
+  if (row >= static_cast<int>(runsOf(s).size())) return {};
+  return createIndex(row, column, static_cast<quintptr>(s.info.id));
+}
+
+QModelIndex SweepTreeModel::parent(const QModelIndex& child) const {
+  if (!child.isValid() || child.internalId() == 0) return {};
+  const int row = sweepRow(static_cast<int64_t>(child.internalId()));
+  return row < 0 ? QModelIndex() : createIndex(row, 0, quintptr(0));
+}
+
+int SweepTreeModel::rowCount(const QModelIndex& parent) const {
+  if (!parent.isValid()) return static_cast<int>(sweeps_.size());
+  if (parent.column() != 0 || parent.internalId() != 0) return 0;
+  return static_cast<int>(runsOf(sweeps_[static_cast<size_t>(parent.row())]).size());
+}
+
+int SweepTreeModel::columnCount(const QModelIndex&) const { return ColumnCount; }
+
+bool SweepTreeModel::hasChildren(const QModelIndex& parent) const {
+  if (!parent.isValid()) return !sweeps_.empty();
+  if (parent.column() != 0 || parent.internalId() != 0) return false;
+  const SweepNode& s = sweeps_[static_cast<size_t>(parent.row())];
+  // Not read yet: the stored count answers without reading every run of every sweep.
+  return s.read ? !s.runs.empty() : s.info.run_count > 0;
+}
+
+QVariant SweepTreeModel::data(const QModelIndex& index, int role) const {
+  if (!index.isValid() || index.model() != this) return {};
+  const SweepNode* s = nodeOf(index);
+  if (!s) return {};
+  if (role == SweepIdRole) return QVariant::fromValue<qlonglong>(s->info.id);
+  if (index.internalId() == 0) return sweepData(*s, index.column(), role);
+  return runData(runsOf(*s)[static_cast<size_t>(index.row())], index.column(), role);
+}
+
+QVariant SweepTreeModel::sweepData(const SweepNode& s, int column, int role) const {
+  const SweepInfo& i = s.info;
   QStringList tags;
-  for (const auto& t : s.tags) tags << QString::fromStdString(t);
-  switch (index.column()) {
-    case IdColumn: return role == Qt::DisplayRole ? QVariant(QString::number(s.id)) : QVariant::fromValue<qlonglong>(s.id);
-    case NameColumn: return QString::fromStdString(s.name);
-    case CreatedColumn:
-      return QDateTime::fromMSecsSinceEpoch(s.created_unix_ms).toString(role == Qt::ToolTipRole ? Qt::ISODateWithMs : Qt::ISODate);
-    case StateColumn: return QString::fromStdString(s.state);
-    case RunsColumn:
-      return role == Qt::EditRole ? QVariant::fromValue<qlonglong>(s.run_count)
-                                  : QVariant(tr("%1 (%2 ok)").arg(s.run_count).arg(s.ok_count));
+  for (const auto& t : i.tags) tags << qs(t);
+  const QString created = QDateTime::fromMSecsSinceEpoch(i.created_unix_ms).toString("yyyy-MM-dd HH:mm");
+  switch (role) {
+    case RunIdRole: return QVariant::fromValue<qlonglong>(0);
+    case FilterRole:
+      return column == 0 ? QStringList{QStringLiteral("S%1").arg(i.id), qs(i.name), qs(i.state), created,
+                                       tags.join(' '), qs(i.notes)}.join('\n')
+                         : QVariant();
+    case Qt::ToolTipRole: {
+      QString tip = tr("Sweep S%1: %2\ncreated %3, %4\n%5 runs, %6 ok")
+                        .arg(i.id).arg(qs(i.name), created, qs(i.state)).arg(i.run_count).arg(i.ok_count);
+      if (!tags.isEmpty()) tip += tr("\ntags: %1").arg(tags.join(", "));
+      if (!i.notes.empty()) tip += tr("\nnotes: %1").arg(qs(i.notes));
+      return tip;
+    }
+    case Qt::TextAlignmentRole:
+      return column == PointsColumn ? QVariant::fromValue(Qt::AlignRight | Qt::AlignVCenter) : QVariant();
+    case Qt::DisplayRole:
+    case Qt::EditRole: break;
+    default: return {};
+  }
+  const bool edit = role == Qt::EditRole;
+  switch (column) {
+    case IdColumn: return edit ? QVariant::fromValue<qlonglong>(i.id) : QVariant(QStringLiteral("S%1").arg(i.id));
+    case NameColumn: return qs(i.name);
+    case StateColumn: return qs(i.state);
+    case PointsColumn:
+      return edit ? QVariant::fromValue<qlonglong>(i.run_count) : QVariant(tr("%1/%2 ok").arg(i.ok_count).arg(i.run_count));
+    case CreatedColumn: return edit ? QVariant::fromValue<qlonglong>(i.created_unix_ms) : QVariant(created);
     case TagsColumn: return tags.join(", ");
-    case NotesColumn: return QString::fromStdString(s.notes);
+    case NotesColumn: return qs(i.notes);
   }
   return {};
 }
 
-QVariant SweepListModel::headerData(int section, Qt::Orientation orientation, int role) const {
-  if (orientation != Qt::Horizontal || role != Qt::DisplayRole || section < 0 || section >= ColumnCount) return {};
-  static const char* names[] = {"Id", "Name", "Created", "State", "Runs", "Tags", "Notes"};
-  return tr(names[section]);
+QVariant SweepTreeModel::runData(const RunRow& r, int column, int role) const {
+  const QString peak = r.measured_peak >= 0 ? qs(formatBytes(r.measured_peak)) : QStringLiteral("-");
+  const QString median = r.ok ? qs(formatDuration(r.median_s)) : QStringLiteral("-");
+  switch (role) {
+    case RunIdRole: return QVariant::fromValue<qlonglong>(r.id);
+    case FilterRole:
+      return column == 0 ? QStringList{QStringLiteral("R%1").arg(r.id), qs(r.backend), qs(r.spec), qs(r.status),
+                                       qs(r.message)}.join('\n')
+                         : QVariant();
+    case Qt::ToolTipRole: {
+      QString tip = tr("Run R%1: %2 (%3)\n%4\nmeasured peak %5, predicted %6\nmedian %7")
+                        .arg(r.id).arg(qs(r.backend), qs(r.status), qs(r.spec), peak,
+                                       r.predicted_peak >= 0 ? qs(formatBytes(r.predicted_peak)) : QStringLiteral("-"),
+                                       median);
+      if (!r.message.empty()) tip += "\n" + qs(r.message);
+      return tip;
+    }
+    case Qt::ForegroundRole:
+      return column == StateColumn && !r.ok ? QVariant(QColor(0xd0, 0x3a, 0x3a)) : QVariant();
+    case Qt::TextAlignmentRole:
+      return column == PeakColumn || column == MedianColumn ? QVariant::fromValue(Qt::AlignRight | Qt::AlignVCenter)
+                                                             : QVariant();
+    case Qt::DisplayRole:
+    case Qt::EditRole: break;
+    default: return {};
+  }
+  const bool edit = role == Qt::EditRole;
+  switch (column) {
+    case IdColumn: return edit ? QVariant::fromValue<qlonglong>(r.id) : QVariant(QStringLiteral("R%1").arg(r.id));
+    case NameColumn: return qs(r.backend);
+    case StateColumn: return qs(r.status);
+    case PeakColumn: return edit ? QVariant::fromValue<qlonglong>(r.measured_peak) : QVariant(peak);
+    case MedianColumn: return edit ? QVariant(r.median_s) : QVariant(median);
+    case SpecColumn: return qs(r.spec);
+    case NotesColumn: return qs(r.message);
+  }
+  return {};
 }
 
-bool SweepListModel::setData(const QModelIndex& index, const QVariant& value, int role) {
-  if (!store_ || role != Qt::EditRole ||
-      !checkIndex(index, CheckIndexOption::IndexIsValid | CheckIndexOption::ParentIsInvalid))
+QVariant SweepTreeModel::headerData(int section, Qt::Orientation orientation, int role) const {
+  if (orientation != Qt::Horizontal || section < 0 || section >= ColumnCount) return {};
+  static const char* names[] = {"Id", "Name", "State", "Points", "Peak", "Median", "Created", "Tags", "Notes", "Spec"};
+  static const char* tips[] = {"S: sweep, R: run", "Sweep name, or the run's backend", "Sweep state or run status",
+                               "Finished points: ok / all", "Measured peak memory of a run", "Median time of a run",
+                               "When the sweep was created", "Tags of the sweep (comma separated)",
+                               "Notes of the sweep; a run's message", "The run's workload"};
+  if (role == Qt::DisplayRole) return tr(names[section]);
+  if (role == Qt::ToolTipRole) return tr(tips[section]);
+  return {};
+}
+
+bool SweepTreeModel::setData(const QModelIndex& index, const QVariant& value, int role) {
+  if (!store_ || role != Qt::EditRole || !index.isValid() || index.model() != this || index.internalId() != 0)
     return false;
-  SweepInfo& s = sweeps_[static_cast<size_t>(index.row())];
+  SweepInfo& s = sweeps_[static_cast<size_t>(index.row())].info;
   const QString text = value.toString().trimmed();
   try {
     switch (index.column()) {
@@ -114,18 +358,20 @@ bool SweepListModel::setData(const QModelIndex& index, const QVariant& value, in
       default: return false;
     }
   } catch (const std::exception& e) {
-    Q_EMIT storeError(QString::fromStdString(e.what()));
+    Q_EMIT storeError(qs(e.what()));
     return false;
   }
-  Q_EMIT dataChanged(index, index);
+  // The tooltip and the filter text of column 0 change with every edit.
+  Q_EMIT dataChanged(this->index(index.row(), 0), this->index(index.row(), ColumnCount - 1));
   return true;
 }
 
-Qt::ItemFlags SweepListModel::flags(const QModelIndex& index) const {
-  if (!index.isValid()) return Qt::NoItemFlags;
+Qt::ItemFlags SweepTreeModel::flags(const QModelIndex& index) const {
+  if (!index.isValid() || index.model() != this) return Qt::NoItemFlags;
   Qt::ItemFlags f = Qt::ItemIsEnabled | Qt::ItemIsSelectable;
-  if (index.column() == NameColumn || index.column() == TagsColumn || index.column() == NotesColumn)
-    f |= Qt::ItemIsEditable;
+  if (index.internalId() != 0) return f | Qt::ItemNeverHasChildren;
+  const int c = index.column();
+  if (c == NameColumn || c == TagsColumn || c == NotesColumn) f |= Qt::ItemIsEditable;
   return f;
 }
 

@@ -1,33 +1,59 @@
 #pragma once
-// The store's sweeps as a table: id, name, created, state, runs, tags, notes. Name, tags and
-// notes are editable and written straight to the store (GUI-thread connection).
+// The store's sweeps as a tree: top-level rows are sweeps (id, name, state, points, created,
+// tags, notes), their children the sweep's runs (id, backend, status, measured peak, median,
+// spec). A sweep's runs are read from the store the first time anyone asks for them (a view
+// expanding the sweep, a filter looking into it): they are the sweep's children from the start,
+// only read late, so no insertion is signalled for them. (fetchMore would signal them, and
+// QAbstractItemModelTester rejects rows inserted while it checks a reset.) A running sweep's
+// runs arrive through addRun() as insertions. Name, tags and notes of a sweep are editable and
+// written straight to the store. The store connection is the GUI thread's.
 
+#include <string>
+#include <unordered_map>
 #include <vector>
 
-#include <QAbstractTableModel>
+#include <QAbstractItemModel>
 
 #include "core/store.h"
 
 namespace attnscope::ui {
 
-class SweepListModel : public QAbstractTableModel {
+class SweepTreeModel : public QAbstractItemModel {
   Q_OBJECT
  public:
-  enum Column { IdColumn, NameColumn, CreatedColumn, StateColumn, RunsColumn, TagsColumn, NotesColumn, ColumnCount };
-  enum Role { SweepIdRole = Qt::UserRole + 1 };
+  // Sweeps fill Id, Name, State, Points, Created, Tags, Notes; runs fill Id, Name (the
+  // backend), State (the run's status), Peak (measured), Median and Spec.
+  enum Column { IdColumn, NameColumn, StateColumn, PointsColumn, PeakColumn, MedianColumn,
+                CreatedColumn, TagsColumn, NotesColumn, SpecColumn, ColumnCount };
+  enum Role {
+    SweepIdRole = Qt::UserRole + 1,  // on a run: the sweep it belongs to
+    RunIdRole,                       // 0 on a sweep
+    FilterRole,                      // column 0: every searchable text of the row in one string
+  };
 
-  explicit SweepListModel(QObject* parent = nullptr);
+  explicit SweepTreeModel(QObject* parent = nullptr);
 
   // The store may be null (no database open). Reloads.
   void setStore(Store* store);
   void reload();
-  int64_t sweepId(int row) const;
-  int rowOf(int64_t sweep_id) const;
-  // Deletes sweeps (and their runs) from the store and reloads. Returns false on a store error.
-  bool deleteSweeps(const std::vector<int64_t>& ids);
+  // Reads one sweep's row from the store again (state, counts), adding it (with the runs it
+  // has so far) when new.
+  void refreshSweep(int64_t sweep_id);
+  // A finished run of a sweep (from the worker, already stored): appended as a child unless
+  // the sweep's runs, when read, already held it.
+  void addRun(int64_t sweep_id, const RunResult& run);
 
+  QModelIndex sweepIndex(int64_t sweep_id, int column = 0) const;
+  QModelIndex runIndex(int64_t sweep_id, int64_t run_id, int column = 0) const;
+  // Delete from the store and remove the rows. Return false when any delete failed.
+  bool deleteSweeps(const std::vector<int64_t>& ids);
+  bool deleteRuns(const std::vector<int64_t>& ids);
+
+  QModelIndex index(int row, int column, const QModelIndex& parent = {}) const override;
+  QModelIndex parent(const QModelIndex& child) const override;
   int rowCount(const QModelIndex& parent = {}) const override;
   int columnCount(const QModelIndex& parent = {}) const override;
+  bool hasChildren(const QModelIndex& parent = {}) const override;
   QVariant data(const QModelIndex& index, int role) const override;
   QVariant headerData(int section, Qt::Orientation orientation, int role) const override;
   bool setData(const QModelIndex& index, const QVariant& value, int role) override;
@@ -37,8 +63,35 @@ class SweepListModel : public QAbstractTableModel {
   void storeError(const QString& message);
 
  private:
+  // What the tree shows of a run; the plan and the trace stay in the store.
+  struct RunRow {
+    int64_t id = 0;
+    std::string backend, spec, status, message;
+    bool ok = false;
+    int64_t measured_peak = -1, predicted_peak = -1;
+    double median_s = 0;
+  };
+  struct SweepNode {
+    SweepInfo info;
+    std::vector<RunRow> runs;  // valid once read
+    bool read = false;
+  };
+  static RunRow rowOf(const RunResult& r);
+  // A run's index carries its sweep id as internal id; a sweep's carries 0.
+  int sweepRow(int64_t sweep_id) const;
+  const SweepNode* nodeOf(const QModelIndex& index) const;
+  void reindex();
+  // The node's runs, read from the store when not read yet. Errors are reported queued: this
+  // runs inside rowCount() and friends, often while a view paints.
+  const std::vector<RunRow>& runsOf(const SweepNode& node) const;
+  std::vector<RunRow> readRuns(int64_t sweep_id) const;
+  void countsChanged(int row);
+  QVariant sweepData(const SweepNode& s, int column, int role) const;
+  QVariant runData(const RunRow& r, int column, int role) const;
+
   Store* store_ = nullptr;
-  std::vector<SweepInfo> sweeps_;
+  mutable std::vector<SweepNode> sweeps_;
+  std::unordered_map<int64_t, int> rows_;  // sweep id -> row
 };
 
 }  // namespace attnscope::ui

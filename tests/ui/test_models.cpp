@@ -1,14 +1,17 @@
 // Every item model of the GUI under QAbstractItemModelTester, fed with a real store.
 
 #include <QAbstractItemModelTester>
-#include <QSortFilterProxyModel>
+#include <QSignalSpy>
 
+#include "core/environment.h"
 #include "core/store.h"
+#include "core/sweep_runner.h"
 #include "kernels/builtin_backends.h"
 #include "ui/backend_list_model.h"
 #include "ui/compare_model.h"
 #include "ui/results_table_model.h"
-#include "ui/sweep_list_model.h"
+#include "ui/sweep_tree_filter.h"
+#include "ui/sweep_tree_model.h"
 #include "ui/sweep_snapshot.h"
 #include "ui_test_support.h"
 
@@ -56,51 +59,164 @@ class TestModels : public QObject {
     QCOMPARE(model.checkedIds(), std::vector<std::string>{"cpu.flash"});
   }
 
-  void sweepListModel() {
-    SweepListModel model;
+  void sweepTreeModel() {
+    SweepTreeModel model;
     QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
     model.setStore(store_.get());
     QCOMPARE(model.rowCount(), 2);
-    const int row = model.rowOf(sweep_);
-    QVERIFY(row >= 0);
-    QCOMPARE(model.index(row, SweepListModel::NameColumn).data().toString(), QString("tiny"));
-    QCOMPARE(model.index(row, SweepListModel::RunsColumn).data(Qt::EditRole).toLongLong(), 8);
-    // Rename, tag and annotate go to the store.
-    QVERIFY(model.setData(model.index(row, SweepListModel::NameColumn), "renamed", Qt::EditRole));
-    QVERIFY(model.setData(model.index(row, SweepListModel::TagsColumn), "cpu, small", Qt::EditRole));
-    QVERIFY(model.setData(model.index(row, SweepListModel::NotesColumn), "a note", Qt::EditRole));
-    QVERIFY(!model.setData(model.index(row, SweepListModel::StateColumn), "x", Qt::EditRole));
+    const QModelIndex sweep = model.sweepIndex(sweep_);
+    QVERIFY(sweep.isValid());
+    QVERIFY(!sweep.parent().isValid());
+    QCOMPARE(model.index(sweep.row(), SweepTreeModel::IdColumn).data().toString(), QString("S%1").arg(sweep_));
+    QCOMPARE(model.index(sweep.row(), SweepTreeModel::NameColumn).data().toString(), QString("tiny"));
+    QCOMPARE(model.index(sweep.row(), SweepTreeModel::PointsColumn).data(Qt::EditRole).toLongLong(), 8);
+    QCOMPARE(model.index(sweep.row(), SweepTreeModel::PointsColumn).data().toString(), QString("8/8 ok"));
+
+    // Runs are the sweep's children, in the store's order.
+    QVERIFY(model.hasChildren(sweep));
+    const auto runs = store_->runs(sweep_);
+    QCOMPARE(model.rowCount(sweep), static_cast<int>(runs.size()));
+    for (int r = 0; r < model.rowCount(sweep); ++r) {
+      const RunResult& run = runs[static_cast<size_t>(r)];
+      const QModelIndex child = model.index(r, SweepTreeModel::IdColumn, sweep);
+      QCOMPARE(child.parent(), sweep);
+      QCOMPARE(model.rowCount(child), 0);
+      QCOMPARE(child.data().toString(), QString("R%1").arg(run.id));
+      QCOMPARE(child.data(SweepTreeModel::RunIdRole).toLongLong(), run.id);
+      QCOMPARE(child.data(SweepTreeModel::SweepIdRole).toLongLong(), sweep_);
+      QCOMPARE(child.siblingAtColumn(SweepTreeModel::NameColumn).data().toString(), QString::fromStdString(run.backend));
+      QCOMPARE(child.siblingAtColumn(SweepTreeModel::StateColumn).data().toString(), QString("ok"));
+      QCOMPARE(child.siblingAtColumn(SweepTreeModel::PeakColumn).data(Qt::EditRole).toLongLong(), run.memory.measured_peak);
+      QCOMPARE(child.siblingAtColumn(SweepTreeModel::SpecColumn).data().toString(), QString::fromStdString(summary(run.spec)));
+      QVERIFY(child.data(Qt::ToolTipRole).toString().contains(QString::fromStdString(summary(run.spec))));
+      QVERIFY(!(child.flags() & Qt::ItemIsEditable));
+      QCOMPARE(model.runIndex(sweep_, run.id), child);
+    }
+
+    // Rename, tag and annotate go to the store; runs and state are read-only.
+    QVERIFY(model.setData(model.index(sweep.row(), SweepTreeModel::NameColumn), "renamed", Qt::EditRole));
+    QVERIFY(model.setData(model.index(sweep.row(), SweepTreeModel::TagsColumn), "cpu, small", Qt::EditRole));
+    QVERIFY(model.setData(model.index(sweep.row(), SweepTreeModel::NotesColumn), "a note", Qt::EditRole));
+    QVERIFY(!model.setData(model.index(sweep.row(), SweepTreeModel::StateColumn), "x", Qt::EditRole));
+    QVERIFY(!model.setData(model.index(0, SweepTreeModel::NameColumn, sweep), "x", Qt::EditRole));
     auto info = store_->sweep(sweep_);
     QCOMPARE(QString::fromStdString(info->name), QString("renamed"));
     QCOMPARE(info->tags, (std::vector<std::string>{"cpu", "small"}));
     QCOMPARE(QString::fromStdString(info->notes), QString("a note"));
     model.reload();
-    QCOMPARE(model.index(model.rowOf(sweep_), SweepListModel::TagsColumn).data().toString(), QString("cpu, small"));
-
-    // Filtering and sorting through the proxy the Runs dock uses.
-    QSortFilterProxyModel proxy;
-    QAbstractItemModelTester proxy_tester(&proxy, QAbstractItemModelTester::FailureReportingMode::QtTest);
-    proxy.setSourceModel(&model);
-    proxy.setFilterKeyColumn(-1);
-    proxy.setFilterFixedString("small");
-    QCOMPARE(proxy.rowCount(), 1);
-    proxy.setFilterFixedString({});
-    proxy.sort(SweepListModel::IdColumn, Qt::DescendingOrder);
-    QVERIFY(proxy.index(0, 0).data(SweepListModel::SweepIdRole).toLongLong() > proxy.index(1, 0).data(SweepListModel::SweepIdRole).toLongLong());
+    QCOMPARE(model.sweepIndex(sweep_, SweepTreeModel::TagsColumn).data().toString(), QString("cpu, small"));
   }
 
-  void deleteSweep() {
+  void sweepTreeFilter() {
+    SweepTreeModel model;
+    model.setStore(store_.get());
+    SweepTreeFilter proxy;
+    QAbstractItemModelTester proxy_tester(&proxy, QAbstractItemModelTester::FailureReportingMode::QtTest);
+    proxy.setSourceModel(&model);
+    // A sweep's own text matches: the sweep with all its runs.
+    proxy.setFilterFixedString("small");
+    QCOMPARE(proxy.rowCount(), 1);
+    QCOMPARE(proxy.index(0, 0).data(SweepTreeModel::SweepIdRole).toLongLong(), sweep_);
+    QCOMPARE(proxy.rowCount(proxy.index(0, 0)), 8);
+    // Only runs match: every sweep with such runs, showing just those runs.
+    proxy.setFilterFixedString("cpu.flash");
+    QCOMPARE(proxy.rowCount(), 2);
+    for (int r = 0; r < proxy.rowCount(); ++r) {
+      const QModelIndex s = proxy.index(r, 0);
+      QVERIFY(proxy.rowCount(s) > 0);
+      QCOMPARE(proxy.rowCount(s) * 2, model.rowCount(proxy.mapToSource(s)));
+      for (int c = 0; c < proxy.rowCount(s); ++c)
+        QCOMPARE(proxy.index(c, SweepTreeModel::NameColumn, s).data().toString(), QString("cpu.flash"));
+    }
+    // A run by its id (the filter text has one field a line): only its sweep, only that run.
+    const int64_t run_id = store_->runs(sweep_).front().id;
+    proxy.setFilterRegularExpression(QRegularExpression(QString("^R%1$").arg(run_id), QRegularExpression::MultilineOption));
+    QCOMPARE(proxy.rowCount(), 1);
+    QCOMPARE(proxy.rowCount(proxy.index(0, 0)), 1);
+    QCOMPARE(proxy.index(0, 0, proxy.index(0, 0)).data(SweepTreeModel::RunIdRole).toLongLong(), run_id);
+    proxy.setFilterFixedString("no such thing");
+    QCOMPARE(proxy.rowCount(), 0);
+    proxy.setFilterFixedString({});
+    QCOMPARE(proxy.rowCount(), 2);
+    // Sorting: sweeps newest first, and runs within a sweep by the same column.
+    proxy.sort(SweepTreeModel::IdColumn, Qt::DescendingOrder);
+    QVERIFY(proxy.index(0, 0).data(SweepTreeModel::SweepIdRole).toLongLong() > proxy.index(1, 0).data(SweepTreeModel::SweepIdRole).toLongLong());
+    const QModelIndex top = proxy.index(1, 0);
+    QVERIFY(proxy.index(0, 0, top).data(SweepTreeModel::RunIdRole).toLongLong() >
+            proxy.index(1, 0, top).data(SweepTreeModel::RunIdRole).toLongLong());
+  }
+
+  void runsAppearWhileSweepRuns() {
+    // The window's path: the sweep row appears when the worker starts, each finished run as
+    // a child, the point count follows; under a filter that hides the other sweeps.
+    SweepTreeModel model;
+    QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+    model.setStore(store_.get());
+    SweepTreeFilter proxy;
+    QAbstractItemModelTester proxy_tester(&proxy, QAbstractItemModelTester::FailureReportingMode::QtTest);
+    proxy.setSourceModel(&model);
+    proxy.setFilterFixedString("cpu.reference");
+    const int before = model.rowCount();
+    BackendRegistry registry;
+    registerBuiltinBackends(registry);
+    auto spec = test::tinySweep();
+    spec.name = "live";
+    const int64_t id = store_->createSweep(spec, store_->saveEnvironment(captureEnvironment()));
+    model.refreshSweep(id);
+    QCOMPARE(model.rowCount(), before + 1);
+    const QModelIndex sweep = model.sweepIndex(id);
+    QCOMPARE(sweep.siblingAtColumn(SweepTreeModel::StateColumn).data().toString(), QString("running"));
+    int seen = 0;
+    SweepCallbacks cb;
+    cb.result = [&](RunResult& r) {
+      r.id = store_->saveRun(id, r);
+      model.addRun(id, r);
+      model.addRun(id, r);  // a run the store read already held is not added twice
+      ++seen;
+      QCOMPARE(model.rowCount(model.sweepIndex(id)), seen);
+      QCOMPARE(model.sweepIndex(id, SweepTreeModel::PointsColumn).data(Qt::EditRole).toLongLong(), seen);
+    };
+    SweepRunner(registry).run(spec, cb);
+    QCOMPARE(seen, 8);
+    store_->setSweepState(id, "finished");
+    model.refreshSweep(id);
+    QCOMPARE(model.sweepIndex(id, SweepTreeModel::StateColumn).data().toString(), QString("finished"));
+    const QModelIndex shown = proxy.mapFromSource(model.sweepIndex(id));
+    QVERIFY(shown.isValid());
+    QCOMPARE(proxy.rowCount(shown), 4);  // the cpu.reference half
+    QVERIFY(model.deleteSweeps({id}));
+  }
+
+  void deleteRunAndSweep() {
     auto extra = test::tinySweep();
     extra.name = "to delete";
     extra.axes = {{"heads", {"1"}}, {"seq", {"8"}}};
     const int64_t id = test::runSweepInto(*store_, extra);
-    SweepListModel model;
+    SweepTreeModel model;
     QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
     model.setStore(store_.get());
+    SweepTreeFilter proxy;
+    QAbstractItemModelTester proxy_tester(&proxy, QAbstractItemModelTester::FailureReportingMode::QtTest);
+    proxy.setSourceModel(&model);
+    proxy.sort(SweepTreeModel::IdColumn, Qt::DescendingOrder);
     const int before = model.rowCount();
+    const QModelIndex sweep = model.sweepIndex(id);
+    QCOMPARE(model.rowCount(sweep), 2);
+    const int64_t run = model.index(0, 0, sweep).data(SweepTreeModel::RunIdRole).toLongLong();
+    QVERIFY(model.deleteRuns({run}));
+    QVERIFY(!store_->run(run, false));
+    QCOMPARE(model.rowCount(model.sweepIndex(id)), 1);
+    QVERIFY(!model.runIndex(id, run).isValid());
+    QCOMPARE(model.sweepIndex(id, SweepTreeModel::PointsColumn).data(Qt::EditRole).toLongLong(), 1);
+    QCOMPARE(store_->sweep(id)->run_count, 1);
     QVERIFY(model.deleteSweeps({id}));
     QCOMPARE(model.rowCount(), before - 1);
+    QVERIFY(!model.sweepIndex(id).isValid());
     QVERIFY(!store_->sweep(id));
+    // A store error is reported, not thrown.
+    QSignalSpy errors(&model, &SweepTreeModel::storeError);
+    QVERIFY(!model.deleteRuns({run}));
+    QCOMPARE(errors.count(), 1);
   }
 
   void resultsTableModel() {

@@ -3,17 +3,23 @@
 // finished points; invalid input disables Run; a foreign file is refused and left untouched.
 
 #include <QAction>
+#include <QComboBox>
 #include <QDoubleSpinBox>
 #include <QLabel>
 #include <QSignalSpy>
+#include <QTreeView>
 
 #include <qcustomplot.h>
 
+#include "core/format.h"
 #include "core/store.h"
 #include "ui/backend_list_model.h"
+#include "ui/breakdown_view.h"
 #include "ui/main_window.h"
 #include "ui/memory_view.h"
+#include "ui/runs_panel.h"
 #include "ui/sweep_panel.h"
+#include "ui/sweep_tree_model.h"
 #include "ui/workload_form.h"
 #include "ui_test_support.h"
 
@@ -122,6 +128,11 @@ class TestWindow : public QObject {
     }
     QCOMPARE(measured, 4);
     QCOMPARE(predicted, 4);
+    // The Runs dock shows the sweep with its 8 runs as children.
+    const QModelIndex row = w.sweepTreeModel()->sweepIndex(id);
+    QCOMPARE(w.sweepTreeModel()->rowCount(row), 8);
+    QCOMPARE(row.siblingAtColumn(SweepTreeModel::StateColumn).data().toString(), QString("finished"));
+    QCOMPARE(row.siblingAtColumn(SweepTreeModel::PointsColumn).data().toString(), QString("8/8 ok"));
     QVERIFY(w.runAction()->isEnabled());
     w.close();
   }
@@ -135,6 +146,11 @@ class TestWindow : public QObject {
     QVERIFY(w.startSweep());
     // Wait for the first finished point to reach the charts, then cancel (Esc's action).
     QTRY_VERIFY_WITH_TIMEOUT(!w.shownSweeps().empty() && !w.shownSweeps().front()->runs.empty(), 120000);
+    // Finished points appear as the running sweep's children in the Runs dock as they arrive.
+    const int64_t running = w.shownSweeps().front()->info.id;
+    const QModelIndex row = w.sweepTreeModel()->sweepIndex(running);
+    QCOMPARE(row.siblingAtColumn(SweepTreeModel::StateColumn).data().toString(), QString("running"));
+    QCOMPARE(static_cast<size_t>(w.sweepTreeModel()->rowCount(row)), w.shownSweeps().front()->runs.size());
     w.cancelAction()->trigger();
     QVERIFY(finished.wait(120000));
     QCOMPARE(finished.front().at(1).toString(), QString("cancelled"));
@@ -145,6 +161,7 @@ class TestWindow : public QObject {
     QVERIFY(runs.size() < 40);
     QCOMPARE(QString::fromStdString(store.sweep(id)->state), QString("cancelled"));
     QCOMPARE(w.shownSweeps().front()->runs.size(), runs.size());
+    QCOMPARE(static_cast<size_t>(w.sweepTreeModel()->rowCount(w.sweepTreeModel()->sweepIndex(id))), runs.size());
     int ok = 0;
     for (const auto& r : runs) ok += r.status == RunStatus::ok;
     QCOMPARE(checkPlotAgainstStore(w.memoryView()->headsPlot(), store, true), ok);
@@ -201,6 +218,80 @@ class TestWindow : public QObject {
     QCOMPARE(w.databasePath(), db);
     QVERIFY(f.open(QIODevice::ReadOnly));
     QCOMPARE(f.readAll(), content);
+  }
+
+  void runSelectedInDockShowsInBreakdown() {
+    const QString db = dir_.filePath("dock.sqlite");
+    int64_t first = 0, second = 0;
+    {
+      Store store(db.toStdString());
+      first = test::runSweepInto(store, test::tinySweep());
+      auto spec = test::tinySweep();
+      spec.name = "second";
+      spec.axes = {{"heads", {"4"}}};
+      second = test::runSweepInto(store, spec);
+    }
+    MainWindow w(db);
+    w.setInteractive(false);
+    w.resize(1400, 900);
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    // Opening the database shows the newest sweep; sweeps are top-level rows, runs children.
+    QCOMPARE(w.shownSweeps().size(), size_t(1));
+    QCOMPARE(w.shownSweeps().front()->info.id, second);
+    QTreeView* view = w.runsPanel()->view();
+    QAbstractItemModel* tree = view->model();
+    QCOMPARE(tree->rowCount(), 2);
+    QModelIndex sweep;
+    for (int r = 0; r < tree->rowCount(); ++r)
+      if (tree->index(r, 0).data(SweepTreeModel::SweepIdRole).toLongLong() == first) sweep = tree->index(r, 0);
+    QVERIFY(sweep.isValid());
+    QCOMPARE(sweep.data().toString(), QString("S%1").arg(first));
+    view->expand(sweep);
+    QCOMPARE(tree->rowCount(sweep), 8);
+
+    // Click a run of the other sweep that is not the Breakdown's default (its last run).
+    Store store(db.toStdString(), false);
+    const auto run = store.run(store.runs(first).front().id, false);
+    QVERIFY(run && !run->plan.buffers.empty());
+    QModelIndex child;
+    for (int r = 0; r < tree->rowCount(sweep); ++r)
+      if (tree->index(r, 0, sweep).data(SweepTreeModel::RunIdRole).toLongLong() == run->id) child = tree->index(r, 0, sweep);
+    QVERIFY(child.isValid());
+    QCOMPARE(child.data().toString(), QString("R%1").arg(run->id));
+    view->scrollTo(child);
+    QTest::mouseClick(view->viewport(), Qt::LeftButton, {}, view->visualRect(child).center());
+    QCOMPARE(w.runsPanel()->selectedRunIds(), std::vector<int64_t>{run->id});
+
+    // Its sweep is in the charts, the run in the Breakdown (its plan's buffers and bytes) and
+    // in the Timeline.
+    QCOMPARE(w.shownSweeps().size(), size_t(1));
+    QCOMPARE(w.shownSweeps().front()->info.id, first);
+    BreakdownView* breakdown = nullptr;
+    for (ChartView* v : w.chartViews())
+      if (auto* b = qobject_cast<BreakdownView*>(v)) breakdown = b;
+    QVERIFY(breakdown);
+    QCOMPARE(breakdown->runBox()->currentData().toLongLong(), run->id);
+    const QString text = breakdown->findChild<QLabel*>("breakdownBuffers")->text();
+    QVERIFY(text.contains(QString::fromStdString(summary(run->spec))));
+    for (const PlannedBuffer& b : run->plan.buffers) {
+      QVERIFY(text.contains(QString::fromStdString(b.name)));
+      QVERIFY(text.contains(QString::fromStdString(formatBytes(b.bytes))));
+    }
+    QVERIFY(text.contains(QString::fromStdString(formatBytes(run->memory.predicted_peak))));
+    QVERIFY(text.contains(QString::fromStdString(formatBytes(run->memory.measured_peak))));
+    auto* timeline_run = w.findChild<QComboBox*>("timelineRun");
+    QVERIFY(timeline_run);
+    QCOMPARE(timeline_run->currentData().toLongLong(), run->id);
+
+    // Deleting the selected run (confirmation off) removes it from the store, the dock and
+    // the charts.
+    w.runsPanel()->setConfirmDeletes(false);
+    w.runsPanel()->deleteSelected();
+    QVERIFY(!store.run(run->id, false));
+    QCOMPARE(tree->rowCount(sweep), 7);
+    QCOMPARE(w.shownSweeps().front()->runs.size(), size_t(7));
+    QCOMPARE(breakdown->runBox()->findData(QVariant::fromValue<qlonglong>(run->id)), -1);
   }
 
   void settingsPersist() {

@@ -91,6 +91,7 @@ int main(int argc, char** argv) {
   w.resize(1680, 1000);
   w.show();
   w.runsPanel()->selectSweep(dense);
+  w.runsPanel()->expandSweep(dense);
   w.showSweeps({dense});
   bool ok = true;
   const char* names[] = {"memory", "heatmap", "time", "breakdown", "timeline"};
