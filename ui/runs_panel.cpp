@@ -35,7 +35,7 @@ RunsPanel::RunsPanel(SweepTreeModel* model, QWidget* parent) : QWidget(parent), 
   view_->setUniformRowHeights(true);
   view_->setAllColumnsShowFocus(true);
   view_->setAlternatingRowColors(true);
-  view_->setIndentation(view_->fontMetrics().horizontalAdvance("MM"));
+  view_->setIndentation(view_->fontMetrics().horizontalAdvance("M") + 2);
   // The dock is narrow: id, name and state show; the rest is in each row's tooltip and can be
   // shown from the header's context menu.
   QHeaderView* header = view_->header();
@@ -44,8 +44,10 @@ RunsPanel::RunsPanel(SweepTreeModel* model, QWidget* parent) : QWidget(parent), 
   header->setSectionResizeMode(SweepTreeModel::NameColumn, QHeaderView::Stretch);
   header->setMinimumSectionSize(view_->fontMetrics().horizontalAdvance("Id") + 16);
   const QFontMetrics fm = view_->fontMetrics();
-  view_->setColumnWidth(SweepTreeModel::IdColumn, view_->indentation() * 2 + fm.horizontalAdvance("R00000") + 8);
-  view_->setColumnWidth(SweepTreeModel::StateColumn, fm.horizontalAdvance("unsupported") + 16);
+  // Id: the branch mark and a run's indent before "R1234"; State: "finished" whole, longer
+  // statuses elided (the tooltip has them).
+  view_->setColumnWidth(SweepTreeModel::IdColumn, view_->indentation() * 2 + fm.horizontalAdvance("R0000") + 8);
+  view_->setColumnWidth(SweepTreeModel::StateColumn, fm.horizontalAdvance("finished") + 12);
   for (int c = SweepTreeModel::PointsColumn; c < SweepTreeModel::ColumnCount; ++c) view_->setColumnHidden(c, true);
   header->setContextMenuPolicy(Qt::CustomContextMenu);
   connect(header, &QWidget::customContextMenuRequested, this, &RunsPanel::showHeaderMenu);
@@ -86,6 +88,12 @@ std::vector<int64_t> RunsPanel::selectedRunIds() const {
   for (const QModelIndex& i : view_->selectionModel()->selectedRows())
     if (i.parent().isValid()) ids.push_back(i.data(SweepTreeModel::RunIdRole).toLongLong());
   return ids;
+}
+
+QSize RunsPanel::sizeHint() const {
+  // Wide enough for id, "cpu.reference H16 L1024" and a state without eliding.
+  return {fontMetrics().horizontalAdvance(QStringLiteral("R0000 cpu.reference H16 L1024 finished")) + 72,
+          QWidget::sizeHint().height()};
 }
 
 void RunsPanel::select(const QModelIndex& source) {

@@ -38,6 +38,7 @@ class RunsPanel : public QWidget {
   void setConfirmDeletes(bool confirm) { confirm_deletes_ = confirm; }
 
   void deleteSelected();
+  QSize sizeHint() const override;
 
  Q_SIGNALS:
   void sweepSelected(qint64 sweep_id);

@@ -23,6 +23,10 @@ SweepSnapshotPtr loadSweepSnapshot(Store& store, int64_t sweep_id) {
 }
 
 SweepSnapshotPtr withRun(const SweepSnapshotPtr& base, RunResult run) {
+  // The snapshot may have been read from the store after the worker saved this run.
+  if (base && run.id > 0)
+    for (const RunResult& r : base->runs)
+      if (r.id == run.id) return base;
   auto snap = std::make_shared<SweepSnapshot>(base ? *base : SweepSnapshot{});
   run.trace.events.clear();
   snap->runs.push_back(std::move(run));

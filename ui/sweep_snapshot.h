@@ -24,7 +24,7 @@ using SweepSnapshots = std::vector<SweepSnapshotPtr>;
 // Reads a sweep and its runs. Returns nullptr when the sweep does not exist; throws StoreError.
 SweepSnapshotPtr loadSweepSnapshot(Store& store, int64_t sweep_id);
 
-// A copy of base with one more run.
+// A copy of base with one more run; base itself when it holds that run already.
 SweepSnapshotPtr withRun(const SweepSnapshotPtr& base, RunResult run);
 
 }  // namespace attnscope::ui

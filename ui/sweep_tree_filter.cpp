@@ -13,4 +13,11 @@ SweepTreeFilter::SweepTreeFilter(QObject* parent) : QSortFilterProxyModel(parent
   setSortRole(Qt::EditRole);
 }
 
+bool SweepTreeFilter::lessThan(const QModelIndex& left, const QModelIndex& right) const {
+  const bool runs = left.parent().isValid();
+  if (runs && left.column() == SweepTreeModel::IdColumn && sortOrder() == Qt::DescendingOrder)
+    return QSortFilterProxyModel::lessThan(right, left);
+  return QSortFilterProxyModel::lessThan(left, right);
+}
+
 }  // namespace attnscope::ui

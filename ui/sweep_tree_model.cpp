@@ -7,6 +7,7 @@
 #include <QRegularExpression>
 
 #include "core/format.h"
+#include "ui/plot_style.h"
 
 namespace attnscope::ui {
 
@@ -51,6 +52,7 @@ SweepTreeModel::RunRow SweepTreeModel::rowOf(const RunResult& r) {
   RunRow row;
   row.id = r.id;
   row.backend = r.backend;
+  row.point = QStringLiteral("H%1 L%2").arg(r.spec.heads).arg(r.spec.seq_q);
   row.spec = summary(r.spec);
   row.status = std::string(toString(r.status));
   row.message = r.message;
@@ -297,6 +299,8 @@ QVariant SweepTreeModel::runData(const RunRow& r, int column, int role) const {
       if (!r.message.empty()) tip += "\n" + qs(r.message);
       return tip;
     }
+    case Qt::DecorationRole:
+      return column == NameColumn ? QVariant(backendColor(r.backend)) : QVariant();
     case Qt::ForegroundRole:
       return column == StateColumn && !r.ok ? QVariant(QColor(0xd0, 0x3a, 0x3a)) : QVariant();
     case Qt::TextAlignmentRole:
@@ -309,7 +313,7 @@ QVariant SweepTreeModel::runData(const RunRow& r, int column, int role) const {
   const bool edit = role == Qt::EditRole;
   switch (column) {
     case IdColumn: return edit ? QVariant::fromValue<qlonglong>(r.id) : QVariant(QStringLiteral("R%1").arg(r.id));
-    case NameColumn: return qs(r.backend);
+    case NameColumn: return r.point + ' ' + qs(r.backend);
     case StateColumn: return qs(r.status);
     case PeakColumn: return edit ? QVariant::fromValue<qlonglong>(r.measured_peak) : QVariant(peak);
     case MedianColumn: return edit ? QVariant(r.median_s) : QVariant(median);

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include <QAbstractItemModel>
+#include <QString>
 
 #include "core/store.h"
 
@@ -21,8 +22,10 @@ namespace attnscope::ui {
 class SweepTreeModel : public QAbstractItemModel {
   Q_OBJECT
  public:
-  // Sweeps fill Id, Name, State, Points, Created, Tags, Notes; runs fill Id, Name (the
-  // backend), State (the run's status), Peak (measured), Median and Spec.
+  // Sweeps fill Id, Name, State, Points, Created, Tags, Notes; runs fill Id, Name (the point
+  // and the backend, "H8 L512 cpu.flash", with the backend's chart colour, so a narrow column
+  // elides the backend and the colour still tells it), State (the run's status), Peak
+  // (measured), Median, Notes (the run's message) and Spec.
   enum Column { IdColumn, NameColumn, StateColumn, PointsColumn, PeakColumn, MedianColumn,
                 CreatedColumn, TagsColumn, NotesColumn, SpecColumn, ColumnCount };
   enum Role {
@@ -67,6 +70,7 @@ class SweepTreeModel : public QAbstractItemModel {
   struct RunRow {
     int64_t id = 0;
     std::string backend, spec, status, message;
+    QString point;  // "H8 L512"
     bool ok = false;
     int64_t measured_peak = -1, predicted_peak = -1;
     double median_s = 0;

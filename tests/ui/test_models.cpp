@@ -84,7 +84,9 @@ class TestModels : public QObject {
       QCOMPARE(child.data().toString(), QString("R%1").arg(run.id));
       QCOMPARE(child.data(SweepTreeModel::RunIdRole).toLongLong(), run.id);
       QCOMPARE(child.data(SweepTreeModel::SweepIdRole).toLongLong(), sweep_);
-      QCOMPARE(child.siblingAtColumn(SweepTreeModel::NameColumn).data().toString(), QString::fromStdString(run.backend));
+      QCOMPARE(child.siblingAtColumn(SweepTreeModel::NameColumn).data().toString(),
+               QString("H%1 L%2 %3").arg(run.spec.heads).arg(run.spec.seq_q).arg(QString::fromStdString(run.backend)));
+      QVERIFY(child.siblingAtColumn(SweepTreeModel::NameColumn).data(Qt::DecorationRole).canConvert<QColor>());
       QCOMPARE(child.siblingAtColumn(SweepTreeModel::StateColumn).data().toString(), QString("ok"));
       QCOMPARE(child.siblingAtColumn(SweepTreeModel::PeakColumn).data(Qt::EditRole).toLongLong(), run.memory.measured_peak);
       QCOMPARE(child.siblingAtColumn(SweepTreeModel::SpecColumn).data().toString(), QString::fromStdString(summary(run.spec)));
@@ -126,7 +128,7 @@ class TestModels : public QObject {
       QVERIFY(proxy.rowCount(s) > 0);
       QCOMPARE(proxy.rowCount(s) * 2, model.rowCount(proxy.mapToSource(s)));
       for (int c = 0; c < proxy.rowCount(s); ++c)
-        QCOMPARE(proxy.index(c, SweepTreeModel::NameColumn, s).data().toString(), QString("cpu.flash"));
+        QVERIFY(proxy.index(c, SweepTreeModel::NameColumn, s).data().toString().endsWith(" cpu.flash"));
     }
     // A run by its id (the filter text has one field a line): only its sweep, only that run.
     const int64_t run_id = store_->runs(sweep_).front().id;
@@ -138,12 +140,24 @@ class TestModels : public QObject {
     QCOMPARE(proxy.rowCount(), 0);
     proxy.setFilterFixedString({});
     QCOMPARE(proxy.rowCount(), 2);
-    // Sorting: sweeps newest first, and runs within a sweep by the same column.
+    // Sorting by id: sweeps newest first, a sweep's runs in the order they ran; ascending,
+    // both ascending.
+    auto run_id_at = [&](int sweep_row, int run_row) {
+      return proxy.index(run_row, 0, proxy.index(sweep_row, 0)).data(SweepTreeModel::RunIdRole).toLongLong();
+    };
     proxy.sort(SweepTreeModel::IdColumn, Qt::DescendingOrder);
     QVERIFY(proxy.index(0, 0).data(SweepTreeModel::SweepIdRole).toLongLong() > proxy.index(1, 0).data(SweepTreeModel::SweepIdRole).toLongLong());
-    const QModelIndex top = proxy.index(1, 0);
-    QVERIFY(proxy.index(0, 0, top).data(SweepTreeModel::RunIdRole).toLongLong() >
-            proxy.index(1, 0, top).data(SweepTreeModel::RunIdRole).toLongLong());
+    QCOMPARE(proxy.index(1, 0).data(SweepTreeModel::SweepIdRole).toLongLong(), sweep_);
+    QVERIFY(run_id_at(1, 0) < run_id_at(1, 1));
+    proxy.sort(SweepTreeModel::IdColumn, Qt::AscendingOrder);
+    QCOMPARE(proxy.index(0, 0).data(SweepTreeModel::SweepIdRole).toLongLong(), sweep_);
+    QVERIFY(run_id_at(0, 0) < run_id_at(0, 1));
+    // By peak: the runs of a sweep by their measured peak.
+    proxy.sort(SweepTreeModel::PeakColumn, Qt::DescendingOrder);
+    const QModelIndex tiny = proxy.mapFromSource(model.sweepIndex(sweep_));
+    for (int r = 1; r < proxy.rowCount(tiny); ++r)
+      QVERIFY(proxy.index(r - 1, SweepTreeModel::PeakColumn, tiny).data(Qt::EditRole).toLongLong() >=
+              proxy.index(r, SweepTreeModel::PeakColumn, tiny).data(Qt::EditRole).toLongLong());
   }
 
   void runsAppearWhileSweepRuns() {
