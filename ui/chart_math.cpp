@@ -56,7 +56,11 @@ std::string formatByteTick(double bytes) {
     v /= 1024;
     ++u;
   }
-  return (neg ? "-" : "") + compactNumber(v) + " " + units[u];
+  std::string text = neg ? "-" : "";
+  text += compactNumber(v);
+  text += ' ';
+  text += units[u];
+  return text;
 }
 
 std::string formatTimeTick(double ns) {
