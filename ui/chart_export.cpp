@@ -97,13 +97,19 @@ QString writeText(const QString& file, const std::string& text) {
 QString exportCsv(const SweepSnapshots& sweeps, const QString& file) {
   // Core's columns; a leading sweep_id column keeps several sweeps apart in one file.
   std::string text = "sweep_id";
-  for (const auto& c : csvColumns()) text += "," + csvEscape(c);
+  for (const auto& c : csvColumns()) {
+    text += ',';
+    text += csvEscape(c);
+  }
   text += "\n";
   for (const auto& s : sweeps) {
     if (!s) continue;
     for (const RunResult& r : s->runs) {
       text += std::to_string(s->info.id);
-      for (const auto& f : csvRow(r)) text += "," + csvEscape(f);
+      for (const auto& f : csvRow(r)) {
+        text += ',';
+        text += csvEscape(f);
+      }
       text += "\n";
     }
   }
