@@ -24,15 +24,11 @@ class FlashExecution final : public Execution {
     if (auto problem = flashHeadDimProblem(spec.headDim())) throw std::invalid_argument(*problem);
     PhaseScope phase(ctx, "inputs");
     TrackingAllocator& a = ctx.allocator();
-    q_ = uploadTensor(a, in.q.data(), z_.q, "q", stream_);
-    k_ = uploadTensor(a, in.k.data(), z_.k, "k", stream_);
-    v_ = uploadTensor(a, in.v.data(), z_.v, "v", stream_);
-    if (z_.mask > 0) {
-      if (static_cast<int64_t>(in.mask.size()) != z_.mask)
-        throw std::invalid_argument("dense mask has " + std::to_string(in.mask.size()) + " bytes, expected " +
-                                    std::to_string(z_.mask));
-      mask_ = uploadTensor(a, in.mask.data(), z_.mask, "mask", stream_);
-    }
+    DeviceInputs d = uploadInputs(a, in, z_.q, z_.k, z_.v, z_.mask, stream_);
+    q_ = std::move(d.q);
+    k_ = std::move(d.k);
+    v_ = std::move(d.v);
+    mask_ = std::move(d.mask);
     o_ = Buffer<uint8_t>(a, z_.o, "o");
     lse_ = Buffer<float>(a, z_.lse / 4, "log-sum-exp");
     params_ = makeParams();

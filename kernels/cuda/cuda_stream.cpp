@@ -1,5 +1,8 @@
 #include "kernels/cuda/cuda_stream.h"
 
+#include <stdexcept>
+#include <string>
+
 #include <cstring>
 #include <vector>
 
@@ -48,6 +51,21 @@ Buffer<uint8_t> uploadTensor(TrackingAllocator& alloc, const void* data, int64_t
     stream.synchronize();
   }
   return buf;
+}
+
+DeviceInputs uploadInputs(TrackingAllocator& alloc, const HostInputs& in, int64_t q_bytes, int64_t k_bytes,
+                          int64_t v_bytes, int64_t mask_bytes, CudaStream& stream) {
+  DeviceInputs d;
+  d.q = uploadTensor(alloc, in.q.data(), q_bytes, "q", stream);
+  d.k = uploadTensor(alloc, in.k.data(), k_bytes, "k", stream);
+  d.v = uploadTensor(alloc, in.v.data(), v_bytes, "v", stream);
+  if (mask_bytes > 0) {
+    if (static_cast<int64_t>(in.mask.size()) != mask_bytes)
+      throw std::invalid_argument("dense mask has " + std::to_string(in.mask.size()) + " bytes, expected " +
+                                  std::to_string(mask_bytes));
+    d.mask = uploadTensor(alloc, in.mask.data(), mask_bytes, "mask", stream);
+  }
+  return d;
 }
 
 void downloadAsFloat(const void* device_data, int64_t elements, DType dtype, std::vector<float>& out,

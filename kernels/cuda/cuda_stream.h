@@ -34,6 +34,14 @@ class CudaStream {
 Buffer<uint8_t> uploadTensor(TrackingAllocator& alloc, const void* data, int64_t bytes, const char* tag,
                              CudaStream& stream);
 
+// Q, K, V and (dense masks) the boolean mask copied to tracked device buffers, in that order, as
+// every CUDA backend holds them. Throws std::invalid_argument when the mask has the wrong size.
+struct DeviceInputs {
+  Buffer<uint8_t> q, k, v, mask;
+};
+DeviceInputs uploadInputs(TrackingAllocator& alloc, const HostInputs& in, int64_t q_bytes, int64_t k_bytes,
+                          int64_t v_bytes, int64_t mask_bytes, CudaStream& stream);
+
 // The device tensor [elements] in dtype, converted to float on the host.
 void downloadAsFloat(const void* device_data, int64_t elements, DType dtype, std::vector<float>& out,
                      CudaStream& stream);
