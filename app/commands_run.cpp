@@ -1,4 +1,5 @@
 // backends, run, sweep: the commands that execute workloads.
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <iostream>
@@ -260,7 +261,10 @@ int cmdSweep(const std::vector<std::string>& argv) {
     std::cout << "saved " << results.size() << " of " << total << " points to " << store->path() << "\n";
   }
   if (cancelled) {
-    std::cerr << "cancelled: " << results.size() << " finished points are saved in sweep S" << sweepId << "\n";
+    const size_t finished = std::count_if(results.begin(), results.end(),
+                                          [](const RunResult& r) { return r.status != RunStatus::cancelled; });
+    std::cerr << "cancelled: " << finished << " finished points (and the one in flight, as cancelled) are saved in sweep S"
+              << sweepId << "\n";
     return 1;
   }
   return 0;
