@@ -88,6 +88,11 @@ void MainWindow::buildMenus() {
       p.setColor(QPalette::Highlight, QColor(0x4e, 0x79, 0xa7));
       p.setColor(QPalette::ToolTipBase, QColor(0x35, 0x37, 0x3b));
       p.setColor(QPalette::ToolTipText, QColor(0xe0, 0xe0, 0xe0));
+      // Disabled widgets must look disabled: dim text on the same backgrounds.
+      const QColor dim(0x80, 0x82, 0x86);
+      for (auto role : {QPalette::WindowText, QPalette::Text, QPalette::ButtonText})
+        p.setColor(QPalette::Disabled, role, dim);
+      p.setColor(QPalette::Disabled, QPalette::Button, QColor(0x2b, 0x2d, 0x30));
     }
     qApp->setPalette(p);
     QSettings().setValue("view/dark", on);
