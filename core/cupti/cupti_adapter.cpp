@@ -73,9 +73,9 @@ MemoryKind memoryKindOf(uint32_t k) {
 }
 
 const std::string& CuptiActivityAdapter::kernelName(const char* mangled) {
-  auto [it, fresh] = names_.try_emplace(mangled);
+  auto [it, fresh] = names_.try_emplace(mangled ? std::string(mangled) : std::string());
   if (fresh) {
-    if (!mangled) {
+    if (!mangled || !*mangled) {
       it->second = "kernel";
     } else {
       int status = 0;

@@ -68,7 +68,10 @@ class CuptiActivityAdapter {
 
   int64_t offset_;
   int64_t untimed_ = 0;
-  std::unordered_map<const char*, std::string> names_;  // CUPTI shares one name pointer per kernel
+  // Demangled names by mangled text, not by CUPTI's pointer: the pointer is shared by a kernel's
+  // records, but CUPTI frees it when the module goes (lazy loading, cuModuleUnload, context
+  // teardown) and may reuse the address for another kernel's name; this cache lives all process.
+  std::unordered_map<std::string, std::string> names_;
   std::unordered_map<uint32_t, OpenMarker> markers_;
   std::unordered_map<uint64_t, int64_t> pool_sizes_;
 };

@@ -140,6 +140,31 @@ TEST(CuptiAdapter, KernelNamesAreCopiedAndUnmangledNamesKept) {
   EXPECT_EQ(out[0].start_ns, 5'000'000);
 }
 
+// CUPTI frees a kernel's name with its module and may hand the address to another kernel's name:
+// a name seen at a known pointer must not be reused for different text there.
+TEST(CuptiAdapter, KernelNameAtAReusedAddressIsReadAgain) {
+  char name[32] = "first_kernel";
+  auto k = kernelRecord();
+  k.name = name;
+  CuptiActivityAdapter adapter;
+  std::vector<TraceEvent> out;
+  RecordBuffer one;
+  one.add(k);
+  adapter.appendBuffer(one.data(), one.size(), out);
+  std::strcpy(name, "_Z6secondv");  // same address, another kernel
+  RecordBuffer two;
+  two.add(k);
+  adapter.appendBuffer(two.data(), two.size(), out);
+  k.name = nullptr;
+  RecordBuffer three;
+  three.add(k);
+  adapter.appendBuffer(three.data(), three.size(), out);
+  ASSERT_EQ(out.size(), 3u);
+  EXPECT_EQ(out[0].name, "first_kernel");
+  EXPECT_EQ(out[1].name, "second()");
+  EXPECT_EQ(out[2].name, "kernel");
+}
+
 TEST(CuptiAdapter, MemcpyAndMemsetRecords) {
   auto c = zeroed<CUpti_ActivityMemcpy6>();
   c.kind = CUPTI_ACTIVITY_KIND_MEMCPY;
