@@ -207,6 +207,8 @@ bool CuptiActivityAdapter::append(const CUpti_Activity& record, std::vector<Trac
     }
     case CUPTI_ACTIVITY_KIND_MARKER: {
       const auto& m = reinterpret_cast<const CUpti_ActivityMarker2&>(record);
+      // 0: CUPTI could not time the marker (cupti_activity.h); hostNs(0) would be a bogus time.
+      if (m.timestamp == 0) return ++untimed_, true;
       const int64_t t = hostNs(m.timestamp);
       if (m.flags & CUPTI_ACTIVITY_FLAG_MARKER_START) {
         markers_[m.id] = OpenMarker{m.name ? m.name : "", t};

@@ -20,7 +20,7 @@
 //
 // Time: CUPTI timestamps (ns, CUPTI's clock) become host steady-clock ns (core/clock.h nowNs) by
 // adding hostOffsetNs(). Records with no timing (start == end == 0, e.g. kernels CUPTI could not
-// time) are skipped and counted in untimed().
+// time; a marker with timestamp 0) are skipped and counted in untimed().
 
 #include <cstddef>
 #include <cstdint>

@@ -392,6 +392,36 @@ TEST(CuptiAdapter, UntimedAndUnmappedRecordsAreCountedNotMapped) {
   EXPECT_EQ(out[0].correlation, 4242u);
 }
 
+// Marker2's timestamp is 0 when CUPTI could not time it: no phase at a made-up time; an end whose
+// start was untimed is an orphan.
+TEST(CuptiAdapter, UntimedMarkersAreCountedNotMapped) {
+  static const char kName[] = "scores";
+  auto start = zeroed<CUpti_ActivityMarker2>();
+  start.kind = CUPTI_ACTIVITY_KIND_MARKER;
+  start.flags = CUPTI_ACTIVITY_FLAG_MARKER_START;
+  start.timestamp = 0;
+  start.id = 9;
+  start.name = kName;
+  auto end = start;
+  end.flags = CUPTI_ACTIVITY_FLAG_MARKER_END;
+  end.timestamp = 20'000'000;
+  end.name = nullptr;
+  auto instant = start;
+  instant.flags = CUPTI_ACTIVITY_FLAG_MARKER_INSTANTANEOUS;
+  instant.id = 10;
+  RecordBuffer buf;
+  buf.add(start);
+  buf.add(instant);
+  buf.add(end);
+  CuptiActivityAdapter adapter(kOffset);
+  std::vector<TraceEvent> out;
+  auto walk = adapter.appendBuffer(buf.data(), buf.size(), out);
+  EXPECT_EQ(walk.records, 3u);
+  EXPECT_TRUE(out.empty());
+  EXPECT_EQ(adapter.untimed(), 2);
+  EXPECT_EQ(adapter.openMarkers(), 0u);
+}
+
 TEST(CuptiAdapter, TruncatedBufferStopsWithAnError) {
   RecordBuffer buf;
   buf.add(kernelRecord());
