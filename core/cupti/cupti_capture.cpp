@@ -24,6 +24,7 @@ struct CuptiCapture::State {
   std::vector<TraceEvent> pending;  // guarded by mu: events since beginRun
   int64_t dropped = 0;            // guarded by mu
   std::string walk_error;         // guarded by mu: a buffer that could not be walked to its end
+  int64_t untimed_at_begin = 0;   // guarded by mu: adapter.untimed() when the run began
 
   // Records the call text and CUPTI's result string for any failure (the CUPTI_CALL macro).
   bool check(CUptiResult r, const char* call) {
@@ -221,6 +222,7 @@ void CuptiCapture::beginRun() {
   s.pending.clear();
   s.dropped = 0;
   s.walk_error.clear();
+  s.untimed_at_begin = s.adapter.untimed();
 }
 
 Trace CuptiCapture::endRun() {
@@ -242,6 +244,12 @@ Trace CuptiCapture::endRun() {
   auto add = [&note](const std::string& part) { note += (note.empty() ? "" : "; ") + part; };
   if (t.dropped_records > 0)
     add("CUPTI dropped " + std::to_string(t.dropped_records) + " activity records; device figures are incomplete");
+  // Records CUPTI could not time (e.g. kernels, for lack of device memory) are left out of the
+  // events: the run's kernel list is then short, which must be said like a drop.
+  const int64_t untimed = s.adapter.untimed() - s.untimed_at_begin;
+  s.untimed_at_begin = s.adapter.untimed();
+  if (untimed > 0)
+    add("CUPTI gave " + std::to_string(untimed) + " activity records without timestamps; they are left out");
   if (!s.walk_error.empty()) add(s.walk_error);
   for (size_t i = errors_before; i < s.errors.size(); ++i) add(s.errors[i]);
   t.capture_note = std::move(note);
