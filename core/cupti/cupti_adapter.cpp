@@ -42,7 +42,10 @@ std::string baseName(const char* path) {
 
 uint32_t streamOf(uint32_t id) { return id == CUPTI_INVALID_STREAM_ID ? 0 : id; }
 
-bool untimedRange(uint64_t start, uint64_t end) { return start == 0 && end == 0; }
+// No timing at all (0, 0: no device memory for timestamps), or only half of it: a forced flush
+// (CUPTI_ACTIVITY_FLAG_FLUSH_FORCED) hands back records still in flight with end == 0, and such a
+// record is never delivered again. Either way there is no duration to show.
+bool untimedRange(uint64_t start, uint64_t end) { return start == 0 || end == 0 || end < start; }
 
 }  // namespace
 

@@ -20,7 +20,8 @@
 //
 // Time: CUPTI timestamps (ns, CUPTI's clock) become host steady-clock ns (core/clock.h nowNs) by
 // adding hostOffsetNs(). Records with no timing (start == end == 0, e.g. kernels CUPTI could not
-// time; a marker with timestamp 0) are skipped and counted in untimed().
+// time; end == 0, a record a forced flush handed back unfinished; a marker with timestamp 0) are
+// skipped and counted in untimed().
 
 #include <cstddef>
 #include <cstdint>

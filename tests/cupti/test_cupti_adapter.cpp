@@ -422,6 +422,33 @@ TEST(CuptiAdapter, UntimedMarkersAreCountedNotMapped) {
   EXPECT_EQ(adapter.openMarkers(), 0u);
 }
 
+// A forced flush hands back a kernel (copy, set) still running with end == 0: no event with a
+// negative duration; it is counted as untimed.
+TEST(CuptiAdapter, UnfinishedRecordsFromAForcedFlushAreCountedNotMapped) {
+  auto running = kernelRecord();
+  running.end = 0;
+  auto copy = zeroed<CUpti_ActivityMemcpy6>();
+  copy.kind = CUPTI_ACTIVITY_KIND_MEMCPY;
+  copy.start = 7'000'000;
+  copy.bytes = 4096;
+  auto set = zeroed<CUpti_ActivityMemset4>();
+  set.kind = CUPTI_ACTIVITY_KIND_MEMSET;
+  set.start = 8'000'000;
+  set.bytes = 4096;
+  RecordBuffer buf;
+  buf.add(running);
+  buf.add(copy);
+  buf.add(set);
+  buf.add(kernelRecord());
+  CuptiActivityAdapter adapter(kOffset);
+  std::vector<TraceEvent> out;
+  auto walk = adapter.appendBuffer(buf.data(), buf.size(), out);
+  EXPECT_EQ(walk.records, 4u);
+  EXPECT_EQ(adapter.untimed(), 3);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_GT(out[0].end_ns, out[0].start_ns);
+}
+
 TEST(CuptiAdapter, TruncatedBufferStopsWithAnError) {
   RecordBuffer buf;
   buf.add(kernelRecord());
