@@ -25,6 +25,7 @@ struct CuptiCapture::State {
   int64_t dropped = 0;            // guarded by mu
   std::string walk_error;         // guarded by mu: a buffer that could not be walked to its end
   int64_t untimed_at_begin = 0;   // guarded by mu: adapter.untimed() when the run began
+  size_t errors_at_begin = 0;     // guarded by mu: errors.size() when the run began
 
   // Records the call text and CUPTI's result string for any failure (the CUPTI_CALL macro).
   bool check(CUptiResult r, const char* call) {
@@ -183,6 +184,7 @@ CuptiCapture::CuptiCapture() : s_(std::make_unique<State>()) {
   }
   s.adapter.setHostOffsetNs(offset);
   s.active = true;
+  s.errors_at_begin = s.errors.size();  // start-up failures are in the note already
   if (!missing.empty()) {
     s.note = "CUPTI partial: not traced:";
     for (const auto& m : missing) s.note += " " + m;
@@ -211,6 +213,11 @@ std::vector<std::string> CuptiCapture::errors() const {
 void CuptiCapture::beginRun() {
   State& s = *s_;
   if (!s.active) return;
+  // The run's errors: its own calls below, and CUPTI's thread's (bufferCompleted) during the run.
+  {
+    std::lock_guard lock(s.mu);
+    s.errors_at_begin = s.errors.size();
+  }
   // Whatever CUPTI still holds belongs to earlier work; flush it out and drop it.
   CUPTI_CALL(s, cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED));
   int64_t offset = 0;
@@ -232,7 +239,6 @@ Trace CuptiCapture::endRun() {
     t.capture_note = note();
     return t;
   }
-  const size_t errors_before = errors().size();
   CUPTI_CALL(s, cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED));
   size_t dropped = 0;
   CUPTI_CALL(s, cuptiActivityGetNumDroppedRecords(nullptr, 0, &dropped));
@@ -251,7 +257,8 @@ Trace CuptiCapture::endRun() {
   if (untimed > 0)
     add("CUPTI gave " + std::to_string(untimed) + " activity records without timestamps; they are left out");
   if (!s.walk_error.empty()) add(s.walk_error);
-  for (size_t i = errors_before; i < s.errors.size(); ++i) add(s.errors[i]);
+  for (size_t i = std::min(s.errors_at_begin, s.errors.size()); i < s.errors.size(); ++i) add(s.errors[i]);
+  s.errors_at_begin = s.errors.size();
   t.capture_note = std::move(note);
   return t;
 }
