@@ -93,6 +93,7 @@ void MainWindow::buildMenus() {
       for (auto role : {QPalette::WindowText, QPalette::Text, QPalette::ButtonText})
         p.setColor(QPalette::Disabled, role, dim);
       p.setColor(QPalette::Disabled, QPalette::Button, QColor(0x2b, 0x2d, 0x30));
+      p.setColor(QPalette::PlaceholderText, QColor(0x90, 0x92, 0x96));
     }
     qApp->setPalette(p);
     QSettings().setValue("view/dark", on);
