@@ -55,6 +55,14 @@ Buffer<uint8_t> uploadTensor(TrackingAllocator& alloc, const void* data, int64_t
 
 DeviceInputs uploadInputs(TrackingAllocator& alloc, const HostInputs& in, int64_t q_bytes, int64_t k_bytes,
                           int64_t v_bytes, int64_t mask_bytes, CudaStream& stream) {
+  auto check = [](const char* name, size_t have, int64_t want) {
+    if (static_cast<int64_t>(have) != want)
+      throw std::invalid_argument(std::string(name) + " has " + std::to_string(have) + " bytes, the spec needs " +
+                                  std::to_string(want));
+  };
+  check("q", in.q.bytes.size(), q_bytes);
+  check("k", in.k.bytes.size(), k_bytes);
+  check("v", in.v.bytes.size(), v_bytes);
   DeviceInputs d;
   d.q = uploadTensor(alloc, in.q.data(), q_bytes, "q", stream);
   d.k = uploadTensor(alloc, in.k.data(), k_bytes, "k", stream);
