@@ -70,11 +70,12 @@ RunResult runPoint(Backend& backend, const WorkloadSpec& spec, const RunOptions&
     return finish();
   }
   r.memory.available = backend.memoryAvailable();
+  std::unique_ptr<TrackingAllocator> alloc = backend.makeAllocator();
   if (opt.guard_memory && r.memory.available >= 0) {
     // Host-side staging (inputs, the output copy) sits beside the device buffers; on the CPU it
     // competes for the same memory, so count it there.
     int64_t need = r.memory.predicted_peak;
-    if (backend.makeAllocator()->kind() == MemoryKind::host)
+    if (alloc->kind() == MemoryKind::host)
       need += (opt.inputs ? 0 : spec.ioBytes()) + spec.qElements() * 4;
     if (need > r.memory.available) {
       r.status = RunStatus::oom;
@@ -96,7 +97,6 @@ RunResult runPoint(Backend& backend, const WorkloadSpec& spec, const RunOptions&
     inputs = &generated;
   }
 
-  std::unique_ptr<TrackingAllocator> alloc = backend.makeAllocator();
   RunContext ctx(*alloc, opt.cancel, opt.phase_listener);
   std::vector<float> out;
   if (opt.capture && opt.capture->active()) opt.capture->beginRun();
