@@ -9,6 +9,7 @@
 #include "core/format.h"
 #include "ui/byte_axis_ticker.h"
 #include "ui/plot_style.h"
+#include "ui/run_chooser.h"
 
 namespace attnscope::ui {
 
@@ -49,23 +50,11 @@ BreakdownView::BreakdownView(QWidget* parent) : ChartView(parent) {
 
 void BreakdownView::setSweeps(const SweepSnapshots& sweeps) {
   sweeps_ = sweeps;
-  const qlonglong keep = run_->currentData().toLongLong();
-  QSignalBlocker block(run_);
-  run_->clear();
-  for (const auto& s : sweeps_)
-    for (const RunResult& r : s->runs)
-      run_->addItem(QString::fromStdString(r.backend + "  " + summary(r.spec) + "  [" + std::string(toString(r.status)) + "]"),
-                    QVariant::fromValue<qlonglong>(r.id));
-  const int i = run_->findData(QVariant::fromValue<qlonglong>(keep));
-  // Default: the last run (the largest point of a sweep in grid order).
-  run_->setCurrentIndex(i >= 0 ? i : run_->count() - 1);
+  fillRunChooser(run_, sweeps_, false);
   rebuild();
 }
 
-void BreakdownView::selectRun(qint64 run_id) {
-  const int i = run_->findData(QVariant::fromValue<qlonglong>(run_id));
-  if (i >= 0) run_->setCurrentIndex(i);
-}
+void BreakdownView::selectRun(qint64 run_id) { selectRunIn(run_, run_id); }
 
 const RunResult* BreakdownView::current() const {
   const qlonglong id = run_->currentData().toLongLong();

@@ -14,6 +14,7 @@
 #include "core/format.h"
 #include "ui/byte_axis_ticker.h"
 #include "ui/plot_style.h"
+#include "ui/run_chooser.h"
 
 namespace attnscope::ui {
 
@@ -81,22 +82,11 @@ TimelineView::TimelineView(QWidget* parent) : ChartView(parent) {
 
 void TimelineView::setSweeps(const SweepSnapshots& sweeps) {
   sweeps_ = sweeps;
-  const qlonglong keep = run_->currentData().toLongLong();
-  QSignalBlocker block(run_);
-  run_->clear();
-  for (const auto& s : sweeps_)
-    for (const RunResult& r : s->runs)
-      if (r.status == RunStatus::ok)
-        run_->addItem(QString::fromStdString(r.backend + "  " + summary(r.spec)), QVariant::fromValue<qlonglong>(r.id));
-  const int i = run_->findData(QVariant::fromValue<qlonglong>(keep));
-  run_->setCurrentIndex(i >= 0 ? i : run_->count() - 1);
+  const qlonglong keep = fillRunChooser(run_, sweeps_, true);
   if (run_->currentData().toLongLong() != keep || keep == 0) loadRun();
 }
 
-void TimelineView::selectRun(qint64 run_id) {
-  const int i = run_->findData(QVariant::fromValue<qlonglong>(run_id));
-  if (i >= 0) run_->setCurrentIndex(i);
-}
+void TimelineView::selectRun(qint64 run_id) { selectRunIn(run_, run_id); }
 
 void TimelineView::loadRun() {
   const qlonglong id = run_->currentData().toLongLong();
