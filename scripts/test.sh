@@ -7,6 +7,9 @@ cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
 source scripts/env.sh
 export QT_QPA_PLATFORM=${QT_QPA_PLATFORM:-offscreen}
+# The torch tests run against a real PyPI torch in a cached virtual environment.
+ATTNSCOPE_TEST_PYTHON=$(bash scripts/torch-venv.sh)
+export ATTNSCOPE_TEST_PYTHON
 
 for config in cpu-only default; do
   dir=build/test-$config
