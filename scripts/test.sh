@@ -6,6 +6,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
 source scripts/env.sh
+# Fresh clones in other folders still hit the compiler cache (ccache, when installed).
+export CCACHE_BASEDIR="$PWD" CCACHE_NOHASHDIR=1
 export QT_QPA_PLATFORM=${QT_QPA_PLATFORM:-offscreen}
 # The torch tests run against a real PyPI torch in a cached virtual environment.
 ATTNSCOPE_TEST_PYTHON=$(bash scripts/torch-venv.sh)
