@@ -1,0 +1,205 @@
+#include "core/torch_dispatch/torch_target.h"
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+
+namespace attnscope::torch_dispatch {
+
+namespace {
+
+std::optional<int> parseInt(std::string_view s) {
+  int v = 0;
+  if (s.empty()) return std::nullopt;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || p != s.data() + s.size()) return std::nullopt;
+  return v;
+}
+
+// Splits "a.b.c" into at most n integer parts; nullopt when a part is not a number.
+std::optional<std::vector<int>> dottedInts(std::string_view s, size_t n) {
+  std::vector<int> out;
+  while (!s.empty()) {
+    size_t dot = s.find('.');
+    auto part = parseInt(s.substr(0, dot));
+    if (!part || out.size() == n) return std::nullopt;
+    out.push_back(*part);
+    if (dot == std::string_view::npos) break;
+    s.remove_prefix(dot + 1);
+    if (s.empty()) return std::nullopt;
+  }
+  if (out.empty()) return std::nullopt;
+  return out;
+}
+
+std::string normalised(std::string_view s) {
+  std::string out;
+  for (char c : s)
+    if (std::isalnum(static_cast<unsigned char>(c))) out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+}  // namespace
+
+std::string TorchVersion::text() const {
+  return std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(patch);
+}
+
+std::optional<TorchVersion> parseTorchVersion(std::string_view text) {
+  // Local and pre-release suffixes ("+cu124", "a0+git1234", "rc1", ".dev2025") do not change
+  // which release's rules apply.
+  size_t end = text.find_first_not_of("0123456789.");
+  std::string_view core = text.substr(0, end);
+  if (end != std::string_view::npos && core.ends_with('.')) core.remove_suffix(1);
+  auto parts = dottedInts(core, 3);
+  if (!parts || parts->size() < 2) return std::nullopt;
+  TorchVersion v{(*parts)[0], (*parts)[1], parts->size() > 2 ? (*parts)[2] : 0};
+  if (v.major != 2 || v.minor < 0 || v.minor > 15) return std::nullopt;
+  return v;
+}
+
+const std::vector<TorchVersion>& coveredTorchVersions() {
+  static const std::vector<TorchVersion> versions = [] {
+    std::vector<TorchVersion> v;
+    for (int minor = 0; minor <= 15; ++minor) {
+      v.push_back({2, minor, 0});
+      if (minor == 5) v.push_back({2, 5, 1});
+    }
+    return v;
+  }();
+  return versions;
+}
+
+std::string CudnnVersion::text() const {
+  return std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(patch);
+}
+
+std::optional<CudnnVersion> parseCudnnVersion(std::string_view text) {
+  if (text.find('.') == std::string_view::npos) {
+    // torch.backends.cudnn.version(): cuDNN 8 encodes major*1000 + minor*100 + patch, cuDNN 9
+    // major*10000 + minor*100 + patch.
+    auto n = parseInt(text);
+    if (!n || *n <= 0) return std::nullopt;
+    if (*n >= 90000) return CudnnVersion{*n / 10000, (*n / 100) % 100, *n % 100};
+    if (*n >= 1000) return CudnnVersion{*n / 1000, (*n / 100) % 10, *n % 100};
+    return std::nullopt;
+  }
+  auto parts = dottedInts(text, 4);  // "9.10.2.21" as pip names it
+  if (!parts || (*parts)[0] < 7 || (*parts)[0] > 20) return std::nullopt;
+  return CudnnVersion{(*parts)[0], parts->size() > 1 ? (*parts)[1] : 0, parts->size() > 2 ? (*parts)[2] : 0};
+}
+
+std::string ComputeCapability::text() const { return "sm" + std::to_string(number()); }
+
+const std::vector<GpuModel>& knownGpus() {
+  static const std::vector<GpuModel> gpus = {
+      {"M60", {5, 2}},       {"GTX 980", {5, 2}},     {"Jetson Nano", {5, 3}},  {"P100", {6, 0}},
+      {"GTX 1080", {6, 1}},  {"P40", {6, 1}},         {"P4", {6, 1}},           {"V100", {7, 0}},
+      {"Titan V", {7, 0}},   {"Jetson Xavier", {7, 2}}, {"T4", {7, 5}},         {"RTX 2080", {7, 5}},
+      {"RTX 2080 Ti", {7, 5}}, {"Quadro RTX 6000", {7, 5}}, {"A100", {8, 0}},   {"A30", {8, 0}},
+      {"A800", {8, 0}},      {"A10", {8, 6}},         {"A40", {8, 6}},          {"RTX A6000", {8, 6}},
+      {"RTX 3090", {8, 6}},  {"RTX 3080", {8, 6}},    {"Jetson Orin", {8, 7}},  {"L4", {8, 9}},
+      {"L40", {8, 9}},       {"L40S", {8, 9}},        {"RTX 4090", {8, 9}},     {"RTX 4080", {8, 9}},
+      {"RTX 6000 Ada", {8, 9}}, {"H100", {9, 0}},     {"H200", {9, 0}},         {"H800", {9, 0}},
+      {"H20", {9, 0}},       {"GH200", {9, 0}},       {"B100", {10, 0}},        {"B200", {10, 0}},
+      {"GB200", {10, 0}},    {"B300", {10, 3}},       {"GB300", {10, 3}},       {"Jetson Thor", {11, 0}},
+      {"RTX 5090", {12, 0}}, {"RTX 5080", {12, 0}},   {"RTX PRO 6000", {12, 0}}, {"DGX Spark", {12, 1}},
+      {"GB10", {12, 1}},
+  };
+  return gpus;
+}
+
+const std::vector<ComputeCapability>& knownCapabilities() {
+  static const std::vector<ComputeCapability> caps = {
+      {5, 0}, {5, 2}, {5, 3}, {6, 0}, {6, 1}, {6, 2}, {7, 0}, {7, 2}, {7, 5}, {8, 0}, {8, 6},
+      {8, 7}, {8, 9}, {9, 0}, {10, 0}, {10, 1}, {10, 3}, {11, 0}, {12, 0}, {12, 1}};
+  return caps;
+}
+
+std::string gpuChoices() {
+  std::string s;
+  for (const auto& c : knownCapabilities()) s += c.text() + ", ";
+  s += "a GPU name (";
+  const char* names[] = {"P100", "V100", "T4", "A100", "A10", "L4", "RTX 4090", "H100", "H200", "B200", "RTX 5090"};
+  for (size_t i = 0; i < std::size(names); ++i) s += std::string(i ? ", " : "") + names[i];
+  return s + ", ...), detected, or cpu";
+}
+
+std::optional<ParsedGpu> parseGpu(std::string_view text) {
+  const std::string n = normalised(text);
+  if (n.empty()) return std::nullopt;
+  auto known = [](int number) -> std::optional<ComputeCapability> {
+    for (const auto& c : knownCapabilities())
+      if (c.number() == number) return c;
+    return std::nullopt;
+  };
+  // "sm80", "sm_80", "sm90a"; "8.0"; "80".
+  std::string digits = n;
+  if (digits.starts_with("sm")) digits = digits.substr(2);
+  if (!digits.empty() && (digits.back() == 'a' || digits.back() == 'f')) digits.pop_back();
+  if (text.find('.') != std::string_view::npos) {
+    auto parts = dottedInts(text, 2);
+    if (parts && parts->size() == 2)
+      if (auto c = known((*parts)[0] * 10 + (*parts)[1])) return ParsedGpu{*c, ""};
+    return std::nullopt;
+  }
+  if (auto v = parseInt(digits))
+    if (auto c = known(*v)) return ParsedGpu{*c, ""};
+  // A model name, also inside a device name such as "NVIDIA A100-SXM4-80GB": the longest known
+  // name contained in the text wins (so "H200" is not read as "H20").
+  const GpuModel* best = nullptr;
+  size_t best_len = 0;
+  for (const auto& g : knownGpus()) {
+    const std::string key = normalised(g.name);
+    if (n.find(key) != std::string::npos && key.size() > best_len) {
+      best = &g;
+      best_len = key.size();
+    }
+  }
+  if (!best) return std::nullopt;
+  return ParsedGpu{best->capability, std::string(best->name)};
+}
+
+std::string_view toString(TorchDevice d) { return d == TorchDevice::cpu ? "cpu" : "cuda"; }
+
+WheelFacts pypiWheel(const TorchVersion& v) {
+  switch (v.minor) {
+    case 0: return {11, 7, {8, 5, 0}, true, true};
+    case 1:
+    case 2:
+    case 3: return {12, 1, {8, 9, 2}, true, true};
+    case 4: return {12, 1, {9, 1, 0}, true, true};
+    case 5:
+    case 6: return {12, 4, {9, 1, 0}, true, true};
+    case 7: return {12, 6, {9, 5, 1}, true, true};
+    case 8:
+    case 9:
+    case 10: return {12, 8, {9, 10, 2}, true, true};
+    case 11: return {13, 0, {9, 19, 0}, false, true};
+    case 12: return {13, 0, {9, 20, 0}, false, true};
+    case 13: return {13, 0, {9, 20, 0}, false, false};  // between 2.12 and 2.14; not in the reference
+    case 14: return {13, 0, {9, 24, 0}, false, true};
+    default: return {13, 2, {9, 26, 0}, false, true};
+  }
+}
+
+std::string TorchTarget::describe() const {
+  std::string s = "torch " + version.text() + ", ";
+  if (device == TorchDevice::cpu) return s + "CPU (" + std::to_string(cpu_threads) + " threads)";
+  s += "CUDA " + capability.text();
+  if (!gpu_name.empty()) s += " (" + gpu_name + ")";
+  return s + ", built with CUDA " + std::to_string(cuda_major) + ", cuDNN " + cudnn.text();
+}
+
+TorchTarget defaultTorchTarget(const TorchVersion& v, TorchDevice device, ComputeCapability cc) {
+  TorchTarget t;
+  t.version = v;
+  t.device = device;
+  t.capability = cc;
+  const WheelFacts w = pypiWheel(v);
+  t.cuda_major = w.cuda_major;
+  t.cudnn = w.cudnn;
+  return t;
+}
+
+}  // namespace attnscope::torch_dispatch

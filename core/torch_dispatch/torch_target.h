@@ -1,0 +1,105 @@
+#pragma once
+// Where a PyTorch SDPA call would run: torch version, device, GPU compute capability, the
+// cuDNN and CUDA versions of the build, and the environment switches that change the dispatch.
+// Everything the explainer needs, without torch or a GPU. Facts per release (which CUDA and
+// cuDNN the PyPI wheel bundles, which GPU has which capability) come from
+// shared/reference/torch-sdpa.md §0 and public spec sheets.
+
+#include <compare>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace attnscope::torch_dispatch {
+
+struct TorchVersion {
+  int major = 2;
+  int minor = 15;
+  int patch = 0;
+  auto operator<=>(const TorchVersion&) const = default;
+  bool operator==(const TorchVersion&) const = default;
+  std::string text() const;  // "2.5.1"
+};
+// "2.5", "2.5.1", "2.5.1+cu124", "2.15.0a0+git..." -> the release; nullopt if not a 2.x version
+// this explainer covers (2.0 to 2.15).
+std::optional<TorchVersion> parseTorchVersion(std::string_view text);
+inline constexpr std::string_view kTorchVersionChoices = "2.0 to 2.15 (e.g. 2.5, 2.5.1), or installed";
+inline constexpr TorchVersion kNewestTorch{2, 15, 0};
+// One version per minor release (x.y.0; 2.5.1 added because its dispatch differs from 2.5.0).
+const std::vector<TorchVersion>& coveredTorchVersions();
+
+struct CudnnVersion {
+  int major = 0;
+  int minor = 0;
+  int patch = 0;
+  auto operator<=>(const CudnnVersion&) const = default;
+  bool operator==(const CudnnVersion&) const = default;
+  std::string text() const;  // "9.10.2"
+};
+// "9.10.2", "9.1", or torch.backends.cudnn.version()'s integer ("91002", "8902").
+std::optional<CudnnVersion> parseCudnnVersion(std::string_view text);
+
+struct ComputeCapability {
+  int major = 8;
+  int minor = 0;
+  auto operator<=>(const ComputeCapability&) const = default;
+  bool operator==(const ComputeCapability&) const = default;
+  int number() const { return major * 10 + minor; }  // 80, 121
+  std::string text() const;                         // "sm80"
+};
+
+struct GpuModel {
+  std::string_view name;  // "A100", "RTX 4090"
+  ComputeCapability capability;
+};
+const std::vector<GpuModel>& knownGpus();
+// Compute capabilities this explainer accepts (sm50 ... sm121).
+const std::vector<ComputeCapability>& knownCapabilities();
+std::string gpuChoices();  // "sm50, sm52, ..., or a GPU name: V100, A100, ..."
+
+struct ParsedGpu {
+  ComputeCapability capability;
+  std::string name;  // the model's name when given by name (or a device name that matched one)
+};
+// "sm80", "sm_80", "8.0", "80", "A100", "rtx4090", "NVIDIA H100 80GB HBM3". nullopt if unknown.
+std::optional<ParsedGpu> parseGpu(std::string_view text);
+
+enum class TorchDevice { cpu, cuda };
+std::string_view toString(TorchDevice d);
+
+// What `pip install torch==X` brings on Linux x86-64 (reference §0).
+struct WheelFacts {
+  int cuda_major = 12;
+  int cuda_minor = 8;
+  CudnnVersion cudnn;
+  bool has_sm70 = true;  // CUDA 13 wheels (2.11+) dropped Volta
+  bool documented = true;  // false: the reference has no row for this release (2.13)
+};
+WheelFacts pypiWheel(const TorchVersion& v);
+
+struct TorchTarget {
+  TorchVersion version = kNewestTorch;
+  TorchDevice device = TorchDevice::cuda;
+  ComputeCapability capability{8, 0};  // cuda only
+  std::string gpu_name;                // "A100" when the GPU was given by name; informative
+  CudnnVersion cudnn{9, 26, 0};        // runtime cuDNN (torch.backends.cudnn.version())
+  int cuda_major = 13;                 // CUDA major version torch was built with
+
+  // Switches that change the dispatch or the memory (defaults are torch's defaults).
+  bool env_cudnn_sdpa_enabled = false;        // TORCH_CUDNN_SDPA_ENABLED=1 (2.3, 2.4)
+  bool env_cudnn_sdpa_preferred = true;       // TORCH_CUDNN_SDPA_PREFERRED (2.9; false opts out)
+  bool env_cudnn_sdpa_deprioritized = false;  // TORCH_CUDNN_SDPA_DEPRIORITIZED=1 (2.10+)
+  bool allow_fp16_bf16_reduction_math = false;  // torch.backends.cuda.allow_fp16_bf16_reduction_math_sdp
+  bool deterministic = false;                   // torch.use_deterministic_algorithms(True)
+  bool requires_grad = false;                   // inputs require grad (training)
+  int cpu_threads = 1;                          // torch.get_num_threads(), for CPU flash buffers
+
+  bool operator==(const TorchTarget&) const = default;
+  std::string describe() const;  // "torch 2.15.0, CUDA sm80 (A100), CUDA 13, cuDNN 9.26.0"
+};
+
+// A target with the PyPI wheel's CUDA and cuDNN versions for that release.
+TorchTarget defaultTorchTarget(const TorchVersion& v, TorchDevice device, ComputeCapability cc = {8, 0});
+
+}  // namespace attnscope::torch_dispatch

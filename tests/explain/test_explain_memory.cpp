@@ -1,0 +1,100 @@
+// Memory formulas (reference §4) against numbers measured with the real wheels: the reference's
+// [cpu] measurements (2.1.0, 2.5.1, 2.15.0 profiler peaks) and profiler traces of the 2.15 wheel
+// taken for this explainer. "extra" is what the call allocates at its peak beyond the caller's
+// q, k, v and mask: the profiler's peak of the running total minus its base (reference §6.2).
+// The 4-byte scalar tensors torch allocates (scalar_tensor) are not modelled: tolerance 16 bytes.
+#include <gtest/gtest.h>
+
+#include "core/torch_dispatch/sdpa_explain.h"
+
+using namespace attnscope;
+using namespace attnscope::torch_dispatch;
+
+namespace {
+
+WorkloadSpec spec(int64_t heads, int64_t seq, int64_t d, DType dt, MaskKind mask) {
+  WorkloadSpec s;
+  s.heads = heads;
+  s.seq_q = seq;
+  s.head_dim = d;
+  s.dtype = dt;
+  s.mask = MaskSpec{mask};
+  return s;
+}
+
+TorchTarget cpu(TorchVersion v, int threads = 2) {
+  auto t = defaultTorchTarget(v, TorchDevice::cpu);
+  t.cpu_threads = threads;
+  return t;
+}
+
+int64_t forcedExtra(const WorkloadSpec& s, const TorchTarget& t, SdpaKernel k) {
+  auto f = explainForcedSdpa(s, t, k);
+  EXPECT_TRUE(f.verdict.usable) << f.verdict.torch_message;
+  return f.memory.extraBytes();
+}
+
+constexpr TorchVersion v2_1{2, 1, 0}, v2_5_1{2, 5, 1}, v2_15{2, 15, 0};
+
+}  // namespace
+
+struct MeasuredCase {
+  const char* what;
+  TorchVersion version;
+  WorkloadSpec spec;
+  SdpaKernel kernel;
+  bool reduction_flag;
+  int64_t measured_extra;
+};
+
+class MeasuredMemory : public testing::TestWithParam<MeasuredCase> {};
+
+TEST_P(MeasuredMemory, PredictionMatchesMeasuredPeak) {
+  const auto& c = GetParam();
+  auto t = cpu(c.version);
+  t.allow_fp16_bf16_reduction_math = c.reduction_flag;
+  const int64_t predicted = forcedExtra(c.spec, t, c.kernel);
+  EXPECT_LE(std::abs(predicted - c.measured_extra), 16) << c.what << ": predicted " << predicted << " measured " << c.measured_extra;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Reference, MeasuredMemory,
+    testing::Values(
+        // reference §4.5: 2.1.0 fp32 L=S=2048 H=16 D=4 bool [1,1,L,L] -> 554.17 MB (exactly mask + q_s + 2 N·4)
+        MeasuredCase{"2.1.0 math fp32 mask", v2_1, spec(16, 2048, 4, DType::fp32, MaskKind::dense), SdpaKernel::math, false, 554172416},
+        // 2.5.1: fp32 L=2048 H=16 -> 889.75 MB; no mask 872.97 MB; fp16 L=1024 -> 221.27 MB, 119.69 MB with the flag
+        MeasuredCase{"2.5.1 math fp32 mask", v2_5_1, spec(16, 2048, 4, DType::fp32, MaskKind::dense), SdpaKernel::math, false, 889749504},
+        MeasuredCase{"2.5.1 math fp32 no mask", v2_5_1, spec(16, 2048, 4, DType::fp32, MaskKind::none), SdpaKernel::math, false, 872972288},
+        MeasuredCase{"2.5.1 math fp16 mask", v2_5_1, spec(16, 1024, 4, DType::fp16, MaskKind::dense), SdpaKernel::math, false, 221265920},
+        MeasuredCase{"2.5.1 math fp16 mask flag", v2_5_1, spec(16, 1024, 4, DType::fp16, MaskKind::dense), SdpaKernel::math, true, 119685120},
+        // 2.15: fp32 L=2048 H=16 -> 621.31 MB; fp16 L=1024 -> 154.16 MB (86.13 MB with the flag)
+        MeasuredCase{"2.15 math fp32 mask", v2_15, spec(16, 2048, 4, DType::fp32, MaskKind::dense), SdpaKernel::math, false, 621314052},
+        MeasuredCase{"2.15 math fp16 mask", v2_15, spec(16, 1024, 4, DType::fp16, MaskKind::dense), SdpaKernel::math, false, 154157060},
+        MeasuredCase{"2.15 math fp16 mask flag", v2_15, spec(16, 1024, 4, DType::fp16, MaskKind::dense), SdpaKernel::math, true, 86130688},
+        // profiler traces of the 2.15 wheel (2 threads)
+        MeasuredCase{"2.15 math fp32 none", v2_15, spec(16, 2048, 4, DType::fp32, MaskKind::none), SdpaKernel::math, false, 604536836},
+        MeasuredCase{"2.15 math bf16 none", v2_15, spec(16, 1024, 4, DType::bf16, MaskKind::none), SdpaKernel::math, false, 152059908},
+        MeasuredCase{"2.15 math fp32 causal", v2_15, spec(16, 1024, 4, DType::fp32, MaskKind::causal), SdpaKernel::math, false, 155467780},
+        MeasuredCase{"2.15 cpu flash fp32 mask", v2_15, spec(16, 2048, 4, DType::fp32, MaskKind::dense), SdpaKernel::flash, false, 18493440},
+        MeasuredCase{"2.15 cpu flash fp32 none", v2_15, spec(16, 2048, 4, DType::fp32, MaskKind::none), SdpaKernel::flash, false, 1716224},
+        MeasuredCase{"2.15 cpu flash fp16 mask", v2_15, spec(16, 1024, 4, DType::fp16, MaskKind::dense), SdpaKernel::flash, false, 3878912},
+        MeasuredCase{"2.15 cpu flash bf16 mask D8", v2_15, spec(16, 1024, 8, DType::bf16, MaskKind::dense), SdpaKernel::flash, false, 4018176},
+        MeasuredCase{"2.15 cpu flash fp32 causal", v2_15, spec(16, 1024, 4, DType::fp32, MaskKind::causal), SdpaKernel::flash, false, 1388544}));
+
+TEST(CpuFlashBuffers, ReferenceWorkedExample) {
+  // reference §4.6: T = 2, qS = 256, kvS = 512, D = 4: buf = 2·(131072+512+1024)·4 = 1,060,864 B
+  EXPECT_EQ(cpuFlashQSplit(2048), 256);
+  EXPECT_EQ(cpuFlashQSplit(500), 64);
+  EXPECT_EQ(cpuFlashQSplit(100), 32);
+  EXPECT_EQ(cpuFlashQSplit(20), 20);
+  EXPECT_EQ(cpuFlashKvSplit(2048), 512);
+  EXPECT_EQ(cpuFlashKvSplit(300), 300);
+  auto f = explainForcedSdpa(spec(16, 2048, 4, DType::fp32, MaskKind::none), cpu(v2_15, 2), SdpaKernel::flash);
+  bool found = false;
+  for (const auto& b : f.memory.plan.buffers)
+    if (b.name.starts_with("per-thread buffer fp32")) {
+      EXPECT_EQ(b.bytes, 1060864);
+      found = true;
+    }
+  EXPECT_TRUE(found);
+}
