@@ -15,7 +15,8 @@ int cmdShow(const std::vector<std::string>& argv);
 int cmdCompare(const std::vector<std::string>& argv);
 int cmdExport(const std::vector<std::string>& argv);
 int cmdReport(const std::vector<std::string>& argv);
+int cmdExplain(const std::vector<std::string>& argv);  // commands_explain.cpp
 
-extern const CommandDef kBackendsDef, kRunDef, kSweepDef, kRunsDef, kShowDef, kCompareDef, kExportDef, kReportDef;
+extern const CommandDef kBackendsDef, kRunDef, kSweepDef, kRunsDef, kShowDef, kCompareDef, kExportDef, kReportDef, kExplainDef;
 
 }  // namespace attnscope::cli

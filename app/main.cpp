@@ -23,7 +23,8 @@ struct Command {
 
 const Command kCommands[] = {{&kBackendsDef, cmdBackends}, {&kRunDef, cmdRun},         {&kSweepDef, cmdSweep},
                              {&kRunsDef, cmdRuns},         {&kShowDef, cmdShow},       {&kCompareDef, cmdCompare},
-                             {&kExportDef, cmdExport},     {&kReportDef, cmdReport}};
+                             {&kExportDef, cmdExport},     {&kReportDef, cmdReport},
+                             {&kExplainDef, cmdExplain}};
 
 const CommandDef kGuiDef{"gui", "gui [--db FILE]", "Open the desktop application on a database.", {dbOption()}, 0, {}};
 

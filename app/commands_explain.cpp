@@ -1,0 +1,236 @@
+// explain: which SDPA kernel PyTorch would pick for SPEC on a torch version and GPU, why, and what
+// it costs (core/torch_dispatch). Needs neither torch nor a GPU unless asked to look them up.
+#include <algorithm>
+#include <cstdlib>
+#include <iostream>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "app/cli_common.h"
+#include "app/cli_table.h"
+#include "app/commands.h"
+#include "core/format.h"
+#include "core/torch_dispatch/installed_torch.h"
+#include "core/torch_dispatch/sdpa_explain.h"
+
+namespace attnscope::cli {
+
+using namespace torch_dispatch;
+
+namespace {
+
+std::vector<OptionDef> explainOptions() {
+  std::vector<OptionDef> opts = specOptions(false);
+  std::vector<OptionDef> own = {
+      {"torch", "VERSION", "torch release 2.0 .. 2.15 (e.g. 2.5.1), or 'installed' to ask the Python (default 2.15)"},
+      {"gpu", "GPU", "smXY (sm50 .. sm121), a GPU name (V100, A100, H100, RTX 4090, ...), 'detected', or 'cpu' (default A100; detected with --torch installed)"},
+      {"cudnn", "VERSION", "runtime cuDNN version, e.g. 9.10.2 or 91002 (default: the PyPI wheel's)"},
+      {"cuda", "MAJOR", "CUDA major version torch was built with (default: the PyPI wheel's)"},
+      {"threads", "N", "torch.get_num_threads() for CPU buffers (default: the installed torch's, else this machine's cores)"},
+      {"kernel", "K", "explain a forced kernel (sdpa_kernel): flash, efficient, cudnn or math"},
+      {"reduced-math", "", "allow_fp16_bf16_reduction_math_sdp(True): math in fp16/bf16 without fp32 copies (2.5+)"},
+      {"training", "", "inputs require grad (logsumexp kept; training-only rules apply)"},
+      {"deterministic", "", "torch.use_deterministic_algorithms(True)"},
+      {"python", "PATH", "the Python asked by 'installed' and 'detected' (default: $ATTNSCOPE_PYTHON, else python3 on PATH)"},
+      jsonOption()};
+  opts.insert(opts.end(), own.begin(), own.end());
+  return opts;
+}
+
+bool envTrue(const char* name) {
+  const char* v = std::getenv(name);
+  if (!v) return false;
+  std::string s(v);
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
+  return s == "1" || s == "true" || s == "yes" || s == "on";
+}
+bool envFalse(const char* name) {
+  const char* v = std::getenv(name);
+  if (!v) return false;
+  std::string s(v);
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
+  return s == "0" || s == "false" || s == "no" || s == "off";
+}
+
+struct ResolvedTarget {
+  TorchTarget target;
+  std::vector<std::string> notes;  // how the target was chosen
+};
+
+ResolvedTarget resolveTarget(const Args& args) {
+  ResolvedTarget r;
+  const std::string torch_arg = args.value("torch").value_or(kNewestTorch.text());
+  const bool installed = torch_arg == "installed";
+  std::string gpu_arg = args.value("gpu").value_or(installed ? "detected" : "A100");
+  std::optional<InstalledTorch> probe;
+  auto ask = [&]() -> const InstalledTorch& {
+    if (!probe) probe = probeInstalledTorch(findPython(args.value("python").value_or("")));
+    return *probe;
+  };
+
+  TorchVersion version;
+  if (installed) {
+    const auto& p = ask();
+    if (!p.error.empty()) throw std::runtime_error("--torch installed: " + p.error);
+    if (!p.version) throw std::runtime_error("--torch installed: torch " + p.version_text + " (" + p.python + ") is not a release this explainer covers (" + std::string(kTorchVersionChoices.substr(0, 11)) + ")");
+    version = *p.version;
+    r.notes.push_back("torch " + p.version_text + " from " + p.python);
+  } else {
+    auto v = parseTorchVersion(torch_arg);
+    if (!v) throw UsageError("--torch: unknown version '" + torch_arg + "' (allowed: " + std::string(kTorchVersionChoices) + ")");
+    version = *v;
+  }
+
+  TorchDevice device = TorchDevice::cuda;
+  ComputeCapability cc{8, 0};
+  std::string gpu_name;
+  if (gpu_arg == "cpu") {
+    device = TorchDevice::cpu;
+  } else if (gpu_arg == "detected") {
+    const auto& p = ask();
+    if (!p.error.empty()) throw std::runtime_error("--gpu detected: " + p.error);
+    if (!p.cuda_device)
+      throw std::runtime_error("--gpu detected: torch " + p.version_text + " (" + p.python + ") sees no CUDA device" +
+                               (p.cuda_major ? "" : " (a CPU-only build)") + "; give --gpu smXY, a GPU name, or cpu");
+    cc = p.capability;
+    gpu_name = p.device_name;
+  } else {
+    auto g = parseGpu(gpu_arg);
+    if (!g) throw UsageError("--gpu: unknown GPU '" + gpu_arg + "' (allowed: " + gpuChoices() + ")");
+    cc = g->capability;
+    gpu_name = g->name;
+    if (!args.value("gpu")) r.notes.push_back("GPU A100 (sm80) by default; choose with --gpu");
+  }
+
+  r.target = defaultTorchTarget(version, device, cc);
+  r.target.gpu_name = gpu_name;
+  if (probe && probe->error.empty() && installed) {
+    if (probe->cuda_major) r.target.cuda_major = *probe->cuda_major;
+    if (probe->cudnn) r.target.cudnn = *probe->cudnn;
+  }
+  if (auto v = args.value("cudnn")) {
+    auto c = parseCudnnVersion(*v);
+    if (!c) throw UsageError("--cudnn: unknown version '" + *v + "' (allowed: a cuDNN version such as 8.9.2, 9.10.2, or torch's integer form 91002)");
+    r.target.cudnn = *c;
+  }
+  if (args.value("cuda")) r.target.cuda_major = args.intValue("cuda", 12, 11);
+  const int hw = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  r.target.cpu_threads = args.value("threads") ? args.intValue("threads", 1, 1)
+                         : (probe && probe->error.empty()) ? probe->threads
+                                                           : hw;
+  r.target.env_cudnn_sdpa_enabled = envTrue("TORCH_CUDNN_SDPA_ENABLED");
+  r.target.env_cudnn_sdpa_preferred = !envFalse("TORCH_CUDNN_SDPA_PREFERRED");
+  r.target.env_cudnn_sdpa_deprioritized = envTrue("TORCH_CUDNN_SDPA_DEPRIORITIZED");
+  r.target.allow_fp16_bf16_reduction_math = args.flag("reduced-math");
+  r.target.requires_grad = args.flag("training");
+  r.target.deterministic = args.flag("deterministic");
+  return r;
+}
+
+std::string bytesText(int64_t b) { return formatBytes(b) + " (" + std::to_string(b) + " B)"; }
+
+void printMemory(const SdpaMemory& m) {
+  const auto& plan = m.plan;
+  const int peak = plan.peakStep();
+  std::cout << "predicted peak: " << bytesText(m.peakBytes()) << " = inputs " << formatBytes(m.input_bytes) << " + "
+            << formatBytes(m.extraBytes()) << " allocated by the call, at step \"" << plan.steps[peak] << "\"\n\n";
+  Table t({"bytes", "at peak", "steps", "buffer"});
+  for (const auto& b : plan.buffers) {
+    const bool live = b.first_step <= peak && peak <= b.last_step;
+    t.add({std::to_string(b.bytes), live ? "yes" : "-",
+           std::to_string(b.first_step) + (b.last_step > b.first_step ? "-" + std::to_string(b.last_step) : ""), b.name});
+  }
+  std::cout << t.render() << "steps: ";
+  for (int i = 0; i < plan.stepCount(); ++i) std::cout << (i ? ", " : "") << i << " " << plan.steps[i];
+  std::cout << "\n";
+}
+
+void printVerdict(size_t index, const KernelVerdict& v) {
+  std::string head = "  " + std::to_string(index) + ". " + std::string(toString(v.kernel));
+  head += std::string(std::max<size_t>(1, 16 - head.size()), ' ');
+  if (v.chosen) head += "WOULD RUN (chosen)";
+  else if (v.usable) head += "would run (not reached)";
+  else head += "rejected by " + v.rule_id;
+  if (!v.via.empty()) head += "  [via " + v.via + "]";
+  std::cout << head << "\n";
+  if (!v.usable)
+    std::cout << "       rule:   " << v.rule << "\n       torch:  \"" << v.torch_message << "\"\n       source: " << v.source << "\n";
+}
+
+void printExplanation(const SdpaExplanation& x, const std::vector<std::string>& target_notes, bool forced) {
+  std::cout << "workload: " << summary(x.spec) << "\n"
+            << "target:   " << x.target.describe() << "\n"
+            << "call:     " << x.call.pythonCall() << "\n          " << x.call.describe() << "\n";
+  if (!forced) {
+    std::cout << "order:    ";
+    for (size_t i = 0; i < x.order.kernels.size(); ++i) std::cout << (i ? ", " : "") << toString(x.order.kernels[i]);
+    std::cout << "  (" << x.order.reason << "; " << x.order.source << ")\n";
+  }
+  std::cout << "\n";
+  for (size_t i = 0; i < x.verdicts.size(); ++i) printVerdict(i + 1, x.verdicts[i]);
+  std::cout << "\n";
+  if (!x.chosen) {
+    std::cout << "torch would raise: " << x.error << "\n";
+  } else {
+    std::cout << "torch would pick: " << toString(*x.chosen) << "   (torch._fused_sdp_choice = " << fusedSdpChoiceIndex(*x.chosen) << ")\n";
+    if (!x.error.empty()) std::cout << "but it would fail: " << x.error << "\n";
+    printMemory(x.memory);
+  }
+  if (!x.suggestions.empty()) {
+    std::cout << "\ncheaper with:\n";
+    Table t({"peak", "kernel", "change"});
+    for (const auto& s : x.suggestions) t.add({formatBytes(s.peak_bytes), std::string(toString(s.kernel)), s.change});
+    std::cout << t.render();
+  }
+  std::vector<std::string> notes = target_notes;
+  notes.insert(notes.end(), x.notes.begin(), x.notes.end());
+  if (!notes.empty()) {
+    std::cout << "\nnotes:\n";
+    for (const auto& n : notes) std::cout << "  - " << n << "\n";
+  }
+}
+
+}  // namespace
+
+const CommandDef kExplainDef{
+    "explain", "explain [SPEC] [--torch VERSION|installed] [--gpu smXY|NAME|detected|cpu] [--cudnn VERSION] [--json]",
+    "Predict which SDPA kernel PyTorch would pick for SPEC, why, and its peak memory as named buffers. "
+    "Needs neither a GPU nor torch.",
+    explainOptions(), 0,
+    "How the mask is passed: causal as is_causal=True (causal_lower_right(Lq, Lkv) when Lq != Lkv), dense/window/block\n"
+    "as a bool tensor [1,1,L,S] (--mask-layout broadcast) or [B,H,L,S] (per_head); GQA as enable_gqa=True (2.5+).\n"
+    "Environment read: TORCH_CUDNN_SDPA_ENABLED, TORCH_CUDNN_SDPA_PREFERRED, TORCH_CUDNN_SDPA_DEPRIORITIZED.\n"
+    "Rules and formulas: shared/reference/torch-sdpa.md; see README 'Why did torch pick that kernel?'."};
+
+int cmdExplain(const std::vector<std::string>& argv) {
+  Args args(kExplainDef, argv);
+  const WorkloadSpec spec = specFromArgs(args);
+  const ResolvedTarget r = resolveTarget(args);
+  SdpaExplanation x;
+  const bool forced = args.value("kernel").has_value();
+  if (forced) {
+    auto k = parseSdpaKernel(*args.value("kernel"));
+    if (!k) throw UsageError("--kernel: unknown kernel '" + *args.value("kernel") + "' (allowed: flash, efficient, cudnn, math)");
+    const ForcedSdpa f = explainForcedSdpa(spec, r.target, *k);
+    x = explainSdpa(spec, r.target, ExplainOptions{false});
+    x.verdicts = {f.verdict};
+    x.chosen = f.verdict.usable ? std::optional<SdpaKernel>(*k) : std::nullopt;
+    x.memory = f.memory;
+    x.notes = f.memory.notes;
+    x.error = f.verdict.usable ? "" : "No available kernel. Aborting execution.";
+  } else {
+    x = explainSdpa(spec, r.target);
+  }
+  if (args.flag("json")) {
+    nlohmann::json j = torch_dispatch::toJson(x);
+    j["forced"] = forced;
+    for (const auto& n : r.notes) j["notes"].insert(j["notes"].begin(), n);
+    std::cout << j.dump(2) << "\n";
+  } else {
+    printExplanation(x, r.notes, forced);
+  }
+  return 0;
+}
+
+}  // namespace attnscope::cli
