@@ -126,7 +126,9 @@ void addSuggestions(SdpaExplanation& x) {
   };
   for (int64_t a : {int64_t(8), int64_t(4)})
     if (d % a != 0 && roundUp(d, a) <= kMaxHeadDim)
-      cands.push_back({"pad head_dim " + std::to_string(d) + " -> " + std::to_string(roundUp(d, a)) + " (zero-pad q, k, v)", withHeadDim(roundUp(d, a)), t});
+      cands.push_back({"pad head_dim " + std::to_string(d) + " -> " + std::to_string(roundUp(d, a)) +
+                           " with zeros (q, k, v; pass scale=1/sqrt(" + std::to_string(d) + "), slice the output)",
+                       withHeadDim(roundUp(d, a)), t});
   if (s.width > 0)
     for (int64_t h = s.heads - 1; h >= 1; --h)
       if (s.width % h == 0 && (s.kv_heads == 0 || h % s.kvHeads() == 0)) {
