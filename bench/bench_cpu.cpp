@@ -1,52 +1,82 @@
-// bench_cpu: time, throughput and peak memory of cpu.reference and cpu.flash, with the machine's
-// measured fp32 GEMM rate for scale. Results are recorded in docs/PERFORMANCE.md.
+// bench_cpu: cpu.flash and cpu.reference against PyTorch's own CPU SDPA (flash kernel and math
+// path), point by point in the same run, plus where cpu.flash's time goes and the tile-product
+// rates of our kernels and of OpenBLAS. Results are recorded in docs/PERFORMANCE.md.
 //
-//   bench_cpu [--quick] [--reps N] [--seq 512,1024,...] [--heads N] [--head-dim N]
+//   bench_cpu [--quick | --full] [--seq 1024,4096] [--head-dim 64,128] [--dtype fp32,bf16,fp16]
+//             [--mask none,causal] [--heads 8] [--reps 3] [--math-max-seq 2048]
+//             [--isa baseline|avx2|avx512|avx512_bf16] [--python PATH | --no-torch]
 //
-// Each point goes through the real run engine (runPoint) with the accuracy check off; a point
-// whose predicted peak does not fit in the memory available is reported as oom, not run.
+// Each of our points goes through the real run engine (runPoint) with the accuracy check off; a
+// point whose predicted peak does not fit in the memory available is reported as oom, not run.
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
-#include <map>
 #include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "bench/torch_peer.h"
 #include "core/format.h"
 #include "core/run_engine.h"
 #include "kernels/cpu/cpu_blas.h"
 #include "kernels/cpu/cpu_flash_backend.h"
 #include "kernels/cpu/cpu_reference_backend.h"
+#include "kernels/cpu/flash_profile.h"
+#include "kernels/cpu/tile_kernels.h"
 
 using namespace attnscope;
 
 namespace {
 
 struct Options {
-  std::vector<int64_t> seqs = {512, 1024, 2048, 4096, 8192};
+  std::vector<int64_t> seqs = {1024, 4096};
+  std::vector<int64_t> head_dims = {64, 128};
+  std::vector<DType> dtypes = {DType::fp32, DType::bf16, DType::fp16};
+  std::vector<std::string> masks = {"none", "causal"};
   int64_t heads = 8;
-  int64_t head_dim = 64;
   int reps = 3;
-  int gemm_n = 2048;
+  int64_t math_max_seq = 2048;  // cpu.reference and torch math only up to here (they are quadratic in memory)
+  std::string isa;
+  std::string python;
+  bool torch = true;
 };
 
-[[noreturn]] void usage(int code) {
+[[noreturn]] void usage(int code, const std::string& error = {}) {
+  if (!error.empty()) std::fprintf(stderr, "bench_cpu: %s\n", error.c_str());
   std::fprintf(code ? stderr : stdout,
-               "usage: bench_cpu [--quick] [--reps N] [--seq 512,1024,...] [--heads N] [--head-dim N]\n"
-               "  --quick   seq 512..2048, one repetition, a smaller GEMM\n");
+               "usage: bench_cpu [--quick | --full] [--seq 1024,4096] [--head-dim 64,128] [--dtype fp32,bf16,fp16]\n"
+               "                 [--mask none,causal] [--heads 8] [--reps 3] [--math-max-seq 2048]\n"
+               "                 [--isa baseline|avx2|avx512|avx512_bf16] [--python PATH | --no-torch]\n"
+               "  default   seq 1024,4096; every dtype, head_dim 64 and 128, no mask and causal; 3 reps\n"
+               "  --quick   seq 1024 only, one rep, math path up to 1024\n"
+               "  --full    seq 1024,2048,4096,8192,16384, math path up to 4096\n"
+               "  --isa     force a kernel variant of this CPU (as ATTNSCOPE_CPU_ISA does)\n"
+               "  --python  the Python with torch for the peer (else ATTNSCOPE_PYTHON, else python3)\n");
   std::exit(code);
 }
 
-std::vector<int64_t> parseList(const std::string& text) {
-  std::vector<int64_t> out;
+template <class T, class F>
+std::vector<T> parseList(const std::string& flag, const std::string& text, F one) {
+  std::vector<T> out;
   std::stringstream in(text);
   std::string item;
-  while (std::getline(in, item, ',')) out.push_back(std::stoll(item));
+  while (std::getline(in, item, ',')) out.push_back(one(item));
+  if (out.empty()) usage(2, flag + " needs at least one value");
   return out;
+}
+
+int64_t positive(const std::string& flag, const std::string& text) {
+  try {
+    size_t used = 0;
+    const long long v = std::stoll(text, &used);
+    if (used == text.size() && v > 0) return v;
+  } catch (const std::exception&) {
+  }
+  usage(2, flag + " must be a positive integer, got '" + text + "'");
 }
 
 Options parse(int argc, char** argv) {
@@ -54,29 +84,51 @@ Options parse(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto value = [&]() -> std::string {
-      if (i + 1 >= argc) usage(2);
+      if (i + 1 >= argc) usage(2, a + " needs a value");
       return argv[++i];
     };
-    try {
-      if (a == "--quick") {
-        o.seqs = {512, 1024, 2048};
-        o.reps = 1;
-        o.gemm_n = 1024;
-      } else if (a == "--reps") {
-        o.reps = std::stoi(value());
-      } else if (a == "--seq") {
-        o.seqs = parseList(value());
-      } else if (a == "--heads") {
-        o.heads = std::stoll(value());
-      } else if (a == "--head-dim") {
-        o.head_dim = std::stoll(value());
-      } else if (a == "--help" || a == "-h") {
-        usage(0);
-      } else {
-        usage(2);
-      }
-    } catch (const std::exception&) {
-      usage(2);
+    if (a == "--quick") {
+      o.seqs = {1024};
+      o.reps = 1;
+      o.math_max_seq = 1024;
+    } else if (a == "--full") {
+      o.seqs = {1024, 2048, 4096, 8192, 16384};
+      o.math_max_seq = 4096;
+    } else if (a == "--seq") {
+      o.seqs = parseList<int64_t>(a, value(), [&](const std::string& s) { return positive(a, s); });
+    } else if (a == "--head-dim") {
+      o.head_dims = parseList<int64_t>(a, value(), [&](const std::string& s) { return positive(a, s); });
+    } else if (a == "--dtype") {
+      o.dtypes = parseList<DType>(a, value(), [&](const std::string& s) {
+        const auto d = parseDType(s);
+        if (!d) usage(2, "--dtype: '" + s + "' is not one of fp32, bf16, fp16");
+        return *d;
+      });
+    } else if (a == "--mask") {
+      o.masks = parseList<std::string>(a, value(), [&](const std::string& s) {
+        if (s != "none" && s != "causal") usage(2, "--mask: '" + s + "' is not one of none, causal");
+        return s;
+      });
+    } else if (a == "--heads") {
+      o.heads = positive(a, value());
+    } else if (a == "--reps") {
+      o.reps = static_cast<int>(positive(a, value()));
+    } else if (a == "--math-max-seq") {
+      o.math_max_seq = positive(a, value());
+    } else if (a == "--isa") {
+      o.isa = value();
+      const auto isa = cpu::parseCpuIsa(o.isa);
+      if (!isa) usage(2, "--isa: '" + o.isa + "' is not one of baseline, avx2, avx512, avx512_bf16");
+      if (!cpu::cpuSupports(*isa)) usage(2, "--isa: this CPU cannot run " + o.isa);
+      cpu::setCpuIsaOverride(*isa);
+    } else if (a == "--python") {
+      o.python = value();
+    } else if (a == "--no-torch") {
+      o.torch = false;
+    } else if (a == "--help" || a == "-h") {
+      usage(0);
+    } else {
+      usage(2, "unknown option " + a);
     }
   }
   return o;
@@ -98,82 +150,135 @@ std::string loadAverage() {
   return one.empty() ? "unknown" : one;
 }
 
-// Best of three n^3 sgemm products, in flop/s.
-double gemmRate(int n, int threads) {
-  cpu::setBlasThreads(threads);
-  std::vector<float> a(static_cast<size_t>(n) * n, 0.5f), b(a.size(), 0.25f), c(a.size());
-  cpu::sgemm(false, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f, c.data(), n);  // warm-up
-  double best = 1e30;
-  for (int r = 0; r < 3; ++r) {
-    const auto t0 = std::chrono::steady_clock::now();
-    cpu::sgemm(false, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f, c.data(), n);
-    best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-  }
+double seconds(std::chrono::steady_clock::time_point since) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - since).count();
+}
+
+// One thread's rate on cpu.flash's two tile products (S = Q K^T and O += P V) at head_dim d:
+// ours (packing included) and OpenBLAS's, alternated so both see the same load. Median of 5.
+void tileRates(int64_t d) {
+  const cpu::TileKernels& g = cpu::activeTileKernels();
+  const int64_t bq = cpu::CpuFlashBackend::kQueryTile, bk = cpu::CpuFlashBackend::kKeyTile;
+  std::vector<float> q(bq * d, 0.5f), k(bk * d, 0.25f), v(bk * d, 0.125f), s(bq * bk), o(bq * d);
+  std::vector<float> kp(g.packedFloats(d, bk)), vp(g.packedFloats(bk, d));
   cpu::setBlasThreads(1);
-  return 2.0 * n * n * static_cast<double>(n) / best;
+  const int tiles = static_cast<int>(std::max<int64_t>(20, (int64_t{1} << 30) / (4 * bq * bk * d)));
+  std::vector<double> ours, blas;
+  for (int round = 0; round < 5; ++round) {
+    auto t0 = std::chrono::steady_clock::now();
+    for (int t = 0; t < tiles; ++t) {
+      g.pack_b(DType::fp32, k.data(), d, true, d, bk, kp.data());
+      g.pack_b(DType::fp32, v.data(), d, false, bk, d, vp.data());
+      g.gemm(bq, bk, d, 1.0f, q.data(), d, kp.data(), 0.0f, s.data(), bk);
+      g.gemm(bq, d, bk, 1.0f, s.data(), bk, vp.data(), 1.0f, o.data(), d);
+    }
+    ours.push_back(seconds(t0));
+    t0 = std::chrono::steady_clock::now();
+    for (int t = 0; t < tiles; ++t) {
+      cpu::sgemm(true, static_cast<int>(bq), static_cast<int>(bk), static_cast<int>(d), 1.0f, q.data(),
+                 static_cast<int>(d), k.data(), static_cast<int>(d), 0.0f, s.data(), static_cast<int>(bk));
+      cpu::sgemm(false, static_cast<int>(bq), static_cast<int>(d), static_cast<int>(bk), 1.0f, s.data(),
+                 static_cast<int>(bk), v.data(), static_cast<int>(d), 1.0f, o.data(), static_cast<int>(d));
+    }
+    blas.push_back(seconds(t0));
+  }
+  std::sort(ours.begin(), ours.end());
+  std::sort(blas.begin(), blas.end());
+  const double flops = 4.0 * bq * bk * d * tiles;
+  std::printf("tile products %lldx%lld, head_dim %lld, 1 thread: own %s, OpenBLAS %s\n", static_cast<long long>(bq),
+              static_cast<long long>(bk), static_cast<long long>(d), formatFlops(flops / ours[2]).c_str(),
+              formatFlops(flops / blas[2]).c_str());
+}
+
+std::string cell(bool ok, double s) { return ok ? formatDuration(s) : "-"; }
+
+std::string ratio(bool ok_ours, double ours, bool ok_peer, double peer) {
+  if (!ok_ours || !ok_peer || ours <= 0) return "-";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2fx", peer / ours);
+  return buf;
+}
+
+RunResult runOurs(Backend& b, const WorkloadSpec& spec, int reps) {
+  RunOptions opt;
+  opt.warmup = 1;
+  opt.reps = reps;
+  opt.check_accuracy = false;
+  return runPoint(b, spec, opt);
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   const Options o = parse(argc, argv);
-  const int hw = std::max(1u, std::thread::hardware_concurrency());
+  const int hw = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   auto pool = std::make_shared<cpu::TaskPool>();
   cpu::CpuReferenceBackend reference(pool);
   cpu::CpuFlashBackend flash(pool);
 
-  std::printf("CPU:     %s, %d threads\n", cpuModel().c_str(), hw);
-  std::printf("BLAS:    %s\n", cpu::blasDescription().c_str());
-  std::printf("Memory:  %s available; load average %s\n", formatBytes(hostMemoryAvailable()).c_str(),
-              loadAverage().c_str());
-  const double gemm1 = gemmRate(o.gemm_n, 1);
-  const double gemm_all = gemmRate(o.gemm_n, hw);
-  std::printf("GEMM:    sgemm %d^3: %s on 1 thread, %s on %d threads\n\n", o.gemm_n, formatFlops(gemm1).c_str(),
-              formatFlops(gemm_all).c_str(), hw);
-
-  std::printf("B=1 H=%lld D=%lld fp32, no mask; warm-up 1, %d repetitions; throughput from the median\n", static_cast<long long>(o.heads),
-              static_cast<long long>(o.head_dim), o.reps);
-  std::printf("%-6s  %-14s  %10s  %10s  %14s  %11s  %11s  %s\n", "seq", "backend", "median", "best", "throughput",
-              "peak", "predicted", "status");
-  std::map<std::pair<int64_t, std::string>, RunResult> results;
-  for (int64_t seq : o.seqs) {
-    WorkloadSpec spec;
-    spec.batch = 1;
-    spec.heads = o.heads;
-    spec.seq_q = seq;
-    spec.head_dim = o.head_dim;
-    for (Backend* b : {static_cast<Backend*>(&reference), static_cast<Backend*>(&flash)}) {
-      RunOptions opt;
-      opt.warmup = 1;
-      opt.reps = o.reps;
-      opt.check_accuracy = false;
-      RunResult r = runPoint(*b, spec, opt);
-      const bool ok = r.status == RunStatus::ok;
-      std::printf("%-6lld  %-14s  %10s  %10s  %14s  %11s  %11s  %s\n", static_cast<long long>(seq), b->id().c_str(),
-                  ok ? formatDuration(r.timing.median_s).c_str() : "-",
-                  ok ? formatDuration(r.timing.min_s).c_str() : "-",
-                  ok ? formatFlops(r.flopsPerSecond()).c_str() : "-",
-                  r.memory.measured_peak > 0 ? formatBytes(r.memory.measured_peak).c_str() : "-",
-                  formatBytes(r.memory.predicted_peak).c_str(),
-                  ok ? "ok" : (std::string(toString(r.status)) + ": " + r.message).c_str());
-      std::fflush(stdout);
-      results[{seq, b->id()}] = std::move(r);
-    }
+  std::printf("CPU:      %s, %d threads; load average %s\n", cpuModel().c_str(), hw, loadAverage().c_str());
+  std::printf("Kernels:  %s\n", cpu::cpuKernelDescription().c_str());
+  std::printf("OpenBLAS: %s (compared below, not used by the backends)\n", cpu::blasDescription().c_str());
+  std::string why;
+  std::optional<bench::TorchPeer> peer = o.torch ? bench::TorchPeer::start(o.python, hw, why) : std::nullopt;
+  if (o.torch) {
+    std::printf("Torch:    %s\n", peer ? peer->description().c_str() : ("not found: " + why).c_str());
+  } else {
+    std::printf("Torch:    not run (--no-torch)\n");
   }
+  for (int64_t d : o.head_dims) tileRates(d);
 
-  std::printf("\n");
-  for (int64_t seq : o.seqs) {
-    const RunResult& r = results[{seq, "cpu.reference"}];
-    const RunResult& f = results[{seq, "cpu.flash"}];
-    if (f.status != RunStatus::ok) continue;
-    std::printf("seq %-5lld cpu.flash: %5.1f%% of the all-thread GEMM rate (%5.1f%% of %d x one thread)",
-                static_cast<long long>(seq), 100.0 * f.flopsPerSecond() / gemm_all,
-                100.0 * f.flopsPerSecond() / (gemm1 * hw), hw);
-    if (r.status == RunStatus::ok)
-      std::printf(", %.2fx faster than cpu.reference, %.1fx less peak memory", r.timing.median_s / f.timing.median_s,
-                  static_cast<double>(r.memory.measured_peak) / static_cast<double>(f.memory.measured_peak));
-    std::printf("\n");
-  }
+  std::printf("\nB=1 H=%lld; warm-up 1, %d reps, medians; ratio = torch time / our time (above 1: we are faster)\n",
+              static_cast<long long>(o.heads), o.reps);
+  std::printf("%-5s %4s %-6s %6s | %9s %9s %6s | %9s %9s %6s | %10s %10s | %s\n", "dtype", "D", "mask", "seq",
+              "cpu.flash", "torch fl", "ratio", "cpu.ref", "torch mth", "ratio", "flash peak", "predicted",
+              "flash time: pack / QK^T / softmax / PV");
+  cpu::enableFlashProfile(true);
+  for (DType dtype : o.dtypes)
+    for (int64_t d : o.head_dims)
+      for (const std::string& mask : o.masks)
+        for (int64_t seq : o.seqs) {
+          WorkloadSpec spec;
+          spec.batch = 1;
+          spec.heads = o.heads;
+          spec.seq_q = seq;
+          spec.head_dim = d;
+          spec.dtype = dtype;
+          spec.mask = *parseMask(mask).mask;
+          const bool math = seq <= o.math_max_seq;
+          cpu::takeFlashProfile();
+          const RunResult f = runOurs(flash, spec, o.reps);
+          const cpu::FlashTimeShares shares = cpu::takeFlashProfile();
+          const bench::PeerTiming tf = peer ? peer->time(spec, "flash", 1, o.reps) : bench::PeerTiming{};
+          RunResult r;
+          bench::PeerTiming tm;
+          if (math) {
+            r = runOurs(reference, spec, o.reps);
+            if (peer) tm = peer->time(spec, "math", 1, o.reps);
+          }
+          const bool fok = f.status == RunStatus::ok, rok = math && r.status == RunStatus::ok;
+          char parts[96] = "-";
+          if (shares.total() > 0)
+            std::snprintf(parts, sizeof parts, "%4.1f%% / %4.1f%% / %4.1f%% / %4.1f%%",
+                          100 * shares.pack_s / shares.total(), 100 * shares.scores_s / shares.total(),
+                          100 * shares.softmax_s / shares.total(), 100 * shares.output_s / shares.total());
+          std::printf("%-5s %4lld %-6s %6lld | %9s %9s %6s | %9s %9s %6s | %10s %10s | %s",
+                      std::string(toString(dtype)).c_str(), static_cast<long long>(d), mask.c_str(),
+                      static_cast<long long>(seq), cell(fok, f.timing.median_s).c_str(),
+                      cell(tf.ok, tf.median_s).c_str(), ratio(fok, f.timing.median_s, tf.ok, tf.median_s).c_str(),
+                      cell(rok, r.timing.median_s).c_str(), cell(tm.ok, tm.median_s).c_str(),
+                      ratio(rok, r.timing.median_s, tm.ok, tm.median_s).c_str(),
+                      f.memory.measured_peak > 0 ? formatBytes(f.memory.measured_peak).c_str() : "-",
+                      formatBytes(f.memory.predicted_peak).c_str(), parts);
+          if (!fok) std::printf("  cpu.flash %s: %s", std::string(toString(f.status)).c_str(), f.message.c_str());
+          if (peer && !tf.ok) std::printf("  torch flash: %s", tf.message.c_str());
+          if (math && !rok) std::printf("  cpu.reference %s: %s", std::string(toString(r.status)).c_str(), r.message.c_str());
+          if (math && peer && !tm.ok) std::printf("  torch math: %s", tm.message.c_str());
+          if (fok && f.memory.measured_peak != f.memory.predicted_peak) std::printf("  (flash peak != plan)");
+          if (rok && r.memory.measured_peak != r.memory.predicted_peak) std::printf("  (reference peak != plan)");
+          std::printf("\n");
+          std::fflush(stdout);
+        }
   std::printf("load average at the end: %s\n", loadAverage().c_str());
   return 0;
 }

@@ -1,9 +1,9 @@
 #include "kernels/cpu/cpu_backend.h"
 
-#include <climits>
 #include <cstring>
 #include <stdexcept>
 
+#include "kernels/cpu/cpu_isa.h"
 #include "kernels/cpu/dtype_rows.h"
 
 namespace attnscope::cpu {
@@ -63,9 +63,7 @@ Support CpuBackend::support(const WorkloadSpec& spec) const {
   Support s;
   for (const auto& e : validate(spec)) s.reasons.push_back("invalid spec: " + e.message);
   if (!s.ok()) return s;
-  // The BLAS takes matrix sizes and leading dimensions as 32-bit ints.
-  if (spec.seq_q > INT_MAX || spec.seqKv() > INT_MAX)
-    s.reasons.push_back("sequence lengths above " + std::to_string(INT_MAX) + " exceed the BLAS index type");
+  if (const std::string problem = cpuIsaProblem(); !problem.empty()) s.reasons.push_back(problem);
   return s;
 }
 

@@ -3,7 +3,7 @@
 #include <memory>
 
 #include "core/environment.h"
-#include "kernels/cpu/cpu_blas.h"
+#include "kernels/cpu/tile_kernels.h"
 #include "kernels/cpu/cpu_flash_backend.h"
 #include "kernels/cpu/cpu_reference_backend.h"
 
@@ -15,7 +15,7 @@ void registerCpuBackends(BackendRegistry& registry) {
   registry.add(std::make_unique<cpu::CpuReferenceBackend>(pool));
   registry.add(std::make_unique<cpu::CpuFlashBackend>(pool));
   static const bool probe_added = [] {
-    addEnvironmentProbe([](Environment& env) { env.blas = cpu::blasDescription(); });
+    addEnvironmentProbe([](Environment& env) { env.blas = cpu::cpuKernelDescription(); });
     return true;
   }();
   (void)probe_added;

@@ -7,9 +7,10 @@
 #include <numbers>
 
 #include "core/mask.h"
-#include "kernels/cpu/cpu_blas.h"
 #include "kernels/cpu/dtype_rows.h"
+#include "kernels/cpu/flash_profile.h"
 #include "kernels/cpu/softmax_math.h"
+#include "kernels/cpu/tile_kernels.h"
 
 namespace attnscope::cpu {
 namespace {
@@ -19,18 +20,18 @@ enum Step { kInputs, kAttention };
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
 // One worker's scratch, carved out of a single tracked float buffer. Every part starts on a
-// 64-byte boundary.
+// 64-byte boundary. K and V tiles are packed (converted to fp32, laid out in the kernel
+// variant's strips) once per key tile and reused by every query row of the tile.
 struct TileLayout {
   int64_t bq = 0, bk = 0, d = 0;
   int64_t q = 0, k = 0, v = 0, s = 0, acc = 0, m = 0, l = 0, floats = 0;
 
   static int64_t pad(int64_t n) { return (n + 15) / 16 * 16; }
-  static TileLayout of(const WorkloadSpec& spec) {
+  static TileLayout of(const WorkloadSpec& spec, const TileKernels& kernels) {
     TileLayout t;
     t.bq = std::min(CpuFlashBackend::kQueryTile, spec.seq_q);
     t.bk = std::min(CpuFlashBackend::kKeyTile, spec.seqKv());
     t.d = spec.headDim();
-    const bool wide = spec.dtype != DType::fp32;  // K and V tiles are converted to fp32 first
     int64_t at = 0;
     auto take = [&](int64_t n) {
       const int64_t here = at;
@@ -38,8 +39,8 @@ struct TileLayout {
       return here;
     };
     t.q = take(t.bq * t.d);
-    t.k = wide ? take(t.bk * t.d) : -1;
-    t.v = wide ? take(t.bk * t.d) : -1;
+    t.k = take(kernels.packedFloats(t.d, t.bk));  // K^T: d x bk
+    t.v = take(kernels.packedFloats(t.bk, t.d));  // V: bk x d
     t.s = take(t.bq * t.bk);
     t.acc = take(t.bq * t.d);
     t.m = take(t.bq);
@@ -70,7 +71,8 @@ class FlashExecution final : public Execution {
         pool_(pool),
         t_(RunTensors::allocate(spec, inputs, ctx.allocator())),
         lse_(ctx.allocator(), spec.batch * spec.heads * spec.seq_q, "lse"),
-        tiles_(TileLayout::of(spec)),
+        kernels_(activeTileKernels()),
+        tiles_(TileLayout::of(spec, kernels_)),
         work_(Work::of(spec, pool.threads(), tiles_)) {}
 
   double run() override;
@@ -84,13 +86,13 @@ class FlashExecution final : public Execution {
   TaskPool& pool_;
   RunTensors t_;
   Buffer<float> lse_;
+  const TileKernels& kernels_;
   TileLayout tiles_;
   Work work_;
 };
 
 double FlashExecution::run() {
   const auto start = std::chrono::steady_clock::now();
-  setBlasThreads(1);
   PhaseScope phase(ctx_, "attention");
   // Allocated here, on the calling thread, for every worker up front: the peak then does not
   // depend on which threads happened to pick up a task.
@@ -113,7 +115,7 @@ void FlashExecution::queryTile(float* scratch, int64_t task) const {
   const int64_t nq = std::min(tiles_.bq, Lq - i0);
   const int64_t b = bh / H, h = bh % H;
   const int64_t kv_first = ((b * Hkv + h / (H / Hkv)) * Lkv) * D;  // element index of K/V row 0
-  const bool wide = s_.dtype != DType::fp32;
+  const int64_t elem = bytesPerElement(s_.dtype);
   const bool dense = s_.mask.kind == MaskKind::dense;
   const uint8_t* keep = dense ? t_.mask.data() + (s_.mask_layout == MaskLayout::per_head ? bh * Lq : 0) * Lkv : nullptr;
 
@@ -122,6 +124,8 @@ void FlashExecution::queryTile(float* scratch, int64_t task) const {
   float* acc = scratch + tiles_.acc;
   float* m = scratch + tiles_.m;
   float* l = scratch + tiles_.l;
+  float* kp = scratch + tiles_.k;
+  float* vp = scratch + tiles_.v;
   // Scores come out in base 2 (scale * log2(e) folded into Q), so the softmax needs only exp2.
   toFloat(s_.dtype, t_.q.data(), (bh * Lq + i0) * D, nq * D, q,
           static_cast<float>(s_.effectiveScale()) * std::numbers::log2e_v<float>);
@@ -138,22 +142,27 @@ void FlashExecution::queryTile(float* scratch, int64_t task) const {
     key_end = std::max(key_end, keys.end);
   }
 
+  using Clock = std::chrono::steady_clock;
+  const bool profile = flashProfileEnabled();
+  long long ns[4] = {0, 0, 0, 0};  // pack, scores, softmax, output
+  Clock::time_point t0;
+  auto lap = [&](int part) {
+    if (!profile) return;
+    const Clock::time_point now = Clock::now();
+    ns[part] += std::chrono::duration_cast<std::chrono::nanoseconds>(now - t0).count();
+    t0 = now;
+  };
+  if (profile) t0 = Clock::now();
+
   for (int64_t j0 = key_begin; j0 < key_end; j0 += tiles_.bk) {
     ctx_.throwIfCancelled();
     const int64_t nk = std::min(tiles_.bk, key_end - j0);
-    const float* k = asFloat(s_.dtype, t_.k.data());
-    const float* v = asFloat(s_.dtype, t_.v.data());
-    if (wide) {
-      toFloat(s_.dtype, t_.k.data(), kv_first + j0 * D, nk * D, scratch + tiles_.k);
-      toFloat(s_.dtype, t_.v.data(), kv_first + j0 * D, nk * D, scratch + tiles_.v);
-      k = scratch + tiles_.k;
-      v = scratch + tiles_.v;
-    } else {
-      k += kv_first + j0 * D;
-      v += kv_first + j0 * D;
-    }
-    sgemm(true, static_cast<int>(nq), static_cast<int>(nk), static_cast<int>(D), 1.0f, q, static_cast<int>(D), k,
-          static_cast<int>(D), 0.0f, s, static_cast<int>(nk));
+    // K^T and V of this key tile, converted to fp32 and packed for the kernels.
+    kernels_.pack_b(s_.dtype, t_.k.data() + (kv_first + j0 * D) * elem, D, true, D, nk, kp);
+    kernels_.pack_b(s_.dtype, t_.v.data() + (kv_first + j0 * D) * elem, D, false, nk, D, vp);
+    lap(0);
+    kernels_.gemm(nq, nk, D, 1.0f, q, D, kp, 0.0f, s, nk);
+    lap(1);
 
     // Online softmax: row r of s becomes exp2(s - m_new) over its visible keys and 0 elsewhere;
     // the running sum l and the accumulator are rescaled by exp2(m_old - m_new).
@@ -163,7 +172,7 @@ void FlashExecution::queryTile(float* scratch, int64_t task) const {
       const int64_t c0 = std::clamp(keys.begin - j0, int64_t{0}, nk);
       const int64_t c1 = std::clamp(keys.end - j0, int64_t{0}, nk);
       if (c0 < c1 && dense) applyKeepMask(srow + c0, keep + (i0 + r) * Lkv + j0 + c0, c1 - c0);
-      const float mx = c0 < c1 ? rowMax(srow + c0, c1 - c0) : kNegInf;
+      const float mx = c0 < c1 ? kernels_.row_max(srow + c0, c1 - c0) : kNegInf;
       if (mx == kNegInf) {  // nothing visible for this row in this tile
         fillRow(srow, nk, 0.0f);
         continue;
@@ -172,19 +181,21 @@ void FlashExecution::queryTile(float* scratch, int64_t task) const {
       const float alpha = m[r] == kNegInf ? 0.0f : std::exp2(m[r] - m_new);
       fillRow(srow, c0, 0.0f);
       fillRow(srow + c1, nk - c1, 0.0f);
-      const float sum = exp2Shifted(srow + c0, srow + c0, c1 - c0, m_new, 1.0f);
-      if (alpha != 1.0f) scaleRow(acc + r * D, D, alpha);
+      const float sum = kernels_.exp2_shifted(srow + c0, srow + c0, c1 - c0, m_new, 1.0f);
+      if (alpha != 1.0f) kernels_.scale_row(acc + r * D, D, alpha);
       l[r] = l[r] * alpha + sum;
       m[r] = m_new;
     }
-    sgemm(false, static_cast<int>(nq), static_cast<int>(D), static_cast<int>(nk), 1.0f, s, static_cast<int>(nk), v,
-          static_cast<int>(D), 1.0f, acc, static_cast<int>(D));
+    lap(2);
+    kernels_.gemm(nq, D, nk, 1.0f, s, nk, vp, 1.0f, acc, D);
+    lap(3);
   }
+  if (profile) addFlashProfile(ns[0], ns[1], ns[2], ns[3]);
 
   float* lse = lse_.data() + bh * Lq + i0;
   for (int64_t r = 0; r < nq; ++r) {
     if (l[r] > 0.0f) {
-      scaleRow(acc + r * D, D, 1.0f / l[r]);
+      kernels_.scale_row(acc + r * D, D, 1.0f / l[r]);
       lse[r] = (m[r] + std::log2(l[r])) * std::numbers::ln2_v<float>;
     } else {  // no visible key: the output row is zero
       fillRow(acc + r * D, D, 0.0f);
@@ -206,7 +217,7 @@ MemoryPlan CpuFlashBackend::plan(const WorkloadSpec& spec) const {
   p.addStep("attention");
   planRunTensors(p, spec, kInputs, kAttention);
   p.add("lse", spec.batch * spec.heads * spec.seq_q * 4, kInputs, kAttention, BufferRole::workspace);
-  const TileLayout tiles = TileLayout::of(spec);
+  const TileLayout tiles = TileLayout::of(spec, activeTileKernels());
   const Work work = Work::of(spec, threads(), tiles);
   for (int w = 0; w < work.workers; ++w)
     p.add("tiles (worker " + std::to_string(w) + ")", tiles.floats * 4, kAttention, kAttention, BufferRole::workspace);

@@ -6,9 +6,9 @@
 #include <numbers>
 
 #include "core/mask.h"
-#include "kernels/cpu/cpu_blas.h"
 #include "kernels/cpu/dtype_rows.h"
 #include "kernels/cpu/softmax_math.h"
+#include "kernels/cpu/tile_kernels.h"
 
 namespace attnscope::cpu {
 namespace {
@@ -20,6 +20,28 @@ enum Step { kInputs, kScores, kSoftmax, kOutput };
 int64_t rowsPerTask(int64_t seq_kv, int64_t head_dim) {
   const int64_t target = (int64_t{1} << 22) / std::max<int64_t>(1, std::max(seq_kv, head_dim));
   return std::clamp<int64_t>(target, 1, 256);
+}
+
+// Tasks and workers of one run: task t covers rows [i0, i0 + n) of one (batch, head).
+struct RowWork {
+  int64_t rows = 0, blocks = 0, tasks = 0;
+  int workers = 0;
+  static RowWork of(const WorkloadSpec& s, int threads) {
+    RowWork w;
+    w.rows = rowsPerTask(s.seqKv(), s.headDim());
+    w.blocks = (s.seq_q + w.rows - 1) / w.rows;
+    w.tasks = s.batch * s.heads * w.blocks;
+    w.workers = static_cast<int>(std::min<int64_t>(threads, w.tasks));
+    return w;
+  }
+};
+
+// Each worker packs the K (then V) of the head its task needs for the tile kernels.
+std::vector<Buffer<float>> packBuffers(TrackingAllocator& alloc, int workers, int64_t floats, const char* what) {
+  std::vector<Buffer<float>> b;
+  b.reserve(static_cast<size_t>(workers));
+  for (int w = 0; w < workers; ++w) b.emplace_back(alloc, floats, std::string(what) + " (worker " + std::to_string(w) + ")");
+  return b;
 }
 
 // Upcasts a 16-bit tensor to fp32 in parallel chunks.
@@ -50,15 +72,14 @@ class ReferenceExecution final : public Execution {
 
 double ReferenceExecution::run() {
   const auto start = std::chrono::steady_clock::now();
-  setBlasThreads(1);
   TrackingAllocator& alloc = ctx_.allocator();
-  const int64_t B = s_.batch, H = s_.heads, Hkv = s_.kvHeads(), Lq = s_.seq_q, Lkv = s_.seqKv(), D = s_.headDim();
+  const int64_t H = s_.heads, Hkv = s_.kvHeads(), Lq = s_.seq_q, Lkv = s_.seqKv(), D = s_.headDim();
   const int64_t group = H / Hkv;
-  const bool wide = s_.dtype != DType::fp32;  // 16-bit inputs are upcast for the BLAS
-  const int64_t rows = rowsPerTask(Lkv, D);
-  const int64_t blocks = (Lq + rows - 1) / rows;
-  const int64_t tasks = B * H * blocks;
-  const int threads = pool_.threads();
+  const bool wide = s_.dtype != DType::fp32;  // 16-bit inputs are upcast for the products
+  const TileKernels& kernels = activeTileKernels();
+  const RowWork work = RowWork::of(s_, pool_.threads());
+  const int64_t rows = work.rows, blocks = work.blocks, tasks = work.tasks;
+  const int threads = work.workers;
   // Task t covers rows [i0, i0 + n) of (b, h) = bh.
   struct Rows {
     int64_t bh, b, h, kvh, i0, n;
@@ -90,12 +111,14 @@ double ReferenceExecution::run() {
       k = k32.data();
     }
     const float scale = static_cast<float>(s_.effectiveScale());
+    auto packs = packBuffers(alloc, threads, kernels.packedFloats(D, Lkv), "K^T packed");
     pool_.run(tasks, threads,
-              [&](int, int64_t t) {
+              [&](int worker, int64_t t) {
                 const Rows r = rowsOf(t);
-                sgemm(true, static_cast<int>(r.n), static_cast<int>(Lkv), static_cast<int>(D), scale,
-                      q + (r.bh * Lq + r.i0) * D, static_cast<int>(D), k + r.kvh * Lkv * D, static_cast<int>(D), 0.0f,
-                      scores.data() + (r.bh * Lq + r.i0) * Lkv, static_cast<int>(Lkv));
+                float* kp = packs[static_cast<size_t>(worker)].data();
+                kernels.pack_b(DType::fp32, k + r.kvh * Lkv * D, D, true, D, Lkv, kp);
+                kernels.gemm(r.n, Lkv, D, scale, q + (r.bh * Lq + r.i0) * D, D, kp, 0.0f,
+                          scores.data() + (r.bh * Lq + r.i0) * Lkv, Lkv);
               },
               &ctx_);
   }
@@ -116,15 +139,15 @@ double ReferenceExecution::run() {
                     const uint8_t* keep = t_.mask.data() + ((per_head ? r.bh * Lq : 0) + i) * Lkv;
                     applyKeepMask(srow + keys.begin, keep + keys.begin, n);
                   }
-                  const float mx = rowMax(srow + keys.begin, n);
+                  const float mx = kernels.row_max(srow + keys.begin, n);
                   if (n == 0 || std::isinf(mx)) {  // no visible key: the row of P is zero
                     fillRow(prow, Lkv, 0.0f);
                     continue;
                   }
                   fillRow(prow, keys.begin, 0.0f);
                   fillRow(prow + keys.end, Lkv - keys.end, 0.0f);
-                  const float sum = exp2Shifted(srow + keys.begin, prow + keys.begin, n, mx, std::numbers::log2e_v<float>);
-                  scaleRow(prow + keys.begin, n, 1.0f / sum);
+                  const float sum = kernels.exp2_shifted(srow + keys.begin, prow + keys.begin, n, mx, std::numbers::log2e_v<float>);
+                  kernels.scale_row(prow + keys.begin, n, 1.0f / sum);
                 }
               },
               &ctx_);
@@ -142,13 +165,14 @@ double ReferenceExecution::run() {
       v = v32.data();
       o = o32.data();
     }
+    auto packs = packBuffers(alloc, threads, kernels.packedFloats(Lkv, D), "V packed");
     pool_.run(tasks, threads,
-              [&](int, int64_t t) {
+              [&](int worker, int64_t t) {
                 const Rows r = rowsOf(t);
                 float* orows = o + (r.bh * Lq + r.i0) * D;
-                sgemm(false, static_cast<int>(r.n), static_cast<int>(D), static_cast<int>(Lkv), 1.0f,
-                      probs.data() + (r.bh * Lq + r.i0) * Lkv, static_cast<int>(Lkv), v + r.kvh * Lkv * D,
-                      static_cast<int>(D), 0.0f, orows, static_cast<int>(D));
+                float* vp = packs[static_cast<size_t>(worker)].data();
+                kernels.pack_b(DType::fp32, v + r.kvh * Lkv * D, D, false, Lkv, D, vp);
+                kernels.gemm(r.n, D, Lkv, 1.0f, probs.data() + (r.bh * Lq + r.i0) * Lkv, Lkv, vp, 0.0f, orows, D);
                 if (wide) fromFloat(s_.dtype, orows, r.n * D, t_.o.data(), (r.bh * Lq + r.i0) * D);
               },
               &ctx_);
@@ -173,6 +197,14 @@ MemoryPlan CpuReferenceBackend::plan(const WorkloadSpec& spec) const {
   const int64_t scores = spec.scoreElements() * 4;
   p.add("S = scale * Q K^T", scores, kScores, kSoftmax, BufferRole::workspace);
   p.add("P = softmax(S)", scores, kSoftmax, kOutput, BufferRole::workspace);
+  const TileKernels& kernels = activeTileKernels();
+  const int workers = RowWork::of(spec, threads()).workers;
+  const int64_t Lkv = spec.seqKv(), D = spec.headDim();
+  for (int w = 0; w < workers; ++w) {
+    const std::string worker = " (worker " + std::to_string(w) + ")";
+    p.add("K^T packed" + worker, kernels.packedFloats(D, Lkv) * 4, kScores, kScores, BufferRole::workspace);
+    p.add("V packed" + worker, kernels.packedFloats(Lkv, D) * 4, kOutput, kOutput, BufferRole::workspace);
+  }
   if (spec.dtype != DType::fp32) {
     p.add("q fp32", spec.qElements() * 4, kScores, kScores, BufferRole::workspace);
     p.add("k fp32", spec.kvElements() * 4, kScores, kScores, BufferRole::workspace);

@@ -1,7 +1,7 @@
 #pragma once
-// Row operations of the softmax, written as plain loops the compiler vectorises. Each is compiled
-// for AVX-512, AVX2+FMA and baseline x86-64 and picked at load time by the CPU (GCC
-// target_clones), so one binary runs on any x86-64 and still uses the wide units it finds.
+// Row operations of the softmax. rowMax, exp2Shifted and scaleRow forward to the active kernel
+// variant (tile_kernels.h: explicit AVX2 code on AVX2 and AVX-512 CPUs, plain loops on baseline
+// x86-64); the backends call the variant's functions directly, these are for everyone else.
 
 #include <cstdint>
 

@@ -1,9 +1,11 @@
-// registerCpuBackends: both backends in the registry, and the environment names the BLAS.
+// registerCpuBackends: both backends in the registry, and the environment names the kernels
+// that ran (variant and CPU features).
 
 #include <gtest/gtest.h>
 
 #include "core/environment.h"
 #include "kernels/cpu/cpu_backends.h"
+#include "kernels/cpu/tile_kernels.h"
 
 namespace attnscope {
 namespace {
@@ -20,9 +22,9 @@ TEST(CpuRegistry, RegistersBothBackendsAndTheBlasProbe) {
   EXPECT_EQ(again.ids(), registry.ids());
   const Environment env = captureEnvironment();
   EXPECT_FALSE(env.blas.empty());
-#ifdef ATTNSCOPE_EXPECT_OPENBLAS
-  EXPECT_NE(env.blas.find("OpenBLAS"), std::string::npos) << env.blas;
-#endif
+  EXPECT_EQ(env.blas.rfind("cpu kernels: ", 0), 0u) << env.blas;
+  EXPECT_NE(env.blas.find(cpu::activeTileKernels().name), std::string::npos) << env.blas;
+  EXPECT_NE(env.blas.find("(own"), std::string::npos) << env.blas;
 }
 
 }  // namespace

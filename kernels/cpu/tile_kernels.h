@@ -1,0 +1,56 @@
+#pragma once
+// The hot loops of the CPU backends, one set per instruction-set variant (cpu_isa.h), picked at
+// run time: the matrix products (our own register-blocked micro-kernels; docs/PERFORMANCE.md
+// says why these and not a BLAS) and the softmax rows.
+//
+// A product is two steps. packB copies op(B) (k x n, from fp32, fp16 or bf16 storage) into
+// strips of nr columns, converted to fp32 and zero-padded to a whole strip; gemm then computes
+// C = alpha * A * op(B) + beta * C with A an fp32 row-major m x k matrix. The caller owns the
+// packed buffer (packedFloats floats), so it is counted in the backends' memory plans.
+
+#include <cstdint>
+#include <string>
+
+#include "core/dtype.h"
+#include "kernels/cpu/cpu_isa.h"
+
+namespace attnscope::cpu {
+
+struct TileKernels {
+  CpuIsa isa;
+  const char* name;  // e.g. "avx2+fma" (what the environment record and bench_cpu print)
+  int nr;            // columns of a packed strip
+  int mr;            // rows of one micro-kernel call
+
+  // transposed: B is stored n rows of k elements (K of attention: op(B) = K^T); otherwise k rows
+  // of n (V). ld is the stored row stride in elements; src points at element (0, 0).
+  void (*pack_b)(DType dtype, const void* src, int64_t ld, bool transposed, int64_t k, int64_t n, float* out);
+
+  // beta 0 never reads C, so it may hold anything (NaN included).
+  void (*gemm)(int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda, const float* packed_b,
+               float beta, float* c, int64_t ldc);
+
+  // The softmax rows, as specified in softmax_math.h (which forwards to the active variant).
+  float (*row_max)(const float* x, int64_t n);
+  float (*exp2_shifted)(const float* in, float* out, int64_t n, float shift, float k);
+  void (*scale_row)(float* x, int64_t n, float a);
+
+  int64_t packedFloats(int64_t k, int64_t n) const { return k * ((n + nr - 1) / nr * nr); }
+};
+
+// The kernels of one variant (the caller checks cpuSupports first).
+const TileKernels& tileKernels(CpuIsa isa);
+
+// The kernels of activeCpuIsa().
+inline const TileKernels& activeTileKernels() { return tileKernels(activeCpuIsa()); }
+
+// "cpu kernels: avx2+fma (own; CPU has ...)" for the environment record.
+std::string cpuKernelDescription();
+
+// The variant tables, one per translation unit (each built for its instruction set).
+extern const TileKernels kTileKernelsBaseline;
+extern const TileKernels kTileKernelsAvx2;
+extern const TileKernels kTileKernelsAvx512;
+extern const TileKernels kTileKernelsAvx512Bf16;
+
+}  // namespace attnscope::cpu

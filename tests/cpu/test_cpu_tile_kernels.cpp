@@ -1,0 +1,151 @@
+// Every kernel variant's building blocks (packing from each dtype, the products, the softmax
+// rows) against plain double-precision loops, on awkward sizes: partial strips and row blocks,
+// k past one cache block, beta 0 over NaN. Variants this CPU lacks are compiled into the binary
+// but skipped here, with a message naming what is missing.
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/dtype.h"
+#include "kernels/cpu/cpu_isa.h"
+#include "kernels/cpu/tile_kernels.h"
+
+namespace attnscope::cpu {
+namespace {
+
+class TileKernelsTest : public ::testing::TestWithParam<CpuIsa> {
+ protected:
+  void SetUp() override {
+    if (!cpuSupports(GetParam()))
+      GTEST_SKIP() << "variant " << toString(GetParam())
+                   << " is compiled but not run: this CPU lacks it (CPU features: " << cpuFeatureList() << ")";
+  }
+  const TileKernels& kernels() const { return tileKernels(GetParam()); }
+};
+
+// Values exactly representable in every dtype, so packing from fp16 / bf16 is exact.
+std::vector<uint8_t> storeAs(DType d, const std::vector<float>& values) {
+  std::vector<uint8_t> out(values.size() * static_cast<size_t>(bytesPerElement(d)));
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (d == DType::fp32) {
+      reinterpret_cast<float*>(out.data())[i] = values[i];
+    } else {
+      reinterpret_cast<uint16_t*>(out.data())[i] = d == DType::fp16 ? floatToHalf(values[i]) : floatToBf16(values[i]);
+    }
+  }
+  return out;
+}
+
+std::vector<float> representable(size_t n, std::mt19937& rng) {
+  std::uniform_int_distribution<int> dist(-64, 64);
+  std::vector<float> v(n);
+  for (float& x : v) x = static_cast<float>(dist(rng)) / 32.0f;  // 7 significant bits at most
+  return v;
+}
+
+TEST_P(TileKernelsTest, NameAndShape) {
+  EXPECT_EQ(kernels().isa, GetParam());
+  EXPECT_GE(kernels().nr, 8);
+  EXPECT_GE(kernels().mr, 1);
+  EXPECT_EQ(kernels().packedFloats(3, 1), 3 * kernels().nr);
+}
+
+TEST_P(TileKernelsTest, ProductsMatchDoubleLoops) {
+  std::mt19937 rng(7);
+  const TileKernels& g = kernels();
+  for (DType dtype : {DType::fp32, DType::fp16, DType::bf16})
+    for (bool transposed : {true, false})
+      for (int64_t m : {1, 5, 13, 64})
+        for (int64_t n : {1, 7, 16, 33, 70})
+          for (int64_t k : {1, 8, 59, 300}) {
+            const int64_t ld = (transposed ? k : n) + 3;  // a row stride wider than the rows
+            const std::vector<float> a = representable(static_cast<size_t>(m * k), rng);
+            const std::vector<float> b = representable(static_cast<size_t>((transposed ? n : k) * ld), rng);
+            const std::vector<uint8_t> stored = storeAs(dtype, b);
+            std::vector<float> packed(static_cast<size_t>(g.packedFloats(k, n)), std::nanf(""));
+            g.pack_b(dtype, stored.data(), ld, transposed, k, n, packed.data());
+            for (float beta : {0.0f, 1.0f}) {
+              const int64_t ldc = n + 2;
+              std::vector<float> c(static_cast<size_t>(m * ldc), beta == 0.0f ? std::nanf("") : 0.25f);
+              g.gemm(m, n, k, 0.5f, a.data(), k, packed.data(), beta, c.data(), ldc);
+              for (int64_t i = 0; i < m; ++i)
+                for (int64_t j = 0; j < n; ++j) {
+                  double want = beta == 0.0f ? 0.0 : 0.25;
+                  for (int64_t p = 0; p < k; ++p)
+                    want += 0.5 * a[i * k + p] * static_cast<double>(b[transposed ? j * ld + p : p * ld + j]);
+                  ASSERT_NEAR(c[i * ldc + j], want, 1e-4 * (1.0 + std::abs(want)))
+                      << toString(dtype) << (transposed ? " B^T" : " B") << " m=" << m << " n=" << n << " k=" << k
+                      << " beta=" << beta << " at (" << i << ", " << j << ")";
+                }
+              for (int64_t i = 0; i < m; ++i)  // the columns past n are left alone
+                for (int64_t j = n; j < ldc; ++j)
+                  if (beta != 0.0f) {
+                    ASSERT_EQ(c[i * ldc + j], 0.25f);
+                  }
+            }
+          }
+}
+
+TEST_P(TileKernelsTest, SoftmaxRowsMatchLibm) {
+  const TileKernels& g = kernels();
+  constexpr float kInf = std::numeric_limits<float>::infinity();
+  for (int64_t n : {0, 1, 7, 8, 9, 31, 256, 1025}) {
+    std::vector<float> in(static_cast<size_t>(n)), out(static_cast<size_t>(n));
+    for (int64_t j = 0; j < n; ++j) in[j] = -140.0f + 150.0f * static_cast<float>(j) / static_cast<float>(n);
+    if (n > 2) in[1] = -kInf;  // a masked score
+    float want_max = -kInf;
+    for (float x : in) want_max = std::max(want_max, x);
+    EXPECT_EQ(g.row_max(in.data(), n), want_max) << n;
+    const float sum = g.exp2_shifted(in.data(), out.data(), n, 2.0f, 1.5f);
+    double want_sum = 0;
+    for (int64_t j = 0; j < n; ++j) {
+      const double x = (in[j] - 2.0f) * 1.5f;  // the argument as the kernels round it
+      const double want = x < -126.0 ? 0.0 : std::exp2(x);
+      want_sum += want;
+      if (want == 0.0)
+        EXPECT_EQ(out[j], 0.0f) << n << " " << j;
+      else
+        EXPECT_NEAR(out[j] / want, 1.0, 4e-7) << n << " " << j;
+    }
+    EXPECT_NEAR(sum, want_sum, 1e-6 * (1.0 + want_sum)) << n;
+    std::vector<float> x = in;
+    g.scale_row(x.data(), n, -0.5f);
+    for (int64_t j = 0; j < n; ++j) EXPECT_EQ(x[j], -0.5f * in[j]);
+  }
+}
+
+std::string variantName(const ::testing::TestParamInfo<CpuIsa>& info) { return std::string(toString(info.param)); }
+
+INSTANTIATE_TEST_SUITE_P(Variants, TileKernelsTest, ::testing::ValuesIn(kAllCpuIsas), variantName);
+
+TEST(CpuIsa, ChoiceAndOverride) {
+  EXPECT_TRUE(cpuSupports(CpuIsa::baseline));
+  EXPECT_TRUE(cpuSupports(bestCpuIsa()));
+  for (CpuIsa i : kAllCpuIsas) EXPECT_EQ(parseCpuIsa(toString(i)), i);
+  EXPECT_FALSE(parseCpuIsa("sse3").has_value());
+  const bool env_set = std::getenv("ATTNSCOPE_CPU_ISA") != nullptr;
+  if (!env_set) {
+    EXPECT_EQ(activeCpuIsa(), bestCpuIsa());
+  }
+  setCpuIsaOverride(CpuIsa::baseline);
+  EXPECT_EQ(activeCpuIsa(), CpuIsa::baseline);
+  EXPECT_EQ(activeTileKernels().isa, CpuIsa::baseline);
+  EXPECT_NE(cpuKernelDescription().find("forced"), std::string::npos) << cpuKernelDescription();
+  setCpuIsaOverride(std::nullopt);
+  if (!env_set) {
+    EXPECT_EQ(activeCpuIsa(), bestCpuIsa());
+  }
+  for (CpuIsa i : kAllCpuIsas)
+    if (!cpuSupports(i)) {
+      EXPECT_THROW(setCpuIsaOverride(i), std::invalid_argument) << toString(i);
+    }
+}
+
+}  // namespace
+}  // namespace attnscope::cpu
