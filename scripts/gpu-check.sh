@@ -5,11 +5,12 @@
 # SDPA backends, measured in the same session. Copy the tables with the GPU, driver and date into
 # docs/PERFORMANCE.md.
 #
-#   scripts/gpu-check.sh [--skip-tests] [--skip-overhead] [--skip-bench] [--quick] [--full]
+#   scripts/gpu-check.sh [--skip-tests] [--skip-overhead] [--skip-bench] [--skip-explain] [--quick] [--full]
 #                        [--build-only] [--dry-run]
 #
 #   --quick       shorter bench table (seq 1024,4096)       --full  build everything, run all of ctest
 #   --build-only  configure and build, run nothing          --dry-run  print the cmake commands only
+#   --skip-explain  skip `attnscope explain` vs torch's real choice and max_memory_allocated
 #
 # On the lent GPU machine (device tool). Its image has nvcc, CMake, ninja and python3+torch but not
 # the -dev packages (SQLite, nlohmann_json, GoogleTest) and no network, so first, HERE:
@@ -17,7 +18,8 @@
 # then one device-tool call, from the repo root:
 #     run  command: "bash scripts/gpu-check.sh"   carry: [".gpu-deps"]   timeout_s: 480
 # Estimated (not yet run on a GPU) to finish in about 5-6 minutes on an H200; 480 s leaves room
-# for one rerun (e.g. "bash scripts/gpu-check.sh --skip-tests", which reuses build-gpu/ on a
+# for one rerun; the explain check (scripts/explain_gpu_check.py, also builds the attnscope binary) adds
+# an estimated 1-2 minutes, --skip-explain leaves it out (e.g. "bash scripts/gpu-check.sh --skip-tests", which reuses build-gpu/ on a
 # still-warm machine) inside the 15 minutes of device time, machine start included. Everything
 # printed is also written to $OUT/gpu-check.log (with build.log and the overhead TSVs) so it comes
 # back even when the command is stopped at its time limit.
@@ -40,6 +42,7 @@ OVERHEAD_REPS=${OVERHEAD_REPS:-30}
 run_tests=1
 run_overhead=1
 run_bench=1
+run_explain=1
 full=0
 dry_run=0
 seqs=1024,4096,16384
@@ -48,9 +51,10 @@ for arg in "$@"; do
     --skip-tests) run_tests=0 ;;
     --skip-overhead) run_overhead=0 ;;
     --skip-bench) run_bench=0 ;;
+    --skip-explain) run_explain=0 ;;
     --quick) seqs=1024,4096 ;;
     --full) full=1 ;;
-    --build-only) run_tests=0; run_overhead=0; run_bench=0 ;;
+    --build-only) run_tests=0; run_overhead=0; run_bench=0; run_explain=0 ;;
     --dry-run) dry_run=1 ;;
     -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
     *) echo "gpu-check: unknown argument $arg" >&2; exit 2 ;;
@@ -185,7 +189,7 @@ configure=(cmake -S "$ROOT" -B "$BUILD" "${generator[@]}" -DCMAKE_BUILD_TYPE=Rel
 # What the GPU part needs: the CUDA and CUPTI tests (the gpu-labelled ones and the ones that check
 # whichever case the machine is in) and bench_cuda. --full builds everything.
 wanted=(test_cuda_host_logic test_cuda_registry test_cuda_backends test_cupti_adapter test_cupti_unavailable
-        test_cupti_gpu bench_cuda)
+        test_cupti_gpu bench_cuda attnscope)
 
 if ((dry_run)); then
   echo "# $dep_note"
@@ -284,6 +288,18 @@ if ((run_bench)); then
     timeout 180 python3 "$ROOT/scripts/bench_torch_sdpa.py" --seq "$seqs" --head-dim 64,128 --mask none,causal --dtype fp16,bf16 || status=1
   else
     echo "python3 with a CUDA-enabled torch not found; torch table skipped"
+  fi
+fi
+if ((run_explain)); then
+  section "attnscope explain vs torch: predicted kernel and memory next to _fused_sdp_choice and max_memory_allocated"
+  if [[ ! -x $BUILD/app/attnscope ]]; then
+    echo "attnscope binary not built; explain check skipped"
+  elif python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' >/dev/null 2>&1; then
+    explain_args=()
+    [[ $seqs == 1024,4096 ]] && explain_args=(--quick)
+    timeout 240 python3 "$ROOT/scripts/explain_gpu_check.py" --attnscope "$BUILD/app/attnscope" "${explain_args[@]}" || status=1
+  else
+    echo "python3 with a CUDA-enabled torch not found; explain check skipped"
   fi
 fi
 section "done (exit $status)"

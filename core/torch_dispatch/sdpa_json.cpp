@@ -39,7 +39,10 @@ nlohmann::json toJson(const SdpaExplanation& x) {
                            {"extra_bytes", s.extra_bytes}, {"spec", attnscope::toJson(s.spec)}, {"target", targetJson(s.target)}});
   nlohmann::json out{{"spec", attnscope::toJson(x.spec)},
                      {"target", targetJson(x.target)},
-                     {"call", {{"python", x.call.pythonCall()}, {"tensors", x.call.describe()}, {"mask", toString(x.call.mask)}}},
+                     {"call", {{"python", x.call.pythonCall()}, {"tensors", x.call.describe()}, {"mask", toString(x.call.mask)},
+                               {"mask_shape", x.call.mask_shape}, {"B", x.call.batch}, {"H", x.call.q_heads},
+                               {"Hkv", x.call.kv_heads}, {"L", x.call.seq_q}, {"S", x.call.seq_kv}, {"D", x.call.head_dim},
+                               {"Dv", x.call.head_dim_v}, {"dtype", toString(x.call.dtype)}, {"enable_gqa", x.call.enable_gqa}}},
                      {"priority_order", {{"kernels", order}, {"reason", x.order.reason}, {"source", x.order.source}}},
                      {"verdicts", verdicts},
                      {"chosen", x.chosen ? nlohmann::json(toString(*x.chosen)) : nlohmann::json(nullptr)},
