@@ -18,11 +18,12 @@
 # then one device-tool call, from the repo root:
 #     run  command: "bash scripts/gpu-check.sh"   carry: [".gpu-deps"]   timeout_s: 480
 # Estimated (not yet run on a GPU) to finish in about 5-6 minutes on an H200; 480 s leaves room
-# for one rerun; the explain check (scripts/explain_gpu_check.py, also builds the attnscope binary) adds
-# an estimated 1-2 minutes, --skip-explain leaves it out (e.g. "bash scripts/gpu-check.sh --skip-tests", which reuses build-gpu/ on a
+# for one rerun (e.g. "bash scripts/gpu-check.sh --skip-tests", which reuses build-gpu/ on a
 # still-warm machine) inside the 15 minutes of device time, machine start included. Everything
 # printed is also written to $OUT/gpu-check.log (with build.log and the overhead TSVs) so it comes
 # back even when the command is stopped at its time limit.
+# The explain check (scripts/explain_gpu_check.py; it also builds the attnscope binary) adds an
+# estimated 1-2 minutes; --skip-explain leaves it out.
 #
 # Dependencies: .gpu-deps/ when present (static libraries: the binaries need nothing from it at run
 # time), else the system's packages; the script stops before configuring, naming what is missing.
