@@ -169,8 +169,8 @@ void tileRates(int64_t d) {
     for (int t = 0; t < tiles; ++t) {
       g.pack_b(DType::fp32, k.data(), d, true, d, bk, kp.data());
       g.pack_b(DType::fp32, v.data(), d, false, bk, d, vp.data());
-      g.gemm(bq, bk, d, 1.0f, q.data(), d, kp.data(), 0.0f, s.data(), bk);
-      g.gemm(bq, d, bk, 1.0f, s.data(), bk, vp.data(), 1.0f, o.data(), d);
+      g.gemmPacked(bq, bk, d, 1.0f, q.data(), d, kp.data(), 0.0f, s.data(), bk);
+      g.gemmPacked(bq, d, bk, 1.0f, s.data(), bk, vp.data(), 1.0f, o.data(), d);
     }
     ours.push_back(seconds(t0));
     t0 = std::chrono::steady_clock::now();

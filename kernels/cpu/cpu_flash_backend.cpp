@@ -22,6 +22,11 @@ constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 // One worker's scratch, carved out of a single tracked float buffer. Every part starts on a
 // 64-byte boundary. K and V tiles are packed (converted to fp32, laid out in the kernel
 // variant's strips) once per key tile and reused by every query row of the tile.
+// An fp32 V whose rows are whole kernel strips is used in place; anything else is packed.
+bool packsV(const WorkloadSpec& spec, const TileKernels& kernels) {
+  return spec.dtype != DType::fp32 || kernels.needsPacking(spec.headDim());
+}
+
 struct TileLayout {
   int64_t bq = 0, bk = 0, d = 0;
   int64_t q = 0, k = 0, v = 0, s = 0, acc = 0, m = 0, l = 0, floats = 0;
@@ -40,7 +45,7 @@ struct TileLayout {
     };
     t.q = take(t.bq * t.d);
     t.k = take(kernels.packedFloats(t.d, t.bk));  // K^T: d x bk
-    t.v = take(kernels.packedFloats(t.bk, t.d));  // V: bk x d
+    t.v = packsV(spec, kernels) ? take(kernels.packedFloats(t.bk, t.d)) : -1;  // V: bk x d
     t.s = take(t.bq * t.bk);
     t.acc = take(t.bq * t.d);
     t.m = take(t.bq);
@@ -107,11 +112,11 @@ double FlashExecution::run() {
 
 void FlashExecution::queryTile(float* scratch, int64_t task) const {
   const int64_t H = s_.heads, Hkv = s_.kvHeads(), Lq = s_.seq_q, Lkv = s_.seqKv(), D = s_.headDim();
-  const int64_t BH = s_.batch * H;
-  // Last query tiles first: under causal masks they see the most keys, and starting the longest
-  // tasks first keeps the threads evenly busy to the end.
-  const int64_t bh = task % BH;
-  const int64_t i0 = (work_.query_tiles - 1 - task / BH) * tiles_.bq;
+  // Head by head, so that the workers share one head's K and V in the caches; within a head,
+  // last query tiles first: under causal masks they see the most keys, and the short tasks
+  // left at the end keep the threads evenly busy.
+  const int64_t bh = task / work_.query_tiles;
+  const int64_t i0 = (work_.query_tiles - 1 - task % work_.query_tiles) * tiles_.bq;
   const int64_t nq = std::min(tiles_.bq, Lq - i0);
   const int64_t b = bh / H, h = bh % H;
   const int64_t kv_first = ((b * Hkv + h / (H / Hkv)) * Lkv) * D;  // element index of K/V row 0
@@ -125,7 +130,7 @@ void FlashExecution::queryTile(float* scratch, int64_t task) const {
   float* m = scratch + tiles_.m;
   float* l = scratch + tiles_.l;
   float* kp = scratch + tiles_.k;
-  float* vp = scratch + tiles_.v;
+  float* vp = tiles_.v >= 0 ? scratch + tiles_.v : nullptr;
   // Scores come out in base 2 (scale * log2(e) folded into Q), so the softmax needs only exp2.
   toFloat(s_.dtype, t_.q.data(), (bh * Lq + i0) * D, nq * D, q,
           static_cast<float>(s_.effectiveScale()) * std::numbers::log2e_v<float>);
@@ -159,9 +164,9 @@ void FlashExecution::queryTile(float* scratch, int64_t task) const {
     const int64_t nk = std::min(tiles_.bk, key_end - j0);
     // K^T and V of this key tile, converted to fp32 and packed for the kernels.
     kernels_.pack_b(s_.dtype, t_.k.data() + (kv_first + j0 * D) * elem, D, true, D, nk, kp);
-    kernels_.pack_b(s_.dtype, t_.v.data() + (kv_first + j0 * D) * elem, D, false, nk, D, vp);
+    if (vp) kernels_.pack_b(s_.dtype, t_.v.data() + (kv_first + j0 * D) * elem, D, false, nk, D, vp);
     lap(0);
-    kernels_.gemm(nq, nk, D, 1.0f, q, D, kp, 0.0f, s, nk);
+    kernels_.gemmPacked(nq, nk, D, 1.0f, q, D, kp, 0.0f, s, nk);
     lap(1);
 
     // Online softmax: row r of s becomes exp2(s - m_new) over its visible keys and 0 elsewhere;
@@ -187,7 +192,11 @@ void FlashExecution::queryTile(float* scratch, int64_t task) const {
       m[r] = m_new;
     }
     lap(2);
-    kernels_.gemm(nq, D, nk, 1.0f, s, nk, vp, 1.0f, acc, D);
+    if (vp)
+      kernels_.gemmPacked(nq, D, nk, 1.0f, s, nk, vp, 1.0f, acc, D);
+    else
+      kernels_.gemmRows(nq, D, nk, 1.0f, s, nk, reinterpret_cast<const float*>(t_.v.data()) + kv_first + j0 * D, D,
+                        1.0f, acc, D);
     lap(3);
   }
   if (profile) addFlashProfile(ns[0], ns[1], ns[2], ns[3]);

@@ -117,7 +117,7 @@ double ReferenceExecution::run() {
                 const Rows r = rowsOf(t);
                 float* kp = packs[static_cast<size_t>(worker)].data();
                 kernels.pack_b(DType::fp32, k + r.kvh * Lkv * D, D, true, D, Lkv, kp);
-                kernels.gemm(r.n, Lkv, D, scale, q + (r.bh * Lq + r.i0) * D, D, kp, 0.0f,
+                kernels.gemmPacked(r.n, Lkv, D, scale, q + (r.bh * Lq + r.i0) * D, D, kp, 0.0f,
                           scores.data() + (r.bh * Lq + r.i0) * Lkv, Lkv);
               },
               &ctx_);
@@ -172,7 +172,7 @@ double ReferenceExecution::run() {
                 float* orows = o + (r.bh * Lq + r.i0) * D;
                 float* vp = packs[static_cast<size_t>(worker)].data();
                 kernels.pack_b(DType::fp32, v + r.kvh * Lkv * D, D, false, Lkv, D, vp);
-                kernels.gemm(r.n, D, Lkv, 1.0f, probs.data() + (r.bh * Lq + r.i0) * Lkv, Lkv, vp, 0.0f, orows, D);
+                kernels.gemmPacked(r.n, D, Lkv, 1.0f, probs.data() + (r.bh * Lq + r.i0) * Lkv, Lkv, vp, 0.0f, orows, D);
                 if (wide) fromFloat(s_.dtype, orows, r.n * D, t_.o.data(), (r.bh * Lq + r.i0) * D);
               },
               &ctx_);

@@ -3,9 +3,10 @@
 // run time: the matrix products (our own register-blocked micro-kernels; docs/PERFORMANCE.md
 // says why these and not a BLAS) and the softmax rows.
 //
-// A product is two steps. packB copies op(B) (k x n, from fp32, fp16 or bf16 storage) into
+// A product is two steps. pack_b copies op(B) (k x n, from fp32, fp16 or bf16 storage) into
 // strips of nr columns, converted to fp32 and zero-padded to a whole strip; gemm then computes
-// C = alpha * A * op(B) + beta * C with A an fp32 row-major m x k matrix. The caller owns the
+// C = alpha * A * op(B) + beta * C with A an fp32 row-major m x k matrix. An fp32 B whose rows
+// are whole strips is used in place (gemmRows). The caller owns the
 // packed buffer (packedFloats floats), so it is counted in the backends' memory plans.
 
 #include <cstdint>
@@ -26,9 +27,11 @@ struct TileKernels {
   // of n (V). ld is the stored row stride in elements; src points at element (0, 0).
   void (*pack_b)(DType dtype, const void* src, int64_t ld, bool transposed, int64_t k, int64_t n, float* out);
 
-  // beta 0 never reads C, so it may hold anything (NaN included).
-  void (*gemm)(int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda, const float* packed_b,
-               float beta, float* c, int64_t ldc);
+  // C = alpha * A * B + beta * C with B in strips of nr columns: strip s starts at
+  // b + s * strip_stride and its rows are ldb floats apart (packB's layout: ldb = nr,
+  // strip_stride = k * nr; see packed()). beta 0 never reads C, so it may hold anything.
+  void (*gemm)(int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda, const float* b, int64_t ldb,
+               int64_t strip_stride, float beta, float* c, int64_t ldc);
 
   // The softmax rows, as specified in softmax_math.h (which forwards to the active variant).
   float (*row_max)(const float* x, int64_t n);
@@ -36,6 +39,20 @@ struct TileKernels {
   void (*scale_row)(float* x, int64_t n, float a);
 
   int64_t packedFloats(int64_t k, int64_t n) const { return k * ((n + nr - 1) / nr * nr); }
+
+  // gemm on what pack_b wrote.
+  void gemmPacked(int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda, const float* packed,
+                  float beta, float* c, int64_t ldc) const {
+    gemm(m, n, k, alpha, a, lda, packed, nr, k * nr, beta, c, ldc);
+  }
+
+  // A row-major fp32 B (k x n, row stride ldb) already is in strips when n is a whole number of
+  // them: strip s is columns [s * nr, (s + 1) * nr), no packing needed.
+  bool needsPacking(int64_t n) const { return n % nr != 0; }
+  void gemmRows(int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda, const float* b, int64_t ldb,
+                float beta, float* c, int64_t ldc) const {
+    gemm(m, n, k, alpha, a, lda, b, ldb, nr, beta, c, ldc);
+  }
 };
 
 // The kernels of one variant (the caller checks cpuSupports first).

@@ -39,7 +39,7 @@ struct Vec {
 
 }  // namespace
 
-const TileKernels kTileKernelsAvx512 = {CpuIsa::avx512, "avx512f", kNr<Vec>, Vec::kMr, packAvx<Vec>, gemmPacked<Vec>,
+const TileKernels kTileKernelsAvx512 = {CpuIsa::avx512, "avx512f", kNr<Vec>, Vec::kMr, packAvx<Vec>, gemmStrips<Vec>,
                                  rowMaxAvx, exp2ShiftedAvx, scaleRowAvx};
 
 }  // namespace attnscope::cpu

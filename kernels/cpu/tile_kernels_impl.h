@@ -24,16 +24,16 @@ constexpr int64_t kKc = 256;
 inline int64_t smaller(int64_t a, int64_t b) { return a < b ? a : b; }
 
 // C[0..MR) x [0..ncols) = alpha * A B + beta * C over kc steps. a: row-major with stride lda;
-// b: one packed strip block (kc rows of kNr floats).
+// b: one strip block, kc rows of kNr floats, ldb floats apart.
 template <class V, int MR>
-inline void microKernel(int64_t kc, const float* a, int64_t lda, const float* b, float* c, int64_t ldc,
+inline void microKernel(int64_t kc, const float* a, int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc,
                         int64_t ncols, float alpha, float beta) {
   constexpr int W = V::kWidth, NR = kNr<V>;
   typename V::Reg acc[MR][2];
 #pragma GCC unroll 16
   for (int i = 0; i < MR; ++i) acc[i][0] = acc[i][1] = V::zero();
   for (int64_t p = 0; p < kc; ++p) {
-    const typename V::Reg b0 = V::load(b + p * NR), b1 = V::load(b + p * NR + W);
+    const typename V::Reg b0 = V::load(b + p * ldb), b1 = V::load(b + p * ldb + W);
 #pragma GCC unroll 16
     for (int i = 0; i < MR; ++i) {
       const typename V::Reg ai = V::set1(a[i * lda + p]);
@@ -73,19 +73,19 @@ inline void microKernel(int64_t kc, const float* a, int64_t lda, const float* b,
 
 // The rows left over after the whole MR blocks: one micro-kernel of exactly `rows` rows.
 template <class V, int R>
-inline void tailKernel(int rows, int64_t kc, const float* a, int64_t lda, const float* b, float* c, int64_t ldc,
-                       int64_t ncols, float alpha, float beta) {
+inline void tailKernel(int rows, int64_t kc, const float* a, int64_t lda, const float* b, int64_t ldb, float* c,
+                       int64_t ldc, int64_t ncols, float alpha, float beta) {
   if constexpr (R > 0) {
     if (rows == R)
-      microKernel<V, R>(kc, a, lda, b, c, ldc, ncols, alpha, beta);
+      microKernel<V, R>(kc, a, lda, b, ldb, c, ldc, ncols, alpha, beta);
     else
-      tailKernel<V, R - 1>(rows, kc, a, lda, b, c, ldc, ncols, alpha, beta);
+      tailKernel<V, R - 1>(rows, kc, a, lda, b, ldb, c, ldc, ncols, alpha, beta);
   }
 }
 
 template <class V>
-void gemmPacked(int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda, const float* packed,
-                float beta, float* c, int64_t ldc) {
+void gemmStrips(int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda, const float* b,
+                int64_t ldb, int64_t strip_stride, float beta, float* c, int64_t ldc) {
   constexpr int MR = V::kMr, NR = kNr<V>;
   if (m <= 0 || n <= 0) return;
   if (k <= 0) {
@@ -98,14 +98,14 @@ void gemmPacked(int64_t m, int64_t n, int64_t k, float alpha, const float* a, in
     const int64_t kc = smaller(kKc, k - pc);
     const float beta_here = pc == 0 ? beta : 1.0f;
     for (int64_t s = 0; s < strips; ++s) {
-      const float* bs = packed + s * k * NR + pc * NR;
+      const float* bs = b + s * strip_stride + pc * ldb;
       const int64_t nc = smaller(NR, n - s * NR);
       float* cs = c + s * NR;
       int64_t i = 0;
-      for (; i + MR <= m; i += MR) microKernel<V, MR>(kc, a + i * lda + pc, lda, bs, cs + i * ldc, ldc, nc, alpha, beta_here);
+      for (; i + MR <= m; i += MR) microKernel<V, MR>(kc, a + i * lda + pc, lda, bs, ldb, cs + i * ldc, ldc, nc, alpha, beta_here);
       if (i < m)
-        tailKernel<V, MR - 1>(static_cast<int>(m - i), kc, a + i * lda + pc, lda, bs, cs + i * ldc, ldc, nc, alpha,
-                              beta_here);
+        tailKernel<V, MR - 1>(static_cast<int>(m - i), kc, a + i * lda + pc, lda, bs, ldb, cs + i * ldc, ldc, nc,
+                              alpha, beta_here);
     }
   }
 }

@@ -62,7 +62,7 @@ TEST_P(TileKernelsTest, ProductsMatchDoubleLoops) {
   for (DType dtype : {DType::fp32, DType::fp16, DType::bf16})
     for (bool transposed : {true, false})
       for (int64_t m : {1, 5, 13, 64})
-        for (int64_t n : {1, 7, 16, 33, 70})
+        for (int64_t n : {1, 7, 16, 33, 64, 70})
           for (int64_t k : {1, 8, 59, 300}) {
             const int64_t ld = (transposed ? k : n) + 3;  // a row stride wider than the rows
             const std::vector<float> a = representable(static_cast<size_t>(m * k), rng);
@@ -73,7 +73,12 @@ TEST_P(TileKernelsTest, ProductsMatchDoubleLoops) {
             for (float beta : {0.0f, 1.0f}) {
               const int64_t ldc = n + 2;
               std::vector<float> c(static_cast<size_t>(m * ldc), beta == 0.0f ? std::nanf("") : 0.25f);
-              g.gemm(m, n, k, 0.5f, a.data(), k, packed.data(), beta, c.data(), ldc);
+              // Packed, and (fp32 B whose rows are whole strips) in place.
+              const bool in_place = dtype == DType::fp32 && !transposed && !g.needsPacking(n) && beta == 1.0f;
+              if (in_place)
+                g.gemmRows(m, n, k, 0.5f, a.data(), k, b.data(), ld, beta, c.data(), ldc);
+              else
+                g.gemmPacked(m, n, k, 0.5f, a.data(), k, packed.data(), beta, c.data(), ldc);
               for (int64_t i = 0; i < m; ++i)
                 for (int64_t j = 0; j < n; ++j) {
                   double want = beta == 0.0f ? 0.0 : 0.25;
