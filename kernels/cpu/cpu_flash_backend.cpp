@@ -19,33 +19,53 @@ enum Step { kInputs, kAttention };
 
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
-// One worker's scratch, carved out of a single tracked float buffer. Every part starts on a
-// 64-byte boundary. K and V tiles are packed (converted to fp32, laid out in the kernel
-// variant's strips) once per key tile and reused by every query row of the tile.
 // An fp32 V whose rows are whole kernel strips is used in place; anything else is packed.
 bool packsV(const WorkloadSpec& spec, const TileKernels& kernels) {
   return spec.dtype != DType::fp32 || kernels.needsPacking(spec.headDim());
 }
 
+// bf16 workloads on a variant with bf16 products (avx512_bf16) keep Q, K, V and P in bf16 and
+// accumulate in fp32, as PyTorch's CPU flash does; the scale is then applied to the scores in
+// the softmax, which needs it positive to keep the row maximum where it is.
+bool usesPairs(const WorkloadSpec& spec, const TileKernels& kernels) {
+  return kernels.gemm_pairs != nullptr && spec.dtype == DType::bf16 && spec.effectiveScale() > 0;
+}
+
+// One worker's scratch, carved out of a single tracked float buffer. Every part starts on a
+// 64-byte boundary. K and V tiles are packed (converted to fp32 and laid out in the kernel
+// variant's strips, or kept in bf16 pairs) once per key tile and reused by every query row.
 struct TileLayout {
+  bool pairs = false;
   int64_t bq = 0, bk = 0, d = 0;
-  int64_t q = 0, k = 0, v = 0, s = 0, acc = 0, m = 0, l = 0, floats = 0;
+  int64_t d2 = 0, bk2 = 0;  // bf16 rows padded to an even length (pairs only)
+  int64_t q = 0, k = 0, v = 0, p = -1, s = 0, acc = 0, m = 0, l = 0, floats = 0;
 
   static int64_t pad(int64_t n) { return (n + 15) / 16 * 16; }
+  static int64_t halves(int64_t n) { return (n + 1) / 2; }  // floats holding n bf16 values
   static TileLayout of(const WorkloadSpec& spec, const TileKernels& kernels) {
     TileLayout t;
+    t.pairs = usesPairs(spec, kernels);
     t.bq = std::min(CpuFlashBackend::kQueryTile, spec.seq_q);
     t.bk = std::min(CpuFlashBackend::kKeyTile, spec.seqKv());
     t.d = spec.headDim();
+    t.d2 = (t.d + 1) / 2 * 2;
+    t.bk2 = (t.bk + 1) / 2 * 2;
     int64_t at = 0;
     auto take = [&](int64_t n) {
       const int64_t here = at;
       at += pad(n);
       return here;
     };
-    t.q = take(t.bq * t.d);
-    t.k = take(kernels.packedFloats(t.d, t.bk));  // K^T: d x bk
-    t.v = packsV(spec, kernels) ? take(kernels.packedFloats(t.bk, t.d)) : -1;  // V: bk x d
+    if (t.pairs) {
+      t.q = take(halves(t.bq * t.d2));
+      t.k = take(halves(kernels.pair_elements(t.d, t.bk)));  // K^T: d x bk
+      t.v = take(halves(kernels.pair_elements(t.bk, t.d)));  // V: bk x d
+      t.p = take(halves(t.bq * t.bk2));                      // P in bf16
+    } else {
+      t.q = take(t.bq * t.d);
+      t.k = take(kernels.packedFloats(t.d, t.bk));
+      t.v = packsV(spec, kernels) ? take(kernels.packedFloats(t.bk, t.d)) : -1;
+    }
     t.s = take(t.bq * t.bk);
     t.acc = take(t.bq * t.d);
     t.m = take(t.bq);
@@ -131,9 +151,26 @@ void FlashExecution::queryTile(float* scratch, int64_t task) const {
   float* l = scratch + tiles_.l;
   float* kp = scratch + tiles_.k;
   float* vp = tiles_.v >= 0 ? scratch + tiles_.v : nullptr;
-  // Scores come out in base 2 (scale * log2(e) folded into Q), so the softmax needs only exp2.
-  toFloat(s_.dtype, t_.q.data(), (bh * Lq + i0) * D, nq * D, q,
-          static_cast<float>(s_.effectiveScale()) * std::numbers::log2e_v<float>);
+  const bool pairs = tiles_.pairs;
+  auto* qb = reinterpret_cast<uint16_t*>(q);
+  auto* kb = reinterpret_cast<uint16_t*>(kp);
+  auto* vb = reinterpret_cast<uint16_t*>(vp);
+  auto* pb = pairs ? reinterpret_cast<uint16_t*>(scratch + tiles_.p) : nullptr;
+  const uint16_t* k16 = reinterpret_cast<const uint16_t*>(t_.k.data()) + kv_first;
+  const uint16_t* v16 = reinterpret_cast<const uint16_t*>(t_.v.data()) + kv_first;
+  // The softmax works in base 2: score_k * s = scale * log2(e) * (q . k). In fp32, that factor is
+  // folded into Q (score_k = 1); bf16 pairs keep Q as stored and scale the scores instead.
+  const float base2 = static_cast<float>(s_.effectiveScale()) * std::numbers::log2e_v<float>;
+  const float score_k = pairs ? base2 : 1.0f;
+  if (pairs) {
+    const uint16_t* q16 = reinterpret_cast<const uint16_t*>(t_.q.data()) + (bh * Lq + i0) * D;
+    for (int64_t r = 0; r < nq; ++r) {
+      std::copy(q16 + r * D, q16 + (r + 1) * D, qb + r * tiles_.d2);
+      if (tiles_.d2 > D) qb[r * tiles_.d2 + D] = 0;
+    }
+  } else {
+    toFloat(s_.dtype, t_.q.data(), (bh * Lq + i0) * D, nq * D, q, base2);
+  }
   fillRow(acc, nq * D, 0.0f);
   fillRow(m, nq, kNegInf);
   fillRow(l, nq, 0.0f);
@@ -162,11 +199,19 @@ void FlashExecution::queryTile(float* scratch, int64_t task) const {
   for (int64_t j0 = key_begin; j0 < key_end; j0 += tiles_.bk) {
     ctx_.throwIfCancelled();
     const int64_t nk = std::min(tiles_.bk, key_end - j0);
-    // K^T and V of this key tile, converted to fp32 and packed for the kernels.
-    kernels_.pack_b(s_.dtype, t_.k.data() + (kv_first + j0 * D) * elem, D, true, D, nk, kp);
-    if (vp) kernels_.pack_b(s_.dtype, t_.v.data() + (kv_first + j0 * D) * elem, D, false, nk, D, vp);
+    // K^T and V of this key tile, packed for the kernels.
+    if (pairs) {
+      kernels_.pack_pairs(k16 + j0 * D, D, true, D, nk, kb);
+      kernels_.pack_pairs(v16 + j0 * D, D, false, nk, D, vb);
+    } else {
+      kernels_.pack_b(s_.dtype, t_.k.data() + (kv_first + j0 * D) * elem, D, true, D, nk, kp);
+      if (vp) kernels_.pack_b(s_.dtype, t_.v.data() + (kv_first + j0 * D) * elem, D, false, nk, D, vp);
+    }
     lap(0);
-    kernels_.gemmPacked(nq, nk, D, 1.0f, q, D, kp, 0.0f, s, nk);
+    if (pairs)
+      kernels_.gemm_pairs(nq, nk, D, 1.0f, qb, tiles_.d2, kb, 0.0f, s, nk);
+    else
+      kernels_.gemmPacked(nq, nk, D, 1.0f, q, D, kp, 0.0f, s, nk);
     lap(1);
 
     // Online softmax: row r of s becomes exp2(s - m_new) over its visible keys and 0 elsewhere;
@@ -183,20 +228,27 @@ void FlashExecution::queryTile(float* scratch, int64_t task) const {
         continue;
       }
       const float m_new = std::max(m[r], mx);
-      const float alpha = m[r] == kNegInf ? 0.0f : std::exp2(m[r] - m_new);
+      const float alpha = m[r] == kNegInf ? 0.0f : std::exp2((m[r] - m_new) * score_k);
       fillRow(srow, c0, 0.0f);
       fillRow(srow + c1, nk - c1, 0.0f);
-      const float sum = kernels_.exp2_shifted(srow + c0, srow + c0, c1 - c0, m_new, 1.0f);
+      const float sum = kernels_.exp2_shifted(srow + c0, srow + c0, c1 - c0, m_new, score_k);
       if (alpha != 1.0f) kernels_.scale_row(acc + r * D, D, alpha);
       l[r] = l[r] * alpha + sum;
       m[r] = m_new;
     }
     lap(2);
-    if (vp)
+    if (pairs) {
+      for (int64_t r = 0; r < nq; ++r) {
+        kernels_.round_bf16(s + r * nk, nk, pb + r * tiles_.bk2);
+        if (nk % 2) pb[r * tiles_.bk2 + nk] = 0;
+      }
+      kernels_.gemm_pairs(nq, D, nk, 1.0f, pb, tiles_.bk2, vb, 1.0f, acc, D);
+    } else if (vp) {
       kernels_.gemmPacked(nq, D, nk, 1.0f, s, nk, vp, 1.0f, acc, D);
-    else
+    } else {
       kernels_.gemmRows(nq, D, nk, 1.0f, s, nk, reinterpret_cast<const float*>(t_.v.data()) + kv_first + j0 * D, D,
                         1.0f, acc, D);
+    }
     lap(3);
   }
   if (profile) addFlashProfile(ns[0], ns[1], ns[2], ns[3]);
@@ -205,7 +257,7 @@ void FlashExecution::queryTile(float* scratch, int64_t task) const {
   for (int64_t r = 0; r < nq; ++r) {
     if (l[r] > 0.0f) {
       kernels_.scale_row(acc + r * D, D, 1.0f / l[r]);
-      lse[r] = (m[r] + std::log2(l[r])) * std::numbers::ln2_v<float>;
+      lse[r] = (m[r] * score_k + std::log2(l[r])) * std::numbers::ln2_v<float>;
     } else {  // no visible key: the output row is zero
       fillRow(acc + r * D, D, 0.0f);
       lse[r] = kNegInf;

@@ -38,6 +38,15 @@ struct TileKernels {
   float (*exp2_shifted)(const float* in, float* out, int64_t n, float shift, float k);
   void (*scale_row)(float* x, int64_t n, float a);
 
+  // bf16 products with fp32 accumulation (AVX512_BF16 vdpbf16ps); nullptr in the variants without
+  // them. Layouts in tile_kernels_bf16.h: A bf16 row-major with rows zero-padded to an even
+  // length; B packed in pairs by pack_pairs (pair_elements(k, n) bf16 values).
+  int64_t (*pair_elements)(int64_t k, int64_t n);
+  void (*pack_pairs)(const uint16_t* src, int64_t ld, bool transposed, int64_t k, int64_t n, uint16_t* out);
+  void (*gemm_pairs)(int64_t m, int64_t n, int64_t k, float alpha, const uint16_t* a, int64_t lda,
+                     const uint16_t* packed, float beta, float* c, int64_t ldc);
+  void (*round_bf16)(const float* in, int64_t n, uint16_t* out);
+
   int64_t packedFloats(int64_t k, int64_t n) const { return k * ((n + nr - 1) / nr * nr); }
 
   // gemm on what pack_b wrote.
@@ -58,8 +67,12 @@ struct TileKernels {
 // The kernels of one variant (the caller checks cpuSupports first).
 const TileKernels& tileKernels(CpuIsa isa);
 
-// The kernels of activeCpuIsa().
-inline const TileKernels& activeTileKernels() { return tileKernels(activeCpuIsa()); }
+// The kernels of activeCpuIsa(), or the set given to setTileKernelsForTesting.
+const TileKernels& activeTileKernels();
+
+// Tests only: makes activeTileKernels() return `kernels` (nullptr: back to normal). Lets a test
+// run the backends on a model of a variant this CPU lacks (a scalar vdpbf16ps, for one).
+void setTileKernelsForTesting(const TileKernels* kernels);
 
 // "cpu kernels: avx2+fma (own; CPU has ...)" for the environment record.
 std::string cpuKernelDescription();
@@ -68,6 +81,6 @@ std::string cpuKernelDescription();
 extern const TileKernels kTileKernelsBaseline;
 extern const TileKernels kTileKernelsAvx2;
 extern const TileKernels kTileKernelsAvx512;
-extern const TileKernels kTileKernelsAvx512Bf16;
+extern const TileKernels kTileKernelsAvx512Bf16;  // avx512 plus bf16 products
 
 }  // namespace attnscope::cpu

@@ -39,7 +39,7 @@ struct Vec {
 }  // namespace
 
 const TileKernels kTileKernelsAvx2 = {CpuIsa::avx2, "avx2+fma+f16c", kNr<Vec>, Vec::kMr, packAvx<Vec>, gemmStrips<Vec>,
-                                 rowMaxAvx, exp2ShiftedAvx, scaleRowAvx};
+                                 rowMaxAvx, exp2ShiftedAvx, scaleRowAvx, nullptr, nullptr, nullptr, nullptr};
 
 }  // namespace attnscope::cpu
 

@@ -40,7 +40,7 @@ struct Vec {
 }  // namespace
 
 const TileKernels kTileKernelsAvx512 = {CpuIsa::avx512, "avx512f", kNr<Vec>, Vec::kMr, packAvx<Vec>, gemmStrips<Vec>,
-                                 rowMaxAvx, exp2ShiftedAvx, scaleRowAvx};
+                                 rowMaxAvx, exp2ShiftedAvx, scaleRowAvx, nullptr, nullptr, nullptr, nullptr};
 
 }  // namespace attnscope::cpu
 

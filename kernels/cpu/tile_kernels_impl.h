@@ -23,24 +23,11 @@ constexpr int64_t kKc = 256;
 
 inline int64_t smaller(int64_t a, int64_t b) { return a < b ? a : b; }
 
-// C[0..MR) x [0..ncols) = alpha * A B + beta * C over kc steps. a: row-major with stride lda;
-// b: one strip block, kc rows of kNr floats, ldb floats apart.
+// C[0..MR) x [0..ncols) = alpha * acc + beta * C (beta 0: C is not read).
 template <class V, int MR>
-inline void microKernel(int64_t kc, const float* a, int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc,
-                        int64_t ncols, float alpha, float beta) {
+inline void storeTile(const typename V::Reg (&acc)[MR][2], float* c, int64_t ldc, int64_t ncols, float alpha,
+                      float beta) {
   constexpr int W = V::kWidth, NR = kNr<V>;
-  typename V::Reg acc[MR][2];
-#pragma GCC unroll 16
-  for (int i = 0; i < MR; ++i) acc[i][0] = acc[i][1] = V::zero();
-  for (int64_t p = 0; p < kc; ++p) {
-    const typename V::Reg b0 = V::load(b + p * ldb), b1 = V::load(b + p * ldb + W);
-#pragma GCC unroll 16
-    for (int i = 0; i < MR; ++i) {
-      const typename V::Reg ai = V::set1(a[i * lda + p]);
-      acc[i][0] = V::fma(ai, b0, acc[i][0]);
-      acc[i][1] = V::fma(ai, b1, acc[i][1]);
-    }
-  }
   const typename V::Reg va = V::set1(alpha);
   if (ncols == NR) {
 #pragma GCC unroll 16
@@ -69,6 +56,27 @@ inline void microKernel(int64_t kc, const float* a, int64_t lda, const float* b,
       float& cij = c[i * ldc + j];
       cij = tmp[i * NR + j] + (beta != 0.0f ? beta * cij : 0.0f);
     }
+}
+
+// C[0..MR) x [0..ncols) = alpha * A B + beta * C over kc steps. a: row-major with stride lda;
+// b: one strip block, kc rows of kNr floats, ldb floats apart.
+template <class V, int MR>
+inline void microKernel(int64_t kc, const float* a, int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc,
+                        int64_t ncols, float alpha, float beta) {
+  constexpr int W = V::kWidth;
+  typename V::Reg acc[MR][2];
+#pragma GCC unroll 16
+  for (int i = 0; i < MR; ++i) acc[i][0] = acc[i][1] = V::zero();
+  for (int64_t p = 0; p < kc; ++p) {
+    const typename V::Reg b0 = V::load(b + p * ldb), b1 = V::load(b + p * ldb + W);
+#pragma GCC unroll 16
+    for (int i = 0; i < MR; ++i) {
+      const typename V::Reg ai = V::set1(a[i * lda + p]);
+      acc[i][0] = V::fma(ai, b0, acc[i][0]);
+      acc[i][1] = V::fma(ai, b1, acc[i][1]);
+    }
+  }
+  storeTile<V, MR>(acc, c, ldc, ncols, alpha, beta);
 }
 
 // The rows left over after the whole MR blocks: one micro-kernel of exactly `rows` rows.

@@ -2,6 +2,7 @@
 // Shared by the CPU backend tests: a compact way to write specs, and both backends on one pool.
 
 #include <memory>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -36,6 +37,9 @@ inline WorkloadSpec specOf(const Shape& s) {
   spec.seed = s.seed;
   return spec;
 }
+
+// gtest prints parameters with it.
+inline void PrintTo(const Shape& s, std::ostream* os) { *os << summary(specOf(s)); }
 
 // Both CPU backends, sharing a pool of `threads` workers (0: hardware concurrency).
 inline std::vector<std::unique_ptr<Backend>> cpuBackends(int threads = 0) {
