@@ -78,11 +78,11 @@ std::string databasePath(const Args& args) {
   return defaultDatabasePath();
 }
 
-std::unique_ptr<Store> openStore(const std::string& path, bool create) {
+std::unique_ptr<Store> openStore(const std::string& path, StoreMode mode) {
   try {
-    return std::make_unique<Store>(path, create);
+    return std::make_unique<Store>(path, mode);
   } catch (const StoreError& e) {
-    if (e.kind() == StoreError::Kind::io) throw std::runtime_error(e.what());
+    if (e.kind() == StoreError::Kind::io || e.kind() == StoreError::Kind::full) throw std::runtime_error(e.what());
     throw UsageError(e.what());
   }
 }

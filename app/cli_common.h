@@ -25,8 +25,10 @@ OptionDef dbOption();
 OptionDef jsonOption();
 // --db, else ATTNSCOPE_DB, else the default path.
 std::string databasePath(const Args& args);
-// Opens the store; refusals become UsageError (bad input), I/O failures runtime_error.
-std::unique_ptr<Store> openStore(const std::string& path, bool create = true);
+// Opens the store; refusals (not a database, newer, read-only for a write, a folder) become
+// UsageError (bad input), I/O failures and a full disk runtime_error. Read commands pass
+// StoreMode::read: they never write and leave no side files.
+std::unique_ptr<Store> openStore(const std::string& path, StoreMode mode = StoreMode::create);
 
 // Backends of this build, plus device-side trace capture where the build has it. Notes such as
 // "GPU backends unavailable: <reason>" and "CUPTI unavailable: <reason>" are printed once to stderr.

@@ -39,8 +39,8 @@ Table resultsTable(const std::vector<RunResult>& runs) {
 }
 
 void printRunDetails(const RunResult& r, std::ostream& os) {
-  const auto line = [&](const std::string& k, const std::string& v) { os << "  " << k << std::string(k.size() < 18 ? 18 - k.size() : 1, ' ') << v << "\n"; };
-  os << (r.id ? "run R" + std::to_string(r.id) : std::string("run")) << ": " << r.backend << " on " << r.device << "\n";
+  const auto line = [&](const std::string& k, const std::string& v) { os << "  " << k << std::string(k.size() < 18 ? 18 - k.size() : 1, ' ') << printable(v) << "\n"; };
+  os << (r.id ? "run R" + std::to_string(r.id) : std::string("run")) << ": " << printable(r.backend + " on " + r.device) << "\n";
   line("spec", summary(r.spec));
   line("scale", std::to_string(r.spec.effectiveScale()));
   line("status", std::string(toString(r.status)) + (r.message.empty() ? "" : ": " + r.message));

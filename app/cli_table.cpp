@@ -10,6 +10,35 @@ bool numeric(const std::string& s) {
 }
 }  // namespace
 
+std::string printable(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  auto escape = [&](unsigned char c) {
+    static const char hex[] = "0123456789abcdef";
+    out += "\\x";
+    out += hex[c >> 4];
+    out += hex[c & 15];
+  };
+  for (size_t i = 0; i < text.size(); ++i) {
+    auto c = static_cast<unsigned char>(text[i]);
+    if (c < 0x20 || c == 0x7f) {
+      escape(c);
+    } else if (c == 0xc2 && i + 1 < text.size() && static_cast<unsigned char>(text[i + 1]) >= 0x80 &&
+               static_cast<unsigned char>(text[i + 1]) <= 0x9f) {
+      escape(c);
+      escape(static_cast<unsigned char>(text[++i]));
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out;
+}
+
+void Table::add(std::vector<std::string> row) {
+  for (auto& cell : row) cell = printable(cell);
+  rows_.push_back(std::move(row));
+}
+
 std::string Table::render() const {
   std::vector<size_t> w(header_.size(), 0);
   for (size_t c = 0; c < header_.size(); ++c) w[c] = header_[c].size();

@@ -16,7 +16,9 @@ int cmdCompare(const std::vector<std::string>& argv);
 int cmdExport(const std::vector<std::string>& argv);
 int cmdReport(const std::vector<std::string>& argv);
 int cmdExplain(const std::vector<std::string>& argv);  // commands_explain.cpp
+int cmdCheck(const std::vector<std::string>& argv);
 
-extern const CommandDef kBackendsDef, kRunDef, kSweepDef, kRunsDef, kShowDef, kCompareDef, kExportDef, kReportDef, kExplainDef;
+extern const CommandDef kBackendsDef, kRunDef, kSweepDef, kRunsDef, kShowDef, kCompareDef, kExportDef, kReportDef, kExplainDef,
+    kCheckDef;
 
 }  // namespace attnscope::cli

@@ -219,15 +219,18 @@ int cmdSweep(const std::vector<std::string>& argv) {
   if (!json) s.printNotes();
   const int64_t sweepId = store->createSweep(sw, store->saveEnvironment(captureEnvironment()));
   if (!quiet)
-    std::cerr << "sweep S" << sweepId << " '" << sw.name << "': " << sw.pointCount() << " points ("
+    std::cerr << "sweep S" << sweepId << " '" << printable(sw.name) << "': " << sw.pointCount() << " points ("
               << points.size() << " specs x " << sw.backends.size() << " backends) -> " << store->path() << "\n";
   SweepRunner runner(s.registry);
   runner.setCapture(s.capture);
   InterruptGuard guard;
   size_t total = sw.pointCount();
   SweepCallbacks cb;
+  std::vector<RunResult> saved;  // for the summary when saving fails part-way (a full disk)
   cb.result = [&](RunResult& r) {
     r.id = store->saveRun(sweepId, r);
+    saved.push_back(r);
+    saved.back().trace.events = {};
     if (!quiet) {
       std::cerr << "  R" << r.id << " " << r.backend << " " << summary(r.spec) << ": " << toString(r.status);
       if (r.status == RunStatus::ok)
@@ -246,8 +249,18 @@ int cmdSweep(const std::vector<std::string>& argv) {
   try {
     results = runner.run(sw, cb, &g_cancel);
   } catch (const std::invalid_argument& e) {
-    store->setSweepState(sweepId, "error");
+    store->setSweepState(sweepId, "failed");
     throw UsageError(e.what());
+  } catch (const StoreError& e) {
+    // Saving a point failed (a full disk, say): the points saved before stay. The final state may
+    // not be writable either; then the next open sees this process gone and marks it interrupted.
+    try {
+      store->setSweepState(sweepId, "failed");
+    } catch (const StoreError&) {
+    }
+    if (!json) std::cout << "sweep S" << sweepId << " '" << printable(sw.name) << "' (failed)\n" << resultsTable(saved).render();
+    throw std::runtime_error(std::string(e.what()) + "; " + std::to_string(saved.size()) + " of " + std::to_string(total) +
+                             " points are saved in sweep S" + std::to_string(sweepId));
   }
   const bool cancelled = g_cancel.load();
   store->setSweepState(sweepId, cancelled ? "cancelled" : "finished");
@@ -256,7 +269,7 @@ int cmdSweep(const std::vector<std::string>& argv) {
     for (const auto& r : results) out["runs"].push_back(toJson(r));
     std::cout << out.dump(2) << "\n";
   } else {
-    std::cout << "sweep S" << sweepId << " '" << sw.name << "'" << (cancelled ? " (cancelled)" : "") << "\n"
+    std::cout << "sweep S" << sweepId << " '" << printable(sw.name) << "'" << (cancelled ? " (cancelled)" : "") << "\n"
               << resultsTable(results).render();
     std::cout << "saved " << results.size() << " of " << total << " points to " << store->path() << "\n";
   }

@@ -1,6 +1,10 @@
 // runs, show, compare, export, report: the commands that read saved results.
-#include <fstream>
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
 #include <iostream>
+#include <limits>
 #include <map>
 
 #include <nlohmann/json.hpp>
@@ -11,6 +15,7 @@
 #include "core/chrome_trace.h"
 #include "core/format.h"
 #include "core/kernel_summary.h"
+#include "core/output_file.h"
 #include "core/results_export.h"
 #ifdef ATTNSCOPE_HAVE_GUI
 #include "ui/gui_entry.h"
@@ -19,9 +24,11 @@
 namespace attnscope::cli {
 namespace {
 
+// A sweep whose row cannot be read is an error here (exit 1, one line); `runs` lists it.
 SweepInfo requireSweep(Store& store, int64_t id) {
   auto sw = store.sweep(id);
   if (!sw) throw UsageError("no sweep S" + std::to_string(id) + " in " + store.path() + " (see attnscope runs)");
+  if (!sw->error.empty()) throw std::runtime_error(sw->error);
   return *sw;
 }
 
@@ -54,7 +61,7 @@ const CommandDef kRunsDef{"runs", "runs [--db FILE] [--json]", "List the saved s
 
 int cmdRuns(const std::vector<std::string>& argv) {
   Args args(kRunsDef, argv);
-  auto store = openStore(databasePath(args), false);
+  auto store = openStore(databasePath(args), StoreMode::read);
   auto sweeps = store->sweeps();
   if (args.flag("json")) {
     nlohmann::json out = nlohmann::json::array();
@@ -65,20 +72,27 @@ int cmdRuns(const std::vector<std::string>& argv) {
       out.push_back({{"id", sw.id}, {"name", sw.name}, {"created_unix_ms", sw.created_unix_ms}, {"state", sw.state},
                      {"tags", sw.tags}, {"notes", sw.notes}, {"run_count", sw.run_count}, {"ok_count", sw.ok_count},
                      {"runs", runs}});
+      if (!sw.error.empty()) out.back()["error"] = sw.error;
     }
     std::cout << out.dump(2) << "\n";
-    return 0;
+    return std::any_of(sweeps.begin(), sweeps.end(), [](const SweepInfo& sw) { return !sw.error.empty(); }) ? 1 : 0;
   }
   if (sweeps.empty()) {
     std::cout << "no saved sweeps in " << store->path() << "\n";
     return 0;
   }
   Table t({"id", "name", "created", "state", "runs", "ok", "backends", "grid", "tags"});
-  for (const auto& sw : sweeps)
+  std::vector<std::string> unreadable;
+  for (const auto& sw : sweeps) {
+    const bool bad = !sw.error.empty();
+    if (bad) unreadable.push_back(sw.error);
     t.add({"S" + std::to_string(sw.id), sw.name, formatTime(sw.created_unix_ms), sw.state, std::to_string(sw.run_count),
-           std::to_string(sw.ok_count), backendsOf(sw), gridOf(sw), join(sw.tags, ",")});
+           std::to_string(sw.ok_count), bad ? "?" : backendsOf(sw), bad ? "unreadable (see below)" : gridOf(sw),
+           join(sw.tags, ",")});
+  }
   std::cout << t.render();
-  return 0;
+  for (const auto& e : unreadable) std::cerr << "error: " << printable(e) << "\n";
+  return unreadable.empty() ? 0 : 1;
 }
 
 const CommandDef kShowDef{"show", "show ID [--kernels] [--db FILE] [--json]",
@@ -92,7 +106,7 @@ int cmdShow(const std::vector<std::string>& argv) {
   Args args(kShowDef, argv);
   if (args.positionals().empty()) throw UsageError("show needs an id (S<n> or R<n>; see attnscope runs)");
   ItemId id = parseId(args.positionals()[0]);
-  auto store = openStore(databasePath(args), false);
+  auto store = openStore(databasePath(args), StoreMode::read);
   const bool json = args.flag("json");
   if (!id.is_run) {
     SweepInfo sw = requireSweep(*store, id.id);
@@ -102,11 +116,11 @@ int cmdShow(const std::vector<std::string>& argv) {
       std::cout << sweepToJson(sw, env, runs).dump(2) << "\n";
       return 0;
     }
-    std::cout << "sweep S" << sw.id << " '" << sw.name << "' (" << sw.state << "), created " << formatTime(sw.created_unix_ms) << "\n"
+    std::cout << "sweep S" << sw.id << " '" << printable(sw.name) << "' (" << sw.state << "), created " << formatTime(sw.created_unix_ms) << "\n"
               << "  base spec   " << summary(workloadSpecFromJson(sw.spec.at("base"))) << "\n"
               << "  grid        " << gridOf(sw) << "\n  backends    " << backendsOf(sw) << "\n";
-    if (!sw.notes.empty()) std::cout << "  notes       " << sw.notes << "\n";
-    if (!sw.tags.empty()) std::cout << "  tags        " << join(sw.tags, ", ") << "\n";
+    if (!sw.notes.empty()) std::cout << "  notes       " << printable(sw.notes) << "\n";
+    if (!sw.tags.empty()) std::cout << "  tags        " << printable(join(sw.tags, ", ")) << "\n";
     std::cout << "  machine     " << env.host << ", " << env.cpu << " (" << env.cpu_threads << " threads), "
               << formatBytes(env.memory_total) << ", " << env.os << "\n";
     for (const auto& g : env.gpus)
@@ -152,7 +166,7 @@ int cmdCompare(const std::vector<std::string>& argv) {
   if (args.positionals().size() != 2) throw UsageError("compare needs two ids (S<n> or R<n>)");
   ItemId a = parseId(args.positionals()[0]), b = parseId(args.positionals()[1]);
   if (a.is_run != b.is_run) throw UsageError("compare two sweeps or two runs, not one of each");
-  auto store = openStore(databasePath(args), false);
+  auto store = openStore(databasePath(args), StoreMode::read);
   std::vector<RunResult> ra, rb;
   nlohmann::json envs = nlohmann::json::array();
   if (a.is_run) {
@@ -219,13 +233,27 @@ const CommandDef kExportDef{
     "Export a sweep or run: data as CSV or JSON, the trace as Chrome trace JSON (Perfetto UI, chrome://tracing), "
     "or the memory charts as PNG, SVG or PDF.",
     {{"format", "F", "csv, json, trace, png, svg or pdf"},
-     {"out", "FILE", "output file"},
-     {"width", "PX", "image width for png/svg/pdf (default 1600)"},
-     {"height", "PX", "image height (default 700)"},
-     {"dpi", "N", "resolution for png (default 96)"},
+     {"out", "FILE", "output file; - writes csv, json and trace to standard output"},
+     {"width", "PX", "image width for png/svg/pdf, 100 to 20000 (default 1600)"},
+     {"height", "PX", "image height, 100 to 20000 (default 700)"},
+     {"dpi", "N", "resolution for png, 24 to 2400 (default 96)"},
      dbOption()},
     1,
-    "A sweep's trace export writes one file with a process per run."};
+    "A sweep's trace export writes one file with a process per run. The file is written under a temporary name in "
+    "the same folder and renamed when complete; an output that is the database (by any path) or any other SQLite "
+    "database is refused."};
+
+namespace {
+
+int boundedInt(const Args& args, const std::string& name, int fallback, int lo, int hi) {
+  int v = args.intValue(name, fallback, std::numeric_limits<int>::min());
+  if (v < lo || v > hi)
+    throw UsageError("--" + name + " must be between " + std::to_string(lo) + " and " + std::to_string(hi) + " (got " +
+                     std::to_string(v) + ")");
+  return v;
+}
+
+}  // namespace
 
 int cmdExport(const std::vector<std::string>& argv) {
   Args args(kExportDef, argv);
@@ -236,9 +264,23 @@ int cmdExport(const std::vector<std::string>& argv) {
   static const std::vector<std::string> formats{"csv", "json", "trace", "png", "svg", "pdf"};
   if (!format || std::find(formats.begin(), formats.end(), *format) == formats.end())
     throw UsageError("--format must be one of csv, json, trace, png, svg, pdf" + (format ? " (got '" + *format + "')" : std::string()));
-  if (!out) throw UsageError("--out FILE is required");
+  if (!out || out->empty()) throw UsageError("--out FILE is required");
+  const bool chart = *format == "png" || *format == "svg" || *format == "pdf";
+  const bool toStdout = *out == "-";
+  if (toStdout && chart)
+    throw UsageError("--out -: standard output takes csv, json and trace; give " + *format + " a file name");
+  // Every option is checked before anything is read or written.
+  const int width = boundedInt(args, "width", 1600, 100, 20000), height = boundedInt(args, "height", 700, 100, 20000);
+  const int dpi = boundedInt(args, "dpi", 96, 24, 2400);
   const std::string dbPath = databasePath(args);
-  auto store = openStore(dbPath, false);
+  if (!toStdout) {
+    try {
+      refuseDatabaseOutput(*out, dbPath);
+    } catch (const OutputRefused& e) {
+      throw UsageError(std::string("--out: ") + e.what());
+    }
+  }
+  auto store = openStore(dbPath, StoreMode::read);
   std::vector<RunResult> runs;
   std::optional<SweepInfo> sweep;
   if (id.is_run) {
@@ -249,34 +291,36 @@ int cmdExport(const std::vector<std::string>& argv) {
     if (*format == "trace")
       for (auto& r : runs) r.trace.events = store->events(r.id);
   }
-  if (*format == "png" || *format == "svg" || *format == "pdf") {
+  if (chart) {
 #ifdef ATTNSCOPE_HAVE_GUI
     if (id.is_run) throw UsageError("chart export takes a sweep id (S<n>); the run R" + std::to_string(id.id) + " is in S" +
                                     std::to_string(store->sweepOfRun(id.id).value_or(0)));
     store.reset();
-    std::string err = exportSweepChart(dbPath, id.id, *format, *out, args.intValue("width", 1600, 100),
-                                       args.intValue("height", 700, 100), args.intValue("dpi", 96, 10));
+    std::string err = exportSweepChart(dbPath, id.id, *format, *out, width, height, dpi);
     if (!err.empty()) throw std::runtime_error(err);
-    std::cout << "wrote " << *out << "\n";
+    std::cout << "wrote " << printable(*out) << "\n";
     return 0;
 #else
     throw std::runtime_error("this build has no GUI (ATTNSCOPE_GUI=OFF): chart export needs it; use csv or json");
 #endif
   }
-  std::ofstream f(*out, std::ios::binary | std::ios::trunc);
-  if (!f) throw std::runtime_error("cannot write " + *out);
+  std::string text;
   if (*format == "csv") {
-    f << runsToCsv(runs);
+    text = runsToCsv(runs);
   } else if (*format == "json") {
-    if (sweep) f << sweepToJson(*sweep, store->environment(sweep->environment_id), runs).dump(2) << "\n";
-    else f << toJson(runs[0]).dump(2) << "\n";
+    text = (sweep ? sweepToJson(*sweep, store->environment(sweep->environment_id), runs) : toJson(runs[0])).dump(2) + "\n";
   } else {
     std::vector<TraceRun> traceRuns;
     for (const auto& r : runs) traceRuns.push_back(traceRunOf(r));
-    f << chromeTrace(traceRuns).dump() << "\n";
+    text = chromeTrace(traceRuns).dump() + "\n";
   }
-  if (!f) throw std::runtime_error("write failed: " + *out);
-  std::cout << "wrote " << *out << " (" << runs.size() << (runs.size() == 1 ? " run" : " runs") << ")\n";
+  if (toStdout) {
+    std::cout << text << std::flush;
+    if (!std::cout) throw std::runtime_error(std::string("cannot write to standard output: ") + std::strerror(errno));
+    return 0;
+  }
+  writeOutputFile(*out, text);
+  std::cout << "wrote " << printable(*out) << " (" << runs.size() << (runs.size() == 1 ? " run" : " runs") << ")\n";
   return 0;
 }
 
@@ -291,20 +335,77 @@ int cmdReport(const std::vector<std::string>& argv) {
   ItemId id = parseId(args.positionals()[0]);
   if (id.is_run) throw UsageError("report takes a sweep id (S<n>)");
   auto out = args.value("out");
-  if (!out) throw UsageError("--out DIR is required");
+  if (!out || out->empty()) throw UsageError("--out DIR is required");
+  if (std::filesystem::exists(*out) && !std::filesystem::is_directory(*out))
+    throw UsageError("--out: " + *out + " is a file; report writes its charts and report.pdf into a folder");
   const std::string dbPath = databasePath(args);
+  try {
+    refuseDatabaseOutput((std::filesystem::path(*out) / "report.pdf").string(), dbPath);
+  } catch (const OutputRefused& e) {
+    throw UsageError(std::string("--out: ") + e.what());
+  }
   {
-    auto store = openStore(dbPath, false);
+    auto store = openStore(dbPath, StoreMode::read);
     requireSweep(*store, id.id);
   }
 #ifdef ATTNSCOPE_HAVE_GUI
   std::string err = writeSweepReport(dbPath, id.id, *out);
   if (!err.empty()) throw std::runtime_error(err);
-  std::cout << "wrote charts and report.pdf to " << *out << "\n";
+  std::cout << "wrote charts and report.pdf to " << printable(*out) << "\n";
   return 0;
 #else
   throw std::runtime_error("this build has no GUI (ATTNSCOPE_GUI=OFF): reports need it");
 #endif
+}
+
+const CommandDef kCheckDef{
+    "check", "check [--db FILE] [--json]",
+    "Check a database in full: every page (SQLite's integrity_check), every reference between rows, and that every "
+    "sweep and run row can be read.",
+    {dbOption(), jsonOption()},
+    0,
+    "Opening a database checks only its header, application id and schema, so that a large store opens at once; "
+    "this reads the whole file (also done on open after a sweep's process ended uncleanly). Nothing is written. "
+    "Exit status: 0 sound, 1 damaged (each problem on its own line), 2 not an AttnScope database."};
+
+int cmdCheck(const std::vector<std::string>& argv) {
+  Args args(kCheckDef, argv);
+  if (!args.positionals().empty()) throw UsageError("check takes no arguments; name the database with --db FILE");
+  const std::string dbPath = databasePath(args);
+  std::vector<std::string> problems;
+  int64_t sweepCount = 0, runCount = 0;
+  try {
+    auto store = openStore(dbPath, StoreMode::read);
+    problems = store->check();
+    for (const auto& sw : store->sweeps()) {
+      ++sweepCount;
+      if (!sw.error.empty()) problems.push_back(sw.error);
+      for (const auto& r : store->runs(sw.id)) {
+        ++runCount;
+        if (r.status == RunStatus::error && r.message.starts_with("this run's row cannot be read"))
+          problems.push_back("R" + std::to_string(r.id) + ": " + r.message);
+      }
+    }
+  } catch (const StoreError& e) {
+    if (e.kind() != StoreError::Kind::corrupt) throw;
+    problems.push_back(e.what());
+  } catch (const UsageError& e) {
+    // openStore's refusal of a damaged header or schema is a finding here, not bad input.
+    if (std::string_view(e.what()).find("damaged") == std::string_view::npos) throw;
+    problems.push_back(e.what());
+  }
+  if (args.flag("json")) {
+    std::cout << nlohmann::json{{"database", dbPath}, {"ok", problems.empty()}, {"sweeps", sweepCount},
+                                {"runs", runCount}, {"problems", problems}}.dump(2)
+              << "\n";
+  } else if (problems.empty()) {
+    std::cout << printable(dbPath) << ": ok (" << sweepCount << " sweeps, " << runCount << " runs, every page read)\n";
+  } else {
+    std::cout << printable(dbPath) << ": damaged, " << problems.size() << (problems.size() == 1 ? " problem" : " problems")
+              << "\n";
+    for (const auto& p : problems) std::cout << "  " << printable(p) << "\n";
+  }
+  return problems.empty() ? 0 : 1;
 }
 
 }  // namespace attnscope::cli

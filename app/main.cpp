@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "app/cli_common.h"
+#include "app/cli_table.h"
 #include "app/commands.h"
 #include "core/environment.h"
 #ifdef ATTNSCOPE_HAVE_GUI
@@ -24,7 +25,7 @@ struct Command {
 const Command kCommands[] = {{&kBackendsDef, cmdBackends}, {&kRunDef, cmdRun},         {&kSweepDef, cmdSweep},
                              {&kRunsDef, cmdRuns},         {&kShowDef, cmdShow},       {&kCompareDef, cmdCompare},
                              {&kExportDef, cmdExport},     {&kReportDef, cmdReport},
-                             {&kExplainDef, cmdExplain}};
+                             {&kExplainDef, cmdExplain},   {&kCheckDef, cmdCheck}};
 
 const CommandDef kGuiDef{"gui", "gui [--db FILE]", "Open the desktop application on a database.", {dbOption()}, 0, {}};
 
@@ -88,10 +89,10 @@ int main(int argc, char** argv) {
     printUsage(std::cerr);
     return 2;
   } catch (const UsageError& e) {
-    std::cerr << "error: " << e.what() << "\n";
+    std::cerr << "error: " << printable(e.what()) << "\n";
     return 2;
   } catch (const std::exception& e) {
-    std::cerr << "error: " << e.what() << "\n";
+    std::cerr << "error: " << printable(e.what()) << "\n";
     return 1;
   }
 }

@@ -27,7 +27,7 @@ void SqliteConnection::exec(std::string_view sql) {
   std::string text(sql);
   int rc = sqlite3_exec(db_, text.c_str(), nullptr, nullptr, &err);
   if (err) sqlite3_free(err);
-  if (rc != SQLITE_OK) throwSqliteError(db_, rc, path_, "running \"" + text.substr(0, 60) + "\"");
+  if (rc != SQLITE_OK) throwSqliteError(db_, rc, path_, "running \"" + sqlExcerpt(text) + "\"");
 }
 
 SqliteStatement SqliteConnection::prepare(std::string_view sql) { return SqliteStatement(db_, sql, &path_); }

@@ -10,6 +10,19 @@
 
 namespace attnscope {
 
+std::string sqlExcerpt(std::string_view sql) {
+  // Messages are one line: schema SQL spans many, and a multi-line error reads as several errors.
+  std::string out;
+  for (char c : sql) {
+    bool space = c == ' ' || c == '\n' || c == '\r' || c == '\t';
+    if (space && (out.empty() || out.back() == ' ')) continue;
+    out += space ? ' ' : c;
+    if (out.size() >= 60) return out + "...";
+  }
+  if (!out.empty() && out.back() == ' ') out.pop_back();
+  return out;
+}
+
 void throwSqliteError(sqlite3* db, int rc, const std::string& path, std::string_view what) {
   std::string detail = db ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
   StoreError::Kind kind = StoreError::Kind::io;
@@ -18,6 +31,8 @@ void throwSqliteError(sqlite3* db, int rc, const std::string& path, std::string_
     case SQLITE_NOTADB: kind = StoreError::Kind::corrupt; break;
     case SQLITE_CONSTRAINT: kind = StoreError::Kind::invalid; break;
     case SQLITE_CANTOPEN: kind = StoreError::Kind::not_found; break;
+    case SQLITE_FULL: kind = StoreError::Kind::full; break;
+    case SQLITE_READONLY: kind = StoreError::Kind::read_only; break;
     default: break;
   }
   std::string message = path + ": " + std::string(what) + " failed: " + detail;
@@ -29,7 +44,7 @@ SqliteStatement::SqliteStatement(sqlite3* db, std::string_view sql, const std::s
     : db_(db), path_(path) {
   int rc = sqlite3_prepare_v3(db, sql.data(), static_cast<int>(sql.size()), SQLITE_PREPARE_PERSISTENT, &stmt_,
                               nullptr);
-  if (rc != SQLITE_OK) fail(rc, "preparing \"" + std::string(sql.substr(0, 60)) + "\"");
+  if (rc != SQLITE_OK) fail(rc, "preparing \"" + sqlExcerpt(sql) + "\"");
 }
 
 SqliteStatement::~SqliteStatement() { sqlite3_finalize(stmt_); }

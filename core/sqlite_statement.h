@@ -55,6 +55,9 @@ class SqliteStatement {
   const std::string* path_ = nullptr;
 };
 
+// The first 60 characters of `sql` on one line, for error messages.
+std::string sqlExcerpt(std::string_view sql);
+
 // Throws the StoreError for a failed SQLite call: the file, what was being done, SQLite's message.
 // Corruption maps to StoreError::Kind::corrupt, constraint violations to invalid, the rest to io.
 [[noreturn]] void throwSqliteError(sqlite3* db, int rc, const std::string& path, std::string_view what);

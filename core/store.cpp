@@ -8,7 +8,7 @@
 #include <functional>
 
 #include "core/store_impl.h"
-#include "core/store_schema.h"
+#include "core/store_owner.h"
 
 namespace attnscope {
 namespace fs = std::filesystem;
@@ -21,57 +21,59 @@ int64_t nowUnixMs() {
 }
 
 bool isSweepState(std::string_view s) {
-  return s == "running" || s == "finished" || s == "cancelled" || s == "interrupted";
+  return s == "running" || s == "finished" || s == "cancelled" || s == "failed" || s == "interrupted";
 }
 
-// Whether `path` may be opened, and whether it is to be created: checked before anything is
-// written, so that a refused file keeps every byte.
-bool prepareFile(const std::string& path, bool create, int max_version) {
-  std::error_code ec;
-  auto status = fs::status(path, ec);
-  if (ec && ec != std::errc::no_such_file_or_directory)
-    throw StoreError(StoreError::Kind::io, path + ": " + ec.message());
-  if (!fs::exists(status)) {
-    if (!create) throw StoreError(StoreError::Kind::not_found, path + " does not exist");
-    fs::path parent = fs::path(path).parent_path();
-    if (!parent.empty() && !fs::exists(parent)) {
-      fs::create_directories(parent, ec);
-      if (ec) throw StoreError(StoreError::Kind::io, "cannot create the folder " + parent.string() + ": " + ec.message());
-    }
-    return true;
-  }
-  if (fs::is_directory(status)) throw StoreError(StoreError::Kind::io, path + " is a folder, not a database file");
-  if (fs::file_size(path, ec) == 0 && !ec) {
-    if (!create) throw StoreError(StoreError::Kind::not_found, path + " is empty (no AttnScope database in it)");
-    return true;
-  }
-  return store_schema::inspect(path, max_version).empty_schema;
-}
-
+// Columns: id, name, created, state, spec, notes, tags, environment, run count, ok count, then
+// the owner (host, boot id, pid, start ticks; NULL without one). A row whose JSON cannot be read
+// keeps its id, name, created and state and says why in `error`.
 SweepInfo readSweep(SqliteStatement& s, const std::string& path) {
   SweepInfo info;
   info.id = s.columnInt(0);
   info.name = s.columnText(1);
   info.created_unix_ms = s.columnInt(2);
   info.state = s.columnText(3);
-  std::string what = "sweep " + std::to_string(info.id);
-  info.spec = parseJsonColumn(s.columnTextView(4), path, what + " spec");
-  info.notes = s.columnText(5);
-  nlohmann::json tags = parseJsonColumn(s.columnTextView(6), path, what + " tags");
-  for (const auto& t : tags)
-    if (t.is_string()) info.tags.push_back(t.get<std::string>());
-  info.environment_id = s.isNull(7) ? 0 : s.columnInt(7);
+  if (info.state == "running" && !s.isNull(10)) {
+    ProcessIdentity owner{s.columnText(10), s.columnText(11), s.columnInt(12), s.columnInt(13)};
+    if (ownerState(owner) == OwnerState::gone) info.state = "interrupted";
+  }
+  std::string what = "sweep S" + std::to_string(info.id);
+  try {
+    info.spec = parseJsonColumn(s.columnTextView(4), path, what + " spec");
+    try {
+      (void)sweepSpecFromJson(info.spec);  // every key the readers use is there, with its type
+    } catch (const std::exception& e) {
+      throw StoreError(StoreError::Kind::corrupt, path + ": " + what + " spec: " + jsonProblem(e));
+    }
+    info.notes = s.columnText(5);
+    nlohmann::json tags = parseJsonColumn(s.columnTextView(6), path, what + " tags");
+    for (const auto& t : tags)
+      if (t.is_string()) info.tags.push_back(t.get<std::string>());
+    info.environment_id = s.isNull(7) ? 0 : s.columnInt(7);
+  } catch (const StoreError& e) {
+    info = SweepInfo{info.id, info.name, info.created_unix_ms, info.state, {}, {}, 0, nlohmann::json::object(), 0, 0,
+                     e.what()};
+  }
   info.run_count = s.columnInt(8);
   info.ok_count = s.columnInt(9);
   return info;
 }
 
-constexpr const char* kSelectSweeps =
-    "SELECT s.id, s.name, s.created_unix_ms, s.state, s.spec, s.notes, s.tags, s.environment_id,"
-    " (SELECT count(*) FROM runs r WHERE r.sweep_id = s.id),"
-    " (SELECT count(*) FROM runs r WHERE r.sweep_id = s.id AND r.status = 'ok') FROM sweeps s";
+std::string selectSweepsSql(int version) {
+  return std::string(
+             "SELECT s.id, s.name, s.created_unix_ms, s.state, s.spec, s.notes, s.tags, s.environment_id,"
+             " (SELECT count(*) FROM runs r WHERE r.sweep_id = s.id),"
+             " (SELECT count(*) FROM runs r WHERE r.sweep_id = s.id AND r.status = 'ok'), ") +
+         (version >= 2 ? "o.host, o.boot_id, o.pid, o.start_ticks FROM sweeps s LEFT JOIN sweep_owners o ON o.sweep_id = s.id"
+                       : "NULL, NULL, NULL, NULL FROM sweeps s");
+}
 
 }  // namespace
+
+SqliteConnection& StoreState::writer() {
+  if (read_only || !db) throw StoreError(StoreError::Kind::read_only, path + " was opened for reading; it cannot be changed");
+  return *db;
+}
 
 StoreTransaction::StoreTransaction(StoreState& impl) : impl_(impl) {
   impl_.interned_in_transaction.clear();
@@ -101,32 +103,9 @@ void StoreTransaction::commit() {
   impl_.interned_in_transaction.clear();
 }
 
-Store::Store(const std::string& path, bool create) : impl_(std::make_unique<Impl>()) {
-  if (path.empty()) throw StoreError(StoreError::Kind::invalid, "no database path given");
-  impl_->path = path;
-  bool fresh = prepareFile(path, create, kSchemaVersion);
-  int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | (fresh ? SQLITE_OPEN_CREATE : 0);
-  impl_->db = std::make_unique<SqliteConnection>(path, flags, path);
-  SqliteConnection& db = *impl_->db;
-  sqlite3_busy_timeout(db.handle(), 5000);
-  {
-    SqliteStatement mode = db.prepare("PRAGMA journal_mode = WAL");
-    if (!mode.step() || mode.columnTextView(0) != "wal")
-      throw StoreError(StoreError::Kind::io, path + ": cannot switch to the WAL journal (is the folder writable?)");
-  }
-  // FULL: a committed run survives a power loss too, not only a crash of the process; one fsync
-  // per finished run is cheap next to running it.
-  db.exec("PRAGMA foreign_keys = ON; PRAGMA synchronous = FULL; PRAGMA cache_size = -32768;"
-          " PRAGMA journal_size_limit = 67108864");
-  store_schema::migrate(db, store_schema::migrations(), kSchemaVersion);
-}
-
-Store::~Store() = default;
-
-const std::string& Store::path() const { return impl_->path; }
-
 int64_t Store::saveEnvironment(const Environment& env) {
   std::lock_guard lock(impl_->mutex);
+  impl_->writer();
   SqliteConnection& db = *impl_->db;
   std::string json = toJson(env).dump();
   StoreTransaction txn(*impl_);
@@ -156,19 +135,25 @@ int64_t Store::saveEnvironment(const Environment& env) {
 
 Environment Store::environment(int64_t id) {
   std::lock_guard lock(impl_->mutex);
+  if (!impl_->db) throw StoreError(StoreError::Kind::not_found, impl_->path + ": no environment " + std::to_string(id));
   SqliteStatement& q = impl_->db->cached("SELECT json FROM environments WHERE id = ?");
   SqliteResetGuard guard(q);
   q.bindInt(1, id);
   if (!q.step()) throw StoreError(StoreError::Kind::not_found, impl_->path + ": no environment " + std::to_string(id));
+  Environment env;
   try {
-    return environmentFromJson(parseJsonColumn(q.columnTextView(0), impl_->path, "environment " + std::to_string(id)));
+    env = environmentFromJson(parseJsonColumn(q.columnTextView(0), impl_->path, "environment " + std::to_string(id)));
   } catch (const nlohmann::json::exception& e) {
-    throw StoreError(StoreError::Kind::corrupt, impl_->path + ": environment " + std::to_string(id) + ": " + e.what());
+    throw StoreError(StoreError::Kind::corrupt, impl_->path + ": environment " + std::to_string(id) + ": " + jsonProblem(e));
   }
+  q.reset();
+  impl_->verifySnapshot();
+  return env;
 }
 
 int64_t Store::createSweep(const SweepSpec& spec, int64_t environment_id) {
   std::lock_guard lock(impl_->mutex);
+  impl_->writer();
   SqliteConnection& db = *impl_->db;
   StoreTransaction txn(*impl_);
   if (environment_id != 0) {
@@ -190,6 +175,16 @@ int64_t Store::createSweep(const SweepSpec& spec, int64_t environment_id) {
   s.run();
   int64_t id = db.lastInsertId();
   s.reset();
+  const ProcessIdentity self = thisProcess();
+  SqliteStatement& o = db.cached(
+      "INSERT INTO sweep_owners(sweep_id, host, boot_id, pid, start_ticks) VALUES (?, ?, ?, ?, ?)");
+  SqliteResetGuard owner_guard(o);
+  o.bindInt(1, id);
+  o.bindText(2, self.host);
+  o.bindText(3, self.boot_id);
+  o.bindInt(4, self.pid);
+  o.bindInt(5, self.start_ticks);
+  o.run();
   txn.commit();
   return id;
 }
@@ -212,8 +207,9 @@ void changeOne(StoreState& impl, std::string_view sql, std::string_view what, in
 void Store::setSweepState(int64_t sweep_id, std::string_view state) {
   if (!isSweepState(state))
     throw StoreError(StoreError::Kind::invalid, "unknown sweep state '" + std::string(state) +
-                                                    "' (running, finished, cancelled, interrupted)");
+                                                    "' (running, finished, cancelled, failed, interrupted)");
   std::lock_guard lock(impl_->mutex);
+  impl_->writer();
   changeOne(*impl_, "UPDATE sweeps SET state = ? WHERE id = ?", "sweep", sweep_id, [&](SqliteStatement& s) {
     s.bindText(1, state);
     s.bindInt(2, sweep_id);
@@ -222,24 +218,34 @@ void Store::setSweepState(int64_t sweep_id, std::string_view state) {
 
 std::vector<SweepInfo> Store::sweeps() {
   std::lock_guard lock(impl_->mutex);
-  SqliteStatement& q = impl_->db->cached(std::string(kSelectSweeps) + " ORDER BY s.id");
-  SqliteResetGuard guard(q);
   std::vector<SweepInfo> out;
-  while (q.step()) out.push_back(readSweep(q, impl_->path));
+  if (!impl_->db) return out;
+  {
+    SqliteStatement& q = impl_->db->cached(selectSweepsSql(impl_->version) + " ORDER BY s.id");
+    SqliteResetGuard guard(q);
+    while (q.step()) out.push_back(readSweep(q, impl_->path));
+  }
+  impl_->verifySnapshot();
   return out;
 }
 
 std::optional<SweepInfo> Store::sweep(int64_t id) {
   std::lock_guard lock(impl_->mutex);
-  SqliteStatement& q = impl_->db->cached(std::string(kSelectSweeps) + " WHERE s.id = ?");
-  SqliteResetGuard guard(q);
-  q.bindInt(1, id);
-  if (!q.step()) return std::nullopt;
-  return readSweep(q, impl_->path);
+  if (!impl_->db) return std::nullopt;
+  std::optional<SweepInfo> out;
+  {
+    SqliteStatement& q = impl_->db->cached(selectSweepsSql(impl_->version) + " WHERE s.id = ?");
+    SqliteResetGuard guard(q);
+    q.bindInt(1, id);
+    if (q.step()) out = readSweep(q, impl_->path);
+  }
+  impl_->verifySnapshot();
+  return out;
 }
 
 void Store::renameSweep(int64_t id, std::string_view name) {
   std::lock_guard lock(impl_->mutex);
+  impl_->writer();
   changeOne(*impl_, "UPDATE sweeps SET name = ? WHERE id = ?", "sweep", id, [&](SqliteStatement& s) {
     s.bindText(1, name);
     s.bindInt(2, id);
@@ -248,6 +254,7 @@ void Store::renameSweep(int64_t id, std::string_view name) {
 
 void Store::setSweepNotes(int64_t id, std::string_view notes) {
   std::lock_guard lock(impl_->mutex);
+  impl_->writer();
   changeOne(*impl_, "UPDATE sweeps SET notes = ? WHERE id = ?", "sweep", id, [&](SqliteStatement& s) {
     s.bindText(1, notes);
     s.bindInt(2, id);
@@ -256,6 +263,7 @@ void Store::setSweepNotes(int64_t id, std::string_view notes) {
 
 void Store::setSweepTags(int64_t id, const std::vector<std::string>& tags) {
   std::lock_guard lock(impl_->mutex);
+  impl_->writer();
   std::string json = nlohmann::json(tags).dump();
   changeOne(*impl_, "UPDATE sweeps SET tags = ? WHERE id = ?", "sweep", id, [&](SqliteStatement& s) {
     s.bindText(1, json);
@@ -265,6 +273,7 @@ void Store::setSweepTags(int64_t id, const std::vector<std::string>& tags) {
 
 void Store::deleteSweep(int64_t id) {
   std::lock_guard lock(impl_->mutex);
+  impl_->writer();
   StoreTransaction txn(*impl_);
   changeOne(*impl_, "DELETE FROM sweeps WHERE id = ?", "sweep", id, [&](SqliteStatement& s) { s.bindInt(1, id); });
   txn.commit();
@@ -272,6 +281,7 @@ void Store::deleteSweep(int64_t id) {
 
 void Store::deleteRun(int64_t id) {
   std::lock_guard lock(impl_->mutex);
+  impl_->writer();
   StoreTransaction txn(*impl_);
   changeOne(*impl_, "DELETE FROM runs WHERE id = ?", "run", id, [&](SqliteStatement& s) { s.bindInt(1, id); });
   txn.commit();

@@ -2,8 +2,11 @@
 // The SQLite store: one file holds environments, sweeps, runs and their trace events.
 // WAL journal, foreign keys on, busy_timeout, prepared statements, one transaction per finished
 // run (a crash loses at most the point in flight). Schema version in PRAGMA user_version with
-// forward migrations. A newer schema, a non-AttnScope file or a corrupt file is refused with a
-// StoreError and left byte-for-byte untouched.
+// forward migrations. A newer schema, a non-AttnScope file or a file whose header or schema is
+// damaged is refused with a StoreError and left byte-for-byte untouched.
+//
+// The file is only ever opened through SQLite: a second descriptor on a database this process
+// has open would drop every POSIX lock the process holds on it when closed (see store_open.cpp).
 
 #include <cstdint>
 #include <memory>
@@ -24,7 +27,8 @@ namespace attnscope {
 
 class StoreError : public std::runtime_error {
  public:
-  enum class Kind { not_attnscope, newer_schema, corrupt, io, not_found, invalid };
+  // read_only: a write was asked of a file or folder that cannot be written; full: the disk is.
+  enum class Kind { not_attnscope, newer_schema, corrupt, io, not_found, invalid, read_only, full };
   StoreError(Kind kind, const std::string& message) : std::runtime_error(message), kind_(kind) {}
   Kind kind() const { return kind_; }
 
@@ -36,27 +40,45 @@ struct SweepInfo {
   int64_t id = 0;
   std::string name;
   int64_t created_unix_ms = 0;
-  std::string state;  // running, finished, cancelled, interrupted
+  // running, finished, cancelled, failed, interrupted. A sweep stored as running whose process is
+  // gone reads as interrupted.
+  std::string state;
   std::string notes;
   std::vector<std::string> tags;
   int64_t environment_id = 0;
   nlohmann::json spec;  // toJson(SweepSpec)
   int64_t run_count = 0;
   int64_t ok_count = 0;
+  // Non-empty when the row cannot be read (damaged or hand-edited JSON): one line saying why.
+  // The other fields but id, name, created and state are then empty.
+  std::string error;
 };
+
+// How a Store opens its file. read never writes: no schema into an empty file, no journal mode
+// change, no migration, no side files left behind, and it works on a read-only file or folder.
+enum class StoreMode { create, existing, read };
 
 class Store {
  public:
-  static constexpr int kSchemaVersion = 1;
+  static constexpr int kSchemaVersion = 2;
 
-  // Opens (or, when create is true and the file does not exist, creates) the database.
-  // Throws StoreError; a refused file is not modified.
+  // Opens (or, when create is true and the file does not exist, creates) the database for
+  // writing. Throws StoreError; a refused file is not modified.
   explicit Store(const std::string& path, bool create = true);
+  // create and existing open for writing and check up front that the file and its folder can be
+  // written (StoreError read_only otherwise). A new file appears complete or not at all.
+  Store(const std::string& path, StoreMode mode);
   ~Store();
   Store(const Store&) = delete;
   Store& operator=(const Store&) = delete;
 
   const std::string& path() const;
+  bool readOnly() const;
+
+  // The full check (PRAGMA integrity_check and foreign_key_check): the problems found, empty when
+  // the file is sound. Opening checks only the header, application id and schema; this reads
+  // every page, so it runs on demand (attnscope check) and on open after an unclean shutdown.
+  std::vector<std::string> check();
 
   int64_t saveEnvironment(const Environment& env);  // reuses an identical stored one
   Environment environment(int64_t id);
@@ -68,7 +90,9 @@ class Store {
 
   std::vector<SweepInfo> sweeps();
   std::optional<SweepInfo> sweep(int64_t id);
-  std::vector<RunResult> runs(int64_t sweep_id);  // without trace events
+  // Without trace events. A row that cannot be read comes back as a run with status error and a
+  // message saying why, so one damaged row does not hide the others.
+  std::vector<RunResult> runs(int64_t sweep_id);
   std::optional<RunResult> run(int64_t run_id, bool with_events = true);
   std::optional<int64_t> sweepOfRun(int64_t run_id);
   std::vector<TraceEvent> events(int64_t run_id);

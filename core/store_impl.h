@@ -6,6 +6,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -16,9 +17,25 @@
 
 namespace attnscope {
 
+// What stat() says about a file: a snapshot reader compares it before and after reading.
+struct FileFingerprint {
+  uint64_t device = 0, inode = 0;
+  int64_t size = 0, mtime_ns = 0, ctime_ns = 0;
+  bool operator==(const FileFingerprint&) const = default;
+};
+
 struct StoreState {
   std::string path;
-  std::unique_ptr<SqliteConnection> db;
+  std::unique_ptr<SqliteConnection> db;  // null for an empty file opened for reading
+  bool read_only = false;
+  int version = 0;  // the file's schema version (a read-only store reads older ones as they are)
+  // Set when the file is read as an immutable snapshot (see store_open.cpp): its fingerprint at
+  // open, checked after every read so that a change by another process is an error, never a
+  // silently torn result.
+  std::optional<FileFingerprint> snapshot;
+  void verifySnapshot() const;
+  // The connection for a write; StoreError read_only for a store opened for reading.
+  SqliteConnection& writer();
   // One connection is not safe to share between threads mid-statement; every public member
   // function takes this lock, so one Store may be used from several threads.
   std::mutex mutex;
@@ -42,12 +59,22 @@ struct StoreState {
 
 struct Store::Impl : StoreState {};
 
+// A JSON library message without its "[json.exception.type_error.302] " prefix.
+inline std::string jsonProblem(const std::exception& e) {
+  std::string_view text = e.what();
+  if (text.starts_with("[json.exception.")) {
+    size_t close = text.find("] ");
+    if (close != std::string_view::npos) text.remove_prefix(close + 2);
+  }
+  return std::string(text);
+}
+
 // A JSON column; text that does not parse means the file was damaged or edited by hand.
 inline nlohmann::json parseJsonColumn(std::string_view text, const std::string& path, std::string_view what) {
   try {
     return nlohmann::json::parse(text);
   } catch (const nlohmann::json::exception& e) {
-    throw StoreError(StoreError::Kind::corrupt, path + ": " + std::string(what) + " is not valid JSON (" + e.what() + ")");
+    throw StoreError(StoreError::Kind::corrupt, path + ": " + std::string(what) + " is not valid JSON (" + jsonProblem(e) + ")");
   }
 }
 

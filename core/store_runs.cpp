@@ -185,7 +185,7 @@ RunResult readRun(const SqliteStatement& s, const std::string& path) {
   try {
     r.plan = memoryPlanFromJson(parseJsonColumn(c.view(), path, "run " + std::to_string(r.id) + " plan"));
   } catch (const nlohmann::json::exception& e) {
-    corrupt(path, "run " + std::to_string(r.id) + " plan: " + e.what());
+    corrupt(path, "run " + std::to_string(r.id) + " plan: " + jsonProblem(e));
   }
   r.trace.capture_note = c.t();
   r.trace.dropped_records = c.i();
@@ -195,13 +195,29 @@ RunResult readRun(const SqliteStatement& s, const std::string& path) {
   return r;
 }
 
+// A row readRun refused: its id and what can be read of who ran it, as a run with status error
+// whose message says why, and no figures (nothing in it is shown as measured).
+RunResult unreadableRun(const SqliteStatement& s, const StoreError& e) {
+  RunResult r;
+  r.id = s.columnInt(0);
+  r.backend = s.columnText(2);
+  r.device = s.columnText(3);
+  r.status = RunStatus::error;
+  r.message = std::string("this run's row cannot be read: ") + e.what();
+  return r;
+}
+
 std::string insertRunSql() {
   std::string sql = std::string("INSERT INTO runs(sweep_id, ") + kRunColumns + ") VALUES (?";
   for (int i = 0; i < kRunColumnCount; ++i) sql += ", ?";
   return sql + ")";
 }
 
-const std::string kSelectRun = std::string("SELECT id, sweep_id, ") + kRunColumns + " FROM runs";
+// A function, not a global: a Store may be used during static initialisation of another file.
+const std::string& selectRunSql() {
+  static const std::string sql = std::string("SELECT id, sweep_id, ") + kRunColumns + " FROM runs";
+  return sql;
+}
 
 }  // namespace
 
@@ -332,6 +348,7 @@ std::vector<TraceEvent> StoreState::readEvents(int64_t run_id) {
 
 int64_t Store::saveRun(int64_t sweep_id, const RunResult& run) {
   std::lock_guard lock(impl_->mutex);
+  impl_->writer();
   SqliteConnection& db = *impl_->db;
   StoreTransaction txn(*impl_);
   {
@@ -357,19 +374,30 @@ int64_t Store::saveRun(int64_t sweep_id, const RunResult& run) {
 
 std::vector<RunResult> Store::runs(int64_t sweep_id) {
   std::lock_guard lock(impl_->mutex);
-  SqliteStatement& q = impl_->db->cached(kSelectRun + " WHERE sweep_id = ? ORDER BY id");
-  SqliteResetGuard guard(q);
-  q.bindInt(1, sweep_id);
   std::vector<RunResult> out;
-  while (q.step()) out.push_back(readRun(q, impl_->path));
+  if (!impl_->db) return out;
+  {
+    SqliteStatement& q = impl_->db->cached(selectRunSql() + " WHERE sweep_id = ? ORDER BY id");
+    SqliteResetGuard guard(q);
+    q.bindInt(1, sweep_id);
+    while (q.step()) {
+      try {
+        out.push_back(readRun(q, impl_->path));
+      } catch (const StoreError& e) {
+        out.push_back(unreadableRun(q, e));
+      }
+    }
+  }
+  impl_->verifySnapshot();
   return out;
 }
 
 std::optional<RunResult> Store::run(int64_t run_id, bool with_events) {
   std::lock_guard lock(impl_->mutex);
+  if (!impl_->db) return std::nullopt;
   std::optional<RunResult> r;
   {
-    SqliteStatement& q = impl_->db->cached(kSelectRun + " WHERE id = ?");
+    SqliteStatement& q = impl_->db->cached(selectRunSql() + " WHERE id = ?");
     SqliteResetGuard guard(q);
     q.bindInt(1, run_id);
     if (!q.step()) return std::nullopt;
@@ -378,21 +406,30 @@ std::optional<RunResult> Store::run(int64_t run_id, bool with_events) {
   // One read transaction would make row and events a consistent snapshot; runs are written in
   // one transaction and never updated, so two reads see the same run.
   if (with_events) r->trace.events = impl_->readEvents(run_id);
+  impl_->verifySnapshot();
   return r;
 }
 
 std::optional<int64_t> Store::sweepOfRun(int64_t run_id) {
   std::lock_guard lock(impl_->mutex);
-  SqliteStatement& q = impl_->db->cached("SELECT sweep_id FROM runs WHERE id = ?");
-  SqliteResetGuard guard(q);
-  q.bindInt(1, run_id);
-  if (!q.step()) return std::nullopt;
-  return q.columnInt(0);
+  if (!impl_->db) return std::nullopt;
+  std::optional<int64_t> out;
+  {
+    SqliteStatement& q = impl_->db->cached("SELECT sweep_id FROM runs WHERE id = ?");
+    SqliteResetGuard guard(q);
+    q.bindInt(1, run_id);
+    if (q.step()) out = q.columnInt(0);
+  }
+  impl_->verifySnapshot();
+  return out;
 }
 
 std::vector<TraceEvent> Store::events(int64_t run_id) {
   std::lock_guard lock(impl_->mutex);
-  return impl_->readEvents(run_id);
+  if (!impl_->db) return {};
+  auto out = impl_->readEvents(run_id);
+  impl_->verifySnapshot();
+  return out;
 }
 
 }  // namespace attnscope

@@ -3,8 +3,7 @@
 #include <sqlite3.h>
 
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
+#include <set>
 
 #include "core/sqlite_connection.h"
 #include "core/store.h"
@@ -115,11 +114,33 @@ std::string hex32(int64_t v) {
 
 const std::string kUntouched = "; it was not modified";
 
+// Version 2: the process that owns each sweep, so that a sweep whose process is gone (killed,
+// crashed, out of disk) is reported as interrupted instead of running forever. Sweeps a version-1
+// build left running are marked interrupted: no owner can be checked for them, and an old build
+// still running one sets its final state when it ends.
+constexpr const char* kSchemaV2 = R"sql(
+CREATE TABLE sweep_owners (
+  sweep_id    INTEGER PRIMARY KEY REFERENCES sweeps(id) ON DELETE CASCADE,
+  host        TEXT NOT NULL,
+  boot_id     TEXT NOT NULL,
+  pid         INTEGER NOT NULL,
+  start_ticks INTEGER NOT NULL
+);
+UPDATE sweeps SET state = 'interrupted' WHERE state = 'running';
+)sql";
+
+std::vector<const char*> requiredTables(int version) {
+  std::vector<const char*> t = {"strings", "environments", "sweeps", "runs", "events"};
+  if (version >= 2) t.push_back("sweep_owners");
+  return t;
+}
+
 }  // namespace
 
 const std::vector<Migration>& migrations() {
   static const std::vector<Migration> steps = {
       {0, "create the version 1 schema", [](SqliteConnection& db) { db.exec(kSchemaV1); }},
+      {1, "record the process that owns each sweep", [](SqliteConnection& db) { db.exec(kSchemaV2); }},
   };
   return steps;
 }
@@ -158,70 +179,110 @@ void migrate(SqliteConnection& db, const std::vector<Migration>& steps, int targ
   }
 }
 
-Inspection inspect(const std::string& path, int max_version) {
-  // The header first, with plain file I/O: a text file or an image never reaches SQLite.
+Inspection inspect(SqliteConnection& db, int max_version) {
+  const std::string& path = db.path();
+  // The first statement reads the header: a text file or an image fails here with SQLITE_NOTADB.
+  // Nothing below writes, so a refused file keeps every byte.
+  int64_t app_id = 0;
   {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw StoreError(StoreError::Kind::io, path + " cannot be read" + kUntouched);
-    char header[100] = {};
-    in.read(header, sizeof header);
-    static const char magic[16] = "SQLite format 3";  // 15 characters and the NUL
-    if (in.gcount() < static_cast<std::streamsize>(sizeof header) ||
-        std::char_traits<char>::compare(header, magic, sizeof magic) != 0)
+    sqlite3_stmt* stmt = nullptr;
+    int rc = sqlite3_prepare_v2(db.handle(), "PRAGMA application_id", -1, &stmt, nullptr);
+    if (rc == SQLITE_OK) rc = sqlite3_step(stmt);
+    if (rc == SQLITE_ROW) app_id = sqlite3_column_int64(stmt, 0);
+    std::string detail = sqlite3_errmsg(db.handle());
+    sqlite3_finalize(stmt);
+    if ((rc & 0xff) == SQLITE_NOTADB)
       throw StoreError(StoreError::Kind::not_attnscope,
                        path + " is not an AttnScope database (it is not an SQLite file)" + kUntouched);
+    if (rc != SQLITE_ROW) {
+      try {
+        throwSqliteError(db.handle(), rc, path, "reading the header");
+      } catch (const StoreError& e) {
+        if (e.kind() != StoreError::Kind::corrupt) throw;
+        throw StoreError(StoreError::Kind::corrupt, e.what() + kUntouched);
+      }
+    }
   }
-
-  // A read-only connection still creates -wal and -shm files next to a WAL database, so without
-  // them the file is opened immutable (no locks, no side files). When a -wal file exists, its
-  // frames are part of the database and must be read: open read-only the normal way (the side
-  // files are already there).
-  std::error_code ec;
-  bool has_wal = std::filesystem::exists(path + "-wal", ec);
-  std::string uri = sqliteFileUri(path, has_wal ? "mode=ro" : "mode=ro&immutable=1");
   try {
-    SqliteConnection db(uri, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, path);
     Inspection result;
-    int64_t app_id = db.pragmaInt("application_id");
     result.version = static_cast<int>(db.pragmaInt("user_version"));
-    std::string tables;
-    int64_t table_count = 0;
+    std::set<std::string> tables;
     {
       SqliteStatement s = db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name");
-      while (s.step()) {
-        if (table_count < 6) tables += (table_count ? ", " : "") + s.columnText(0);
-        ++table_count;
+      while (s.step()) tables.insert(s.columnText(0));
+    }
+    std::string listed;
+    int shown = 0;
+    for (const auto& t : tables) {
+      if (shown++ == 6) {
+        listed += ", ...";
+        break;
       }
-      if (table_count > 6) tables += ", ...";
+      listed += (listed.empty() ? "" : ", ") + t;
     }
     if (app_id != kApplicationId) {
-      if (app_id == 0 && result.version == 0 && table_count == 0) {
+      if (app_id == 0 && result.version == 0 && tables.empty()) {
         result.empty_schema = true;
         return result;
       }
       throw StoreError(StoreError::Kind::not_attnscope,
                        path + " is not an AttnScope database (an SQLite file with application_id " + hex32(app_id) +
-                           (tables.empty() ? std::string() : " and tables " + tables) + ")" + kUntouched);
+                           (listed.empty() ? std::string() : " and tables " + listed) + ")" + kUntouched);
     }
     if (result.version > max_version)
       throw StoreError(StoreError::Kind::newer_schema,
                        path + " was written by a newer AttnScope (schema " + std::to_string(result.version) +
                            "; this build reads up to " + std::to_string(max_version) + ")" + kUntouched);
-    SqliteStatement check = db.prepare("PRAGMA quick_check(5)");
-    std::string problems;
-    while (check.step()) {
-      std::string line = check.columnText(0);
-      if (line == "ok") continue;
-      problems += (problems.empty() ? "" : "; ") + line;
-    }
-    if (!problems.empty())
+    if (result.version <= 0)
       throw StoreError(StoreError::Kind::corrupt,
-                       path + " is damaged (PRAGMA quick_check: " + problems + ")" + kUntouched);
+                       path + " has AttnScope's application id but schema version " + std::to_string(result.version) +
+                           (listed.empty() ? std::string(" and no tables") : " with tables " + listed) +
+                           " (an interrupted creation or an edit by hand)" + kUntouched);
+    for (const char* t : requiredTables(result.version))
+      if (!tables.count(t))
+        throw StoreError(StoreError::Kind::corrupt, path + " is damaged (schema " + std::to_string(result.version) +
+                                                        " but no table '" + t + "')" + kUntouched);
     return result;
   } catch (const StoreError& e) {
     if (e.kind() != StoreError::Kind::corrupt || std::string_view(e.what()).ends_with(kUntouched)) throw;
     throw StoreError(StoreError::Kind::corrupt, std::string(e.what()) + kUntouched);
   }
 }
+
+namespace {
+
+void checkPages(SqliteConnection& db, bool full, std::vector<std::string>& problems) {
+  {
+    SqliteStatement check = db.prepare(full ? "PRAGMA integrity_check(20)" : "PRAGMA quick_check(20)");
+    while (check.step()) {
+      std::string line = check.columnText(0);
+      if (line != "ok") problems.push_back(line);
+    }
+  }
+  if (full) {
+    SqliteStatement fk = db.prepare("PRAGMA foreign_key_check");
+    int64_t rows = 0;
+    std::string first;
+    while (fk.step()) {
+      if (rows++ == 0) first = fk.columnText(0) + " row " + std::to_string(fk.columnInt(1)) + " names a missing " + fk.columnText(2) + " row";
+    }
+    if (rows) problems.push_back(std::to_string(rows) + " rows refer to missing rows (first: " + first + ")");
+  }
+}
+
+}  // namespace
+
+std::vector<std::string> integrityProblems(SqliteConnection& db, bool full) {
+  std::vector<std::string> problems;
+  try {
+    checkPages(db, full, problems);
+  } catch (const StoreError& e) {
+    // Damage bad enough that the check itself stops (a truncated file, a page that is not a page).
+    if (e.kind() != StoreError::Kind::corrupt) throw;
+    problems.push_back(e.what());
+  }
+  return problems;
+}
+
 
 }  // namespace attnscope::store_schema

@@ -39,10 +39,15 @@ struct Inspection {
   int version = 0;            // its user_version
 };
 
-// Looks at `path` without modifying it (or creating -wal/-shm files) and throws StoreError when
-// it must be refused: not an SQLite file, another application's database, a schema newer than
-// `max_version`, or a file that fails PRAGMA quick_check.
-Inspection inspect(const std::string& path, int max_version);
+// Reads the header, application id, schema version and table list through `db` (a connection
+// on which nothing has been written yet) and throws StoreError when the file must be refused: not
+// an SQLite file, another application's database, a schema newer than `max_version`, AttnScope's
+// id with version 0, or a table of its version missing. Cheap: it reads the first pages only.
+Inspection inspect(SqliteConnection& db, int max_version);
+
+// PRAGMA quick_check (full = false) or integrity_check plus foreign_key_check (full = true): the
+// problems found, empty when sound. Reads every page.
+std::vector<std::string> integrityProblems(SqliteConnection& db, bool full);
 
 }  // namespace store_schema
 }  // namespace attnscope

@@ -3,6 +3,7 @@
 #include <QFile>
 #include <QFileInfo>
 #include <QImage>
+#include <QImageWriter>
 #include <QPainter>
 #include <QPdfWriter>
 #include <QSaveFile>
@@ -12,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/output_file.h"
 #include "core/results_export.h"
 
 namespace attnscope::ui {
@@ -28,12 +30,11 @@ void paintPlots(QCPPainter& painter, const QRectF& rect, const QList<QCustomPlot
   }
 }
 
-QString exportPlots(const QList<QCustomPlot*>& plots, int columns, const QString& format_in,
-                    const QString& file, QSize size, int dpi) {
-  if (plots.isEmpty()) return QObject::tr("nothing to export");
-  if (size.width() < 16 || size.height() < 16) return QObject::tr("size too small: %1x%2").arg(size.width()).arg(size.height());
-  if (dpi < 24 || dpi > 2400) return QObject::tr("dpi out of range (24..2400): %1").arg(dpi);
-  const QString format = (format_in.isEmpty() ? QFileInfo(file).suffix() : format_in).toLower();
+namespace {
+
+// Draws into `file` (the temporary one exportPlots renames into place).
+QString renderPlots(const QList<QCustomPlot*>& plots, int columns, const QString& format, const QString& file, QSize size,
+                    int dpi) {
   if (format == "png") {
     const double scale = dpi / 96.0;
     QImage image(size, QImage::Format_ARGB32);
@@ -46,7 +47,8 @@ QString exportPlots(const QList<QCustomPlot*>& plots, int columns, const QString
       painter.scale(scale, scale);
       paintPlots(painter, QRectF(0, 0, size.width() / scale, size.height() / scale), plots, columns);
     }
-    if (!image.save(file, "PNG")) return QObject::tr("cannot write %1").arg(file);
+    QImageWriter writer(file, "png");
+    if (!writer.write(image)) return QObject::tr("cannot write %1: %2").arg(file, writer.errorString());
     return {};
   }
   if (format == "svg") {
@@ -80,6 +82,30 @@ QString exportPlots(const QList<QCustomPlot*>& plots, int columns, const QString
     return {};
   }
   return QObject::tr("unknown format '%1' (allowed: png, svg, pdf)").arg(format);
+}
+
+}  // namespace
+
+QString exportPlots(const QList<QCustomPlot*>& plots, int columns, const QString& format_in,
+                    const QString& file, QSize size, int dpi) {
+  if (plots.isEmpty()) return QObject::tr("nothing to export");
+  if (size.width() < 16 || size.height() < 16) return QObject::tr("size too small: %1x%2").arg(size.width()).arg(size.height());
+  if (dpi < 24 || dpi > 2400) return QObject::tr("dpi out of range (24..2400): %1").arg(dpi);
+  const QString format = (format_in.isEmpty() ? QFileInfo(file).suffix() : format_in).toLower();
+  if (format != "png" && format != "svg" && format != "pdf")
+    return QObject::tr("unknown format '%1' (allowed: png, svg, pdf)").arg(format);
+  // Drawn under a temporary name in the same folder and renamed when complete: a failed export
+  // never leaves half a file, nor destroys the file it was to replace.
+  try {
+    AtomicOutput out(file.toStdString());
+    const QString temp = QString::fromStdString(out.tempPath());
+    QString error = renderPlots(plots, columns, format, temp, size, dpi);
+    if (!error.isEmpty()) return error.replace(temp, file);
+    out.commit();
+    return {};
+  } catch (const std::exception& e) {
+    return QString::fromStdString(e.what());
+  }
 }
 
 namespace {

@@ -27,11 +27,22 @@ void setIdentity() {
   QCoreApplication::setApplicationVersion(QString::fromStdString(appVersion()));
 }
 
+// Qt warns on stderr when XDG_RUNTIME_DIR is unset (usual under cron, ssh -T or a container), and
+// a headless export never uses that folder: drop exactly that warning, pass everything else on.
+QtMessageHandler g_previousHandler = nullptr;
+void headlessMessages(QtMsgType type, const QMessageLogContext& context, const QString& message) {
+  if (type == QtWarningMsg && message.startsWith(QLatin1String("QStandardPaths: ")) &&
+      message.contains(QLatin1String("XDG_RUNTIME_DIR")))
+    return;
+  if (g_previousHandler) g_previousHandler(type, context, message);
+}
+
 // A QApplication for headless rendering, made only when the caller has none.
 class HeadlessApp {
  public:
   HeadlessApp() {
     if (QCoreApplication::instance()) return;
+    g_previousHandler = qInstallMessageHandler(headlessMessages);
     if (qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM")) qputenv("QT_QPA_PLATFORM", "offscreen");
     static int argc = 1;
     static char name[] = "attnscope";
@@ -46,7 +57,7 @@ class HeadlessApp {
 
 ui::SweepSnapshotPtr loadSweep(const std::string& db_path, int64_t sweep_id, std::string& error) {
   try {
-    Store store(db_path, false);
+    Store store(db_path, StoreMode::read);
     auto snap = ui::loadSweepSnapshot(store, sweep_id);
     if (!snap) error = "no sweep with id " + std::to_string(sweep_id) + " in " + db_path;
     return snap;
@@ -95,7 +106,7 @@ std::string writeSweepReport(const std::string& db_path, int64_t sweep_id, const
   if (!snap) return error;
   const QString dir = QString::fromStdString(out_dir);
   if (!QDir().mkpath(dir)) return "cannot create " + out_dir;
-  auto events = [db_path](int64_t run_id) { return Store(db_path, false).events(run_id); };
+  auto events = [db_path](int64_t run_id) { return Store(db_path, StoreMode::read).events(run_id); };
   return ui::writeReport({snap}, QDir(dir).filePath("report.pdf"), dir, events).toStdString();
 }
 

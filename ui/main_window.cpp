@@ -177,8 +177,17 @@ QString MainWindow::openDatabase(const QString& path, bool create) {
     report(tr("A sweep is running; cancel it or wait before opening another database."));
     return last_message_;
   }
+  QString note;
   try {
-    auto s = std::make_unique<Store>(path.toStdString(), create);
+    std::unique_ptr<Store> s;
+    try {
+      s = std::make_unique<Store>(path.toStdString(), create);
+    } catch (const StoreError& e) {
+      // A database we may not write is still worth reading: open it read-only and say so.
+      if (e.kind() != StoreError::Kind::read_only) throw;
+      s = std::make_unique<Store>(path.toStdString(), StoreMode::read);
+      note = tr(" (read-only: %1)").arg(QString::fromStdString(e.what()));
+    }
     store_ = std::move(s);
   } catch (const std::exception& e) {
     report(tr("Cannot open %1: %2").arg(path, QString::fromStdString(e.what())));
@@ -187,7 +196,7 @@ QString MainWindow::openDatabase(const QString& path, bool create) {
   sweep_model_->setStore(store_.get());
   setShown({});
   setWindowTitle(tr("AttnScope - %1").arg(QFileInfo(path).fileName()));
-  statusBar()->showMessage(tr("Opened %1").arg(path), 5000);
+  statusBar()->showMessage(tr("Opened %1%2").arg(path, note), note.isEmpty() ? 5000 : 0);
   QSettings().setValue("db/path", path);
   updateRunnable();
   runs_panel_->selectFirstSweep();

@@ -20,6 +20,8 @@
 
 #include "core/chrome_trace.h"
 #include "core/environment.h"
+#include "core/output_file.h"
+#include "core/store.h"
 #include "ui/chart_export.h"
 #include "ui/chart_view.h"
 #include "ui/export_dialog.h"
@@ -106,12 +108,27 @@ void MainWindow::buildMenus() {
   addActions({run_action_, cancel_action_, export_chart, open});
 }
 
+namespace {
+
+// Empty when `file` may be written; otherwise why not (it is the open database, or a database).
+QString refusedOutput(const QString& file, const Store* store) {
+  try {
+    refuseDatabaseOutput(file.toStdString(), store ? store->path() : std::string());
+    return {};
+  } catch (const OutputRefused& e) {
+    return QString::fromStdString(e.what());
+  }
+}
+
+}  // namespace
+
 void MainWindow::exportChart() {
   auto* view = qobject_cast<ChartView*>(tabs_->currentWidget());
   if (!view) view = memory_view_;
   const QString name = shown_.empty() ? QStringLiteral("chart") : QStringLiteral("sweep%1").arg(shown_.front()->info.id);
   ExportDialog dlg(QDir::home().filePath(name + "-" + view->title().toLower() + ".png"), QSize(1600, 700), this);
   if (dlg.exec() != QDialog::Accepted) return;
+  if (const QString why = refusedOutput(dlg.file(), store_.get()); !why.isEmpty()) return report(why);
   const QString error = exportPlots(view->plots(), view->exportColumns(), dlg.format(), dlg.file(), dlg.size(), dlg.dpi());
   if (!error.isEmpty()) report(error);
   else statusBar()->showMessage(tr("Wrote %1").arg(dlg.file()), 5000);
@@ -122,6 +139,7 @@ void MainWindow::exportData(const QString& format) {
   const QString f = QFileDialog::getSaveFileName(this, tr("Export data"), QDir::home().filePath("attnscope." + format),
                                                  format.toUpper() + " (*." + format + ")");
   if (f.isEmpty()) return;
+  if (const QString why = refusedOutput(f, store_.get()); !why.isEmpty()) return report(why);
   const QString error = format == "csv" ? exportCsv(shown_, f) : exportJson(shown_, f);
   if (!error.isEmpty()) report(error);
   else statusBar()->showMessage(tr("Wrote %1").arg(f), 5000);
@@ -135,6 +153,7 @@ void MainWindow::exportTrace() {
   const QString f = QFileDialog::getSaveFileName(this, tr("Export trace"), QDir::home().filePath("attnscope-trace.json"),
                                                  tr("Chrome trace (*.json)"));
   if (f.isEmpty() || !store_) return;
+  if (const QString why = refusedOutput(f, store_.get()); !why.isEmpty()) return report(why);
   try {
     std::vector<TraceRun> runs;
     for (int64_t id : ids)
@@ -142,7 +161,7 @@ void MainWindow::exportTrace() {
     QSaveFile out(f);
     const std::string text = chromeTrace(runs).dump();
     if (!out.open(QIODevice::WriteOnly) || out.write(text.data(), static_cast<qint64>(text.size())) < 0 || !out.commit())
-      return report(tr("cannot write %1").arg(f));
+      return report(tr("cannot write %1: %2").arg(f, out.errorString()));
   } catch (const std::exception& e) {
     return report(QString::fromStdString(e.what()));
   }
@@ -154,6 +173,7 @@ void MainWindow::exportReport() {
   const QString f = QFileDialog::getSaveFileName(this, tr("Export report"), QDir::home().filePath("attnscope-report.pdf"),
                                                  tr("PDF (*.pdf)"));
   if (f.isEmpty()) return;
+  if (const QString why = refusedOutput(f, store_.get()); !why.isEmpty()) return report(why);
   const QString error = writeReport(shown_, f, {}, [this](int64_t run_id) {
     return store_ ? store_->events(run_id) : std::vector<TraceEvent>{};
   });

@@ -51,7 +51,7 @@ void SweepWorker::run(quint64 job, const QString& db_path, const SweepSpec& spec
   } catch (const std::exception& e) {
     if (store_ptr && sweep_id > 0) {
       try {
-        store_ptr->setSweepState(sweep_id, "interrupted");
+        store_ptr->setSweepState(sweep_id, "failed");
       } catch (const std::exception&) {
         // The error below is what the user needs to see.
       }

@@ -107,14 +107,22 @@ TEST(StoreMigration, ThisBuildHasOneStepPerVersion) {
   }
 }
 
-// tests/data/v1.sqlite was written by the schema-1 store (see WriteV1Fixture). Today it opens
-// as is; once schema 2 exists, this same test proves the 1 -> 2 migration keeps the data.
+// tests/data/v1.sqlite was written by the schema-1 store (see WriteV1Fixture). A write open
+// migrates it to schema 2 keeping the data; a read open reads it as it is and changes nothing.
 TEST(StoreMigration, VersionOneFixtureOpensWithItsData) {
   std::string fixture = std::string(ATTNSCOPE_STORE_FIXTURES) + "/v1.sqlite";
   ASSERT_TRUE(std::filesystem::exists(fixture)) << fixture;
   test::TempDir dir;
   std::string path = dir.file("v1.sqlite");
   std::filesystem::copy_file(fixture, path);  // never open the checked-in file itself
+  {
+    const std::string before = test::readBytes(path);
+    Store reader(path, StoreMode::read);
+    ASSERT_EQ(reader.sweeps().size(), 1u);
+    EXPECT_EQ(reader.sweeps()[0].name, "fixture v1");
+    EXPECT_EQ(reader.runs(reader.sweeps()[0].id).size(), 2u);
+    EXPECT_TRUE(test::readBytes(path) == before) << "a read open migrated the file";
+  }
   Store store(path, false);
   auto sweeps = store.sweeps();
   ASSERT_EQ(sweeps.size(), 1u);

@@ -1,0 +1,58 @@
+#pragma once
+// Other processes for the store tests: a forked child (optionally as the unprivileged user
+// nobody, so that file permissions apply even when the tests run as root), and this very test
+// binary started again as "another process" that opens a database, reads or writes, and exits.
+
+#include <grp.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <functional>
+#include <string>
+
+namespace attnscope::test {
+
+inline constexpr uid_t kNobody = 65534;
+
+// Runs `body` in a forked child and returns its exit status (or 128 + signal). The child must
+// not inherit an open SQLite connection: call this with every Store of the test closed. With
+// as_nobody (only possible as root) the child drops to uid/gid 65534 first.
+inline int inChild(const std::function<int()>& body, bool as_nobody = false) {
+  std::fflush(nullptr);
+  pid_t pid = fork();
+  if (pid == 0) {
+    int code = 0;
+    try {
+      if (as_nobody && (setgroups(0, nullptr) != 0 || setgid(kNobody) != 0 || setuid(kNobody) != 0)) _exit(90);
+      code = body();
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "child: %s\n", e.what());
+      code = 91;
+    }
+    std::fflush(nullptr);
+    _exit(code);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+// Starts this test binary again with `env` added ("NAME=value"), as a separate program (exec:
+// no inherited SQLite state at all), and returns its exit status.
+inline int inNewProcess(const std::vector<std::string>& env) {
+  std::fflush(nullptr);
+  pid_t pid = fork();
+  if (pid == 0) {
+    for (const auto& e : env) putenv(const_cast<char*>(e.c_str()));
+    execl("/proc/self/exe", "store-test-child", static_cast<char*>(nullptr));
+    _exit(92);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+}  // namespace attnscope::test

@@ -1,0 +1,155 @@
+// What a store makes of what others left: sweeps whose process is gone, rows damaged by hand or
+// by a bug, and the full check that opening no longer runs.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sqlite3.h>
+#include <unistd.h>
+
+#include "core/store.h"
+#include "core/store_owner.h"
+#include "tests/store/store_process_support.h"
+#include "tests/store/store_test_support.h"
+
+namespace attnscope {
+namespace {
+
+using test::TempDir;
+
+void execRaw(const std::string& path, const std::string& sql) {
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  char* err = nullptr;
+  EXPECT_EQ(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &err), SQLITE_OK) << (err ? err : "");
+  sqlite3_free(err);
+  sqlite3_close(db);
+}
+
+std::string storedState(const std::string& path, int64_t sweep) {
+  sqlite3* db = nullptr;
+  EXPECT_EQ(sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
+  sqlite3_stmt* s = nullptr;
+  std::string state;
+  sqlite3_prepare_v2(db, "SELECT state FROM sweeps WHERE id = ?", -1, &s, nullptr);
+  sqlite3_bind_int64(s, 1, sweep);
+  if (sqlite3_step(s) == SQLITE_ROW) state = reinterpret_cast<const char*>(sqlite3_column_text(s, 0));
+  sqlite3_finalize(s);
+  sqlite3_close(db);
+  return state;
+}
+
+TEST(StoreOwner, ThisProcessIsAliveAndADeadOneIsGone) {
+  const ProcessIdentity self = thisProcess();
+  EXPECT_EQ(ownerState(self), OwnerState::alive);
+  ProcessIdentity reused = self;
+  reused.start_ticks += 1;  // same pid, another start: a reused pid
+  EXPECT_EQ(ownerState(reused), OwnerState::gone);
+  ProcessIdentity rebooted = self;
+  rebooted.boot_id = "another boot";
+  EXPECT_EQ(ownerState(rebooted), OwnerState::gone);
+  ProcessIdentity elsewhere = self;
+  elsewhere.host += "-elsewhere";
+  EXPECT_EQ(ownerState(elsewhere), OwnerState::unknown);
+}
+
+TEST(StoreOwner, SweepOfAProcessThatDiedIsInterruptedNotRunning) {
+  TempDir dir;
+  const std::string path = dir.file("runs.sqlite");
+  { Store create(path); }
+  // A sweep process that saves two points and dies without a word (SIGKILL, an abort, OOM).
+  int code = test::inChild([&] {
+    Store store(path);
+    int64_t sweep = store.createSweep(test::sampleSweep("killed"), 0);
+    store.saveRun(sweep, test::sampleRun(0, 50));
+    store.saveRun(sweep, test::sampleRun(1, 50));
+    raise(SIGKILL);
+    return 1;
+  });
+  EXPECT_EQ(code, 128 + SIGKILL);
+  // The killed one reads as interrupted, without the reader writing anything.
+  {
+    Store reader(path, StoreMode::read);
+    EXPECT_EQ(reader.sweep(1)->state, "interrupted");
+    EXPECT_EQ(reader.sweep(1)->run_count, 2);
+  }
+  EXPECT_EQ(storedState(path, 1), "running");
+  // A writer's open marks it in the file; a live sweep of this process stays running.
+  Store mine(path);
+  EXPECT_EQ(storedState(path, 1), "interrupted");
+  int64_t live = mine.createSweep(test::sampleSweep("live"), 0);
+  EXPECT_EQ(mine.sweep(live)->state, "running");
+  { Store other(path); }
+  { Store reader(path, StoreMode::read); EXPECT_EQ(reader.sweep(live)->state, "running"); }
+  EXPECT_EQ(storedState(path, live), "running");
+  EXPECT_EQ(mine.sweeps()[0].state, "interrupted");
+}
+
+TEST(StoreRows, OneDamagedRowLeavesTheOthersReadable) {
+  TempDir dir;
+  const std::string path = dir.file("runs.sqlite");
+  {
+    Store store(path);
+    for (int s = 0; s < 4; ++s) {
+      int64_t id = store.createSweep(test::sampleSweep("s" + std::to_string(s)), 0);
+      store.saveRun(id, test::sampleRun(s, 5));
+      store.saveRun(id, test::sampleRun(s + 10, 5));
+    }
+  }
+  execRaw(path, "UPDATE sweeps SET spec = '{\"backends\": [' WHERE id = 2;"
+                "UPDATE sweeps SET spec = json_remove(spec, '$.base') WHERE id = 3;"
+                "UPDATE runs SET samples = 'not json' WHERE id = 8;");
+  Store store(path, StoreMode::read);
+  auto sweeps = store.sweeps();
+  ASSERT_EQ(sweeps.size(), 4u);
+  EXPECT_TRUE(sweeps[0].error.empty());
+  EXPECT_TRUE(sweeps[3].error.empty());
+  for (int i : {1, 2}) {
+    const std::string& e = sweeps[i].error;
+    EXPECT_FALSE(e.empty());
+    EXPECT_EQ(e.find('\n'), std::string::npos) << e;
+    EXPECT_EQ(e.find("[json.exception"), std::string::npos) << e;
+    EXPECT_NE(e.find("sweep S" + std::to_string(i + 1)), std::string::npos) << e;
+    EXPECT_EQ(sweeps[i].name, "s" + std::to_string(i));
+  }
+  EXPECT_NE(sweeps[2].error.find("'base'"), std::string::npos) << sweeps[2].error;
+  auto runs = store.runs(4);
+  ASSERT_EQ(runs.size(), 2u);
+  EXPECT_EQ(runs[0].status, RunStatus::oom);
+  EXPECT_EQ(runs[1].status, RunStatus::error);
+  EXPECT_NE(runs[1].message.find("cannot be read"), std::string::npos) << runs[1].message;
+  EXPECT_LT(runs[1].memory.measured_peak, 0) << "an unreadable row shows no figures";
+}
+
+TEST(StoreCheck, SoundFileIsOkAndDamagedPagesAreFoundOnDemand) {
+  TempDir dir;
+  const std::string path = dir.file("runs.sqlite");
+  {
+    Store store(path);
+    int64_t id = store.createSweep(test::sampleSweep("big"), 0);
+    for (int i = 0; i < 5; ++i) store.saveRun(id, test::sampleRun(i, 2000));
+  }
+  {
+    Store store(path, StoreMode::read);
+    EXPECT_TRUE(store.check().empty());
+  }
+  std::string bytes = test::readBytes(path);
+  const size_t page = 4096;
+  for (size_t p = bytes.size() / page / 2; p < bytes.size() / page / 2 + 3; ++p)
+    for (size_t i = 0; i < page; ++i) bytes[p * page + i] = static_cast<char>(i * 7 + p);
+  test::writeBytes(path, bytes);
+  // Opening checks the header and schema only (cheap for any size); the damage is found on demand,
+  // and reading a damaged page is an error, never a crash or made-up data.
+  Store store(path, StoreMode::read);
+  auto problems = store.check();
+  EXPECT_FALSE(problems.empty());
+  bool failed_to_read = false;
+  try {
+    for (const auto& r : store.runs(1)) store.events(r.id);
+  } catch (const StoreError& e) {
+    failed_to_read = e.kind() == StoreError::Kind::corrupt;
+  }
+  EXPECT_TRUE(failed_to_read || !problems.empty());
+  EXPECT_TRUE(test::readBytes(path) == bytes) << "reading the damaged file changed it";
+}
+
+}  // namespace
+}  // namespace attnscope
