@@ -1,6 +1,7 @@
 #include "ui/report_writer.h"
 
 #include <memory>
+#include <optional>
 
 #include <QDateTime>
 #include <QDir>
@@ -10,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/format.h"
+#include "core/output_file.h"
 #include "ui/chart_export.h"
 #include "ui/chart_view.h"
 #include "ui/memory_view.h"
@@ -85,7 +87,14 @@ QString writeReport(const SweepSnapshots& sweeps, const QString& pdf_file, const
     }
   }
 
-  QPdfWriter pdf(pdf_file);
+  // Drawn under a temporary name and renamed when complete (an old report stays whole until then).
+  std::optional<AtomicOutput> pdf_out;
+  try {
+    pdf_out.emplace(pdf_file.toStdString());
+  } catch (const std::exception& e) {
+    return QString::fromStdString(e.what());
+  }
+  QPdfWriter pdf(QString::fromStdString(pdf_out->tempPath()));
   pdf.setResolution(96);
   pdf.setPageSize(QPageSize(QPageSize::A4));
   pdf.setPageOrientation(QPageLayout::Landscape);
@@ -161,7 +170,12 @@ QString writeReport(const SweepSnapshots& sweeps, const QString& pdf_file, const
       draw_row([&](int c) { return model.data(model.index(row, c), Qt::DisplayRole).toString(); }, false);
     if (model.rowCount() == 0) break;
   }
-  p.end();
+  if (!p.end()) return QObject::tr("cannot write %1").arg(pdf_file);
+  try {
+    pdf_out->commit();
+  } catch (const std::exception& e) {
+    return QString::fromStdString(e.what());
+  }
   return {};
 }
 
