@@ -128,7 +128,9 @@ void createAtomically(const std::string& path) {
   } catch (const StoreError& e) {
     for (const char* suffix : {"", "-wal", "-shm", "-journal"}) removeQuietly(tmp + suffix);
     std::string what = e.what();
-    throw StoreError(e.kind(), what.starts_with("cannot create") ? what : "cannot create " + path + ": " + what);
+    if (what.starts_with("cannot create")) throw;
+    if (what.starts_with(path + ": ")) what.erase(0, path.size() + 2);  // named once, in front
+    throw StoreError(e.kind(), "cannot create " + path + ": " + what);
   }
   for (const char* suffix : {"", "-wal", "-shm"}) removeQuietly(tmp + suffix);
 }
