@@ -24,8 +24,11 @@ int64_t startTicks(int64_t pid) {
   if (close == std::string::npos) return 0;
   std::istringstream rest(stat.substr(close + 1));
   std::string field;
-  for (int i = 3; i <= 22 && rest >> field; ++i)
+  for (int i = 3; i <= 22 && rest >> field; ++i) {
+    // A zombie (killed, not yet reaped by its parent) or a dead task has ended all the same.
+    if (i == 3 && (field == "Z" || field == "X" || field == "x")) return 0;
     if (i == 22) return std::stoll(field);
+  }
   return 0;
 }
 

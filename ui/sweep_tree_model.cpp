@@ -260,6 +260,10 @@ QVariant SweepTreeModel::sweepData(const SweepNode& s, int column, int role) con
                         .arg(i.id).arg(qs(i.name), created, qs(i.state)).arg(i.run_count).arg(i.ok_count);
       if (!tags.isEmpty()) tip += tr("\ntags: %1").arg(tags.join(", "));
       if (!i.notes.empty()) tip += tr("\nnotes: %1").arg(qs(i.notes));
+      if (i.state == "interrupted")
+        tip += tr("\nThe process that ran this sweep ended before finishing it (killed, crashed or out of disk); "
+                  "the points it saved are kept.");
+      if (!i.error.empty()) tip += "\n" + qs(i.error);
       return tip;
     }
     case Qt::TextAlignmentRole:

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sqlite3.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "core/store.h"
@@ -81,6 +82,38 @@ TEST(StoreOwner, SweepOfAProcessThatDiedIsInterruptedNotRunning) {
   { Store reader(path, StoreMode::read); EXPECT_EQ(reader.sweep(live)->state, "running"); }
   EXPECT_EQ(storedState(path, live), "running");
   EXPECT_EQ(mine.sweeps()[0].state, "interrupted");
+}
+
+TEST(StoreOwner, KilledButNotYetReapedIsGone) {
+  // After SIGKILL a process stays a zombie, with its /proc entry and start time, until its parent
+  // waits for it (a shell that is busy, a GUI that launched it): its sweep is already over.
+  TempDir dir;
+  const std::string path = dir.file("runs.sqlite");
+  { Store create(path); }
+  int ready[2];
+  ASSERT_EQ(pipe(ready), 0);
+  std::fflush(nullptr);
+  pid_t pid = fork();
+  if (pid == 0) {
+    Store store(path);
+    store.createSweep(test::sampleSweep("zombie"), 0);
+    char c = 1;
+    if (::write(ready[1], &c, 1) != 1) _exit(2);
+    raise(SIGKILL);
+    _exit(1);
+  }
+  char c = 0;
+  ASSERT_EQ(::read(ready[0], &c, 1), 1);
+  ::close(ready[0]);
+  ::close(ready[1]);
+  siginfo_t info{};
+  ASSERT_EQ(waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOWAIT), 0);  // dead, not reaped
+  {
+    Store reader(path, StoreMode::read);
+    EXPECT_EQ(reader.sweep(1)->state, "interrupted");
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
 }
 
 TEST(StoreRows, OneDamagedRowLeavesTheOthersReadable) {
