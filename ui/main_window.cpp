@@ -25,6 +25,7 @@
 #include "ui/backend_list_model.h"
 #include "ui/backends_panel.h"
 #include "ui/chart_view.h"
+#include "ui/dispatch_view.h"
 #include "ui/memory_view.h"
 #include "ui/results_table_model.h"
 #include "ui/runs_panel.h"
@@ -161,6 +162,8 @@ void MainWindow::updateRunnable() {
   const auto errors = workload_->errors();
   backend_model_->setSpec(spec);
   sweep_panel_->update(spec, backend_model_->checkedBackends());
+  for (ChartView* v : charts_)  // the Dispatch view predicts torch's kernel for the sweep being set up
+    if (auto* d = qobject_cast<DispatchView*>(v)) d->setPlannedSweep(sweep_panel_->sweep());
   const bool ok = errors.empty() && sweep_panel_->valid() && store_ && !running_;
   run_action_->setEnabled(ok);
   QString why;

@@ -2,6 +2,7 @@
 
 #include "ui/breakdown_view.h"
 #include "ui/compare_view.h"
+#include "ui/dispatch_view.h"
 #include "ui/heatmap_view.h"
 #include "ui/time_view.h"
 #include "ui/timeline_view.h"
@@ -10,7 +11,7 @@ namespace attnscope::ui {
 
 std::vector<ChartView*> makeExtraChartViews(QWidget* parent) {
   return {new HeatmapView(parent), new TimeView(parent), new BreakdownView(parent), new TimelineView(parent),
-          new CompareView(parent)};
+          new CompareView(parent), new DispatchView(parent)};
 }
 
 }  // namespace attnscope::ui

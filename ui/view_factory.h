@@ -1,5 +1,5 @@
 #pragma once
-// The chart tabs after Memory, in tab order: Heatmap, Time, Breakdown, Timeline.
+// The chart tabs after Memory, in tab order: Heatmap, Time, Breakdown, Timeline, Compare, Dispatch.
 
 #include <vector>
 

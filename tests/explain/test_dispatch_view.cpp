@@ -1,0 +1,100 @@
+// The Dispatch view offscreen: the grid follows the sweep being set up, cells carry the kernel
+// torch would pick for the chosen version and GPU, and hover explains the refusals.
+#include <QApplication>
+#include <QComboBox>
+#include <QLabel>
+#include <QtTest>
+#include <qcustomplot.h>
+
+#include "core/torch_dispatch/dispatch_grid.h"
+#include "ui/dispatch_view.h"
+
+using namespace attnscope;
+using namespace attnscope::torch_dispatch;
+
+class TestDispatchView : public QObject {
+  Q_OBJECT
+ private:
+  static SweepSpec cliffSweep() {
+    SweepSpec s;
+    s.base.width = 64;
+    s.base.dtype = DType::fp16;
+    s.base.mask = MaskSpec{MaskKind::dense};
+    s.axes = {{"heads", {"4", "8", "16", "32"}}, {"seq", {"1024", "10000"}}, {"dtype", {"fp16", "fp32"}}};
+    return s;
+  }
+
+ private Q_SLOTS:
+  void gridFollowsThePlannedSweepAndTarget() {
+    ui::DispatchView view;
+    view.resize(900, 500);
+    view.show();
+    view.setPlannedSweep(cliffSweep());
+    view.gpuBox()->setCurrentText("V100");
+    QCOMPARE(view.xBox()->currentText(), QString("heads"));
+    QCOMPARE(view.yBox()->currentText(), QString("seq"));
+    const DispatchGrid& g = view.grid();
+    QCOMPARE(g.xs.size(), size_t(4));
+    QCOMPARE(g.ys.size(), size_t(2));
+    // width 64: head_dim 16, 8 -> efficient; 4, 2 -> math (fp16 needs head_dim % 8 on sm70).
+    QCOMPARE(g.at(1, 1).kernel, std::optional<SdpaKernel>(SdpaKernel::efficient));
+    QCOMPARE(g.at(2, 1).kernel, std::optional<SdpaKernel>(SdpaKernel::math));
+    QVERIFY(g.at(2, 1).peak_bytes > 10 * g.at(1, 1).peak_bytes);
+    const QString tip = view.cellText(2, 1);
+    QVERIFY2(tip.contains("torch would pick math"), qPrintable(tip));
+    QVERIFY2(tip.contains("Mem efficient attention requires last dimension of inputs to be divisible by 8"), qPrintable(tip));
+    QVERIFY(view.cellText(9, 9).isEmpty());
+    // Another axis pair: dtype on y; fp32 needs head_dim % 1 on sm70, so 16 heads go back to efficient.
+    view.yBox()->setCurrentText("dtype");
+    QCOMPARE(view.grid().ys, (std::vector<std::string>{"fp16", "fp32"}));
+    QCOMPARE(view.grid().at(2, 1).kernel, std::optional<SdpaKernel>(SdpaKernel::efficient));
+    // The torch version changes the answer: 2.0 has no masked fused kernel at all.
+    view.torchBox()->setCurrentText("2.0.0");
+    QCOMPARE(view.grid().at(1, 0).kernel, std::optional<SdpaKernel>(SdpaKernel::math));
+  }
+
+  void unknownGpuIsReportedNotGuessed() {
+    ui::DispatchView view;
+    view.gpuBox()->setCurrentText("Voodoo2");
+    QVERIFY(!view.target());
+    QVERIFY(view.grid().cells.empty());
+    QVERIFY(view.findChild<QLabel*>("dispatchStatus")->text().contains("Unknown GPU 'Voodoo2'"));
+    view.gpuBox()->setCurrentText("cpu");
+    QVERIFY(view.target() && view.target()->device == TorchDevice::cpu);
+    QVERIFY(!view.grid().cells.empty());
+  }
+
+  void invalidCombinationsStayEmpty() {
+    SweepSpec s;
+    s.base.width = 64;
+    s.axes = {{"heads", {"3", "8"}}, {"seq", {"128"}}};  // 64 is not divisible by 3
+    const auto g = dispatchGrid(s, "heads", "seq", defaultTorchTarget(kNewestTorch, TorchDevice::cuda, {8, 0}));
+    QVERIFY(!g.at(0, 0).invalid.empty());
+    QVERIFY(!g.at(0, 0).kernel);
+    QVERIFY(g.at(1, 0).kernel.has_value());
+  }
+
+  void screenshot() {
+    // Rendered for the README (scripts run it with ATTNSCOPE_SCREENSHOT_DIR set); a plain test otherwise.
+    const QByteArray dir = qgetenv("ATTNSCOPE_SCREENSHOT_DIR");
+    if (dir.isEmpty()) QSKIP("ATTNSCOPE_SCREENSHOT_DIR not set");
+    ui::DispatchView view;
+    view.resize(1100, 520);
+    view.setPlannedSweep(cliffSweep());
+    view.gpuBox()->setCurrentText("V100");
+    view.torchBox()->setCurrentText("2.10.0");
+    view.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&view) || true);
+    view.findChild<QCustomPlot*>("dispatchPlot")->replot();
+    QVERIFY(view.grab().save(QString::fromUtf8(dir) + "/dispatch.png"));
+  }
+};
+
+int main(int argc, char** argv) {
+  if (qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM")) qputenv("QT_QPA_PLATFORM", "offscreen");
+  QApplication app(argc, argv);
+  TestDispatchView t;
+  return QTest::qExec(&t, argc, argv);
+}
+
+#include "test_dispatch_view.moc"

@@ -1,0 +1,211 @@
+#include "ui/dispatch_view.h"
+
+#include <cmath>
+#include <limits>
+#include <thread>
+
+#include <QComboBox>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QToolTip>
+#include <QVBoxLayout>
+#include <qcustomplot.h>
+
+#include "core/format.h"
+#include "ui/plot_style.h"
+
+namespace attnscope::ui {
+
+using namespace torch_dispatch;
+
+namespace {
+
+// Kernel -> map value and colour; the map's gradient has one level per kernel.
+constexpr SdpaKernel kKernels[] = {SdpaKernel::flash, SdpaKernel::efficient, SdpaKernel::cudnn, SdpaKernel::math};
+QColor kernelColor(int index) {
+  static const QColor colors[] = {QColor(0x2e, 0x9e, 0x4f), QColor(0x3b, 0x7d, 0xd8), QColor(0x8e, 0x5c, 0xc9),
+                                  QColor(0xd9, 0x48, 0x3b), QColor(0x80, 0x80, 0x80)};  // last: torch raises
+  return colors[std::clamp(index, 0, 4)];
+}
+int kernelIndex(const std::optional<SdpaKernel>& k) {
+  if (!k) return 4;
+  for (int i = 0; i < 4; ++i)
+    if (kKernels[i] == *k) return i;
+  return 4;
+}
+
+QString q(const std::string& s) { return QString::fromStdString(s); }
+
+}  // namespace
+
+DispatchView::DispatchView(QWidget* parent) : ChartView(parent) {
+  auto* layout = new QVBoxLayout(this);
+  auto* bar = new QHBoxLayout;
+  torch_ = new QComboBox(this);
+  torch_->setObjectName("dispatchTorch");
+  for (const auto& v : coveredTorchVersions()) torch_->addItem(q(v.text()));
+  torch_->setCurrentText(q(kNewestTorch.text()));
+  gpu_ = new QComboBox(this);
+  gpu_->setObjectName("dispatchGpu");
+  gpu_->setEditable(true);  // any smXY or GPU name
+  gpu_->setToolTip(tr("A GPU name or compute capability (sm50 .. sm121), or cpu"));
+  for (const char* g : {"A100", "V100", "T4", "A10", "L4", "RTX 4090", "H100", "H200", "B200", "RTX 5090", "cpu"}) gpu_->addItem(g);
+  x_ = new QComboBox(this);
+  x_->setObjectName("dispatchX");
+  y_ = new QComboBox(this);
+  y_->setObjectName("dispatchY");
+  bar->addWidget(new QLabel(tr("torch"), this));
+  bar->addWidget(torch_);
+  bar->addWidget(new QLabel(tr("GPU"), this));
+  bar->addWidget(gpu_);
+  bar->addWidget(new QLabel(tr("x"), this));
+  bar->addWidget(x_);
+  bar->addWidget(new QLabel(tr("y"), this));
+  bar->addWidget(y_);
+  legend_ = new QLabel(this);
+  bar->addWidget(legend_);
+  bar->addStretch();
+  layout->addLayout(bar);
+  status_ = new QLabel(this);
+  status_->setObjectName("dispatchStatus");
+  status_->setWordWrap(true);
+  layout->addWidget(status_);
+
+  plot_ = makePlot(this);
+  plot_->setObjectName("dispatchPlot");
+  plot_->setInteractions({});
+  map_ = new QCPColorMap(plot_->xAxis, plot_->yAxis);
+  QCPColorGradient g;
+  g.clearColorStops();
+  for (int i = 0; i < 5; ++i) g.setColorStopAt(i / 4.0, kernelColor(i));
+  g.setLevelCount(5);
+  g.setNanHandling(QCPColorGradient::nhTransparent);
+  map_->setGradient(g);
+  map_->setDataRange(QCPRange(0, 4));
+  map_->setInterpolate(false);
+  layout->addWidget(plot_, 1);
+
+  QString legend;
+  for (int i = 0; i < 5; ++i)
+    legend += QStringLiteral("<span style='color:%1'>&#9632;</span> %2 &nbsp;")
+                  .arg(kernelColor(i).name(), i < 4 ? QString::fromUtf8(toString(kKernels[i]).data()) : tr("raises"));
+  legend_->setText(legend);
+
+  for (QComboBox* b : {torch_, x_, y_}) connect(b, &QComboBox::currentIndexChanged, this, [this] { rebuild(); });
+  connect(gpu_, &QComboBox::currentTextChanged, this, [this] { rebuild(); });
+  plot_->setMouseTracking(true);
+  connect(plot_, &QCustomPlot::mouseMove, this, [this](QMouseEvent* e) {
+    const QString t = cellText(plot_->xAxis->pixelToCoord(e->position().x()), plot_->yAxis->pixelToCoord(e->position().y()));
+    if (t.isEmpty()) QToolTip::hideText();
+    else QToolTip::showText(e->globalPosition().toPoint(), t, plot_);
+  });
+  source_.axes = {{"heads", {"1", "2", "4", "8", "16", "32"}}, {"seq", {"512", "1024", "2048", "4096"}}};
+  source_name_ = tr("an example grid (set up a sweep to see yours)");
+  sourceChanged();
+}
+
+void DispatchView::setSweeps(const SweepSnapshots& sweeps) {
+  sweeps_ = sweeps;
+  if (planned_ || sweeps_.empty()) return;
+  source_ = sweeps_.front()->spec;
+  source_name_ = tr("sweep %1").arg(q(sweeps_.front()->info.name));
+  sourceChanged();
+}
+
+void DispatchView::setPlannedSweep(const SweepSpec& sweep) {
+  planned_ = sweep;
+  source_ = sweep;
+  source_name_ = tr("the sweep being set up");
+  sourceChanged();
+}
+
+void DispatchView::sourceChanged() {
+  const QString keep_x = x_->currentText(), keep_y = y_->currentText();
+  QSignalBlocker bx(x_), by(y_);
+  x_->clear();
+  y_->clear();
+  for (const auto& f : gridFields(source_)) {
+    x_->addItem(q(f));
+    y_->addItem(q(f));
+  }
+  x_->setCurrentText(x_->findText(keep_x) >= 0 ? keep_x : QStringLiteral("heads"));
+  y_->setCurrentText(y_->findText(keep_y) >= 0 ? keep_y : QStringLiteral("seq"));
+  rebuild();
+}
+
+std::optional<TorchTarget> DispatchView::target() const {
+  const auto version = parseTorchVersion(torch_->currentText().toStdString());
+  if (!version) return std::nullopt;
+  const std::string gpu = gpu_->currentText().trimmed().toStdString();
+  TorchTarget t;
+  if (gpu == "cpu") {
+    t = defaultTorchTarget(*version, TorchDevice::cpu);
+    t.cpu_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  } else {
+    auto parsed = parseGpu(gpu);
+    if (!parsed) return std::nullopt;
+    t = defaultTorchTarget(*version, TorchDevice::cuda, parsed->capability);
+    t.gpu_name = parsed->name;
+  }
+  return t;
+}
+
+void DispatchView::rebuild() {
+  map_->data()->clear();
+  plot_->clearItems();
+  const auto t = target();
+  if (!t) {
+    grid_ = {};
+    status_->setText(tr("Unknown GPU '%1' (allowed: %2)").arg(gpu_->currentText(), q(gpuChoices())));
+    plot_->replot(QCustomPlot::rpQueuedReplot);
+    return;
+  }
+  grid_ = dispatchGrid(source_, x_->currentText().toStdString(), y_->currentText().toStdString(), *t);
+  const int nx = static_cast<int>(grid_.xs.size()), ny = static_cast<int>(grid_.ys.size());
+  map_->data()->setSize(nx, ny);
+  map_->data()->setRange(QCPRange(0, std::max(0, nx - 1)), QCPRange(0, std::max(0, ny - 1)));
+  const bool labels = nx * ny <= 120;
+  for (int x = 0; x < nx; ++x)
+    for (int y = 0; y < ny; ++y) {
+      const DispatchCell& c = grid_.at(static_cast<size_t>(x), static_cast<size_t>(y));
+      const bool valid = c.invalid.empty();
+      map_->data()->setCell(x, y, valid ? kernelIndex(c.kernel) : std::numeric_limits<double>::quiet_NaN());
+      if (!labels || !valid) continue;
+      auto* text = new QCPItemText(plot_);
+      text->position->setCoords(x, y);
+      text->setText(c.kernel ? QString::fromUtf8(toString(*c.kernel).data()) + "\n" + q(formatBytes(c.peak_bytes)) : tr("raises"));
+      text->setColor(Qt::white);
+      text->setClipToAxisRect(true);
+    }
+  auto ticks = [](const std::vector<std::string>& v) {
+    auto tk = QSharedPointer<QCPAxisTickerText>::create();
+    for (size_t i = 0; i < v.size(); ++i) tk->addTick(static_cast<double>(i), q(v[i]));
+    return tk;
+  };
+  plot_->xAxis->setTicker(ticks(grid_.xs));
+  plot_->yAxis->setTicker(ticks(grid_.ys));
+  plot_->xAxis->setLabel(x_->currentText());
+  plot_->yAxis->setLabel(y_->currentText() == x_->currentText() ? QString() : y_->currentText());
+  plot_->xAxis->setRange(-0.5, std::max(0.5, nx - 0.5));
+  plot_->yAxis->setRange(-0.5, std::max(0.5, ny - 0.5));
+  status_->setText(tr("What torch's scaled_dot_product_attention would pick for %1 on %2 (predicted; hover a cell for "
+                      "the rules).%3")
+                       .arg(source_name_, q(t->describe()),
+                            grid_.truncated ? tr(" Only the first %1 x %2 values are shown.").arg(nx).arg(ny) : QString()));
+  plot_->replot(QCustomPlot::rpQueuedReplot);
+}
+
+QString DispatchView::cellText(double xc, double yc) const {
+  const long x = std::lround(xc), y = std::lround(yc);
+  if (x < 0 || y < 0 || x >= static_cast<long>(grid_.xs.size()) || y >= static_cast<long>(grid_.ys.size())) return {};
+  const DispatchCell& c = grid_.at(static_cast<size_t>(x), static_cast<size_t>(y));
+  const QString where = q(grid_.x_field) + " " + q(c.x_value) + (c.y_value.empty() ? QString() : ", " + q(grid_.y_field) + " " + q(c.y_value));
+  if (!c.invalid.empty()) return tr("%1: not a valid workload: %2").arg(where, q(c.invalid).toHtmlEscaped());
+  QString s = tr("<b>%1</b><br>%2").arg(q(c.headline).toHtmlEscaped(), q(c.summary).toHtmlEscaped());
+  if (c.kernel)
+    s += tr("<br>predicted peak: %1 (%2 allocated by the call)").arg(q(formatBytes(c.peak_bytes)), q(formatBytes(c.extra_bytes)));
+  for (const auto& r : c.rejections) s += "<br>&#10007; " + q(r).toHtmlEscaped();
+  return s;
+}
+
+}  // namespace attnscope::ui
