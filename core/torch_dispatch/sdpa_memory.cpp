@@ -84,6 +84,8 @@ struct Builder {
     p.step("convert " + what + " to " + dt(to) + " (variant " + std::string(1, variant) + ")");
     size_t conv = p.alloc("converted mask " + dt(to), numel * elem, BufferRole::workspace);
     if (variant != 'C') p.transient("logical_not(mask) bool", numel);
+    if (t.version.minor == 6)
+      m.notes.push_back("torch 2.6's bool-mask conversion was not measured: assumed like 2.5.1 (variant B, a transient bool copy; 2.7+ has none)");
     return conv;
   }
 

@@ -8,6 +8,8 @@
 
 #include "core/torch_dispatch/dispatch_grid.h"
 #include "ui/dispatch_view.h"
+#include "ui/main_window.h"
+#include "ui/sweep_panel.h"
 
 using namespace attnscope;
 using namespace attnscope::torch_dispatch;
@@ -74,6 +76,28 @@ class TestDispatchView : public QObject {
     QVERIFY(g.at(1, 0).kernel.has_value());
   }
 
+  void mainWindowFeedsTheSweepBeingSetUp() {
+    QTemporaryDir dir;
+    ui::MainWindow w(dir.filePath("dispatch.sqlite"));
+    w.setInteractive(false);
+    w.resize(1400, 800);
+    w.show();
+    ui::DispatchView* view = w.findChild<ui::DispatchView*>();
+    QVERIFY(view);
+    int tab = -1;
+    for (int i = 0; i < w.tabs()->count(); ++i)
+      if (w.tabs()->tabText(i) == "Dispatch") tab = i;
+    QVERIFY(tab >= 0);
+    w.tabs()->setCurrentIndex(tab);
+    // Typing heads into the Sweep dock changes the Dispatch grid.
+    w.sweepPanel()->setAxisText("heads", "2,4,8");
+    QTRY_COMPARE(view->grid().xs, (std::vector<std::string>{"2", "4", "8"}));
+    QVERIFY(view->findChild<QLabel*>("dispatchStatus")->text().contains("the sweep being set up"));
+    const QByteArray shots = qgetenv("ATTNSCOPE_SCREENSHOT_DIR");
+    view->findChild<QCustomPlot*>("dispatchPlot")->replot();  // the view replots queued
+    if (!shots.isEmpty()) QVERIFY(w.grab().save(QString::fromUtf8(shots) + "/dispatch-window.png"));
+  }
+
   void screenshot() {
     // Rendered for the README (scripts run it with ATTNSCOPE_SCREENSHOT_DIR set); a plain test otherwise.
     const QByteArray dir = qgetenv("ATTNSCOPE_SCREENSHOT_DIR");
@@ -92,6 +116,9 @@ class TestDispatchView : public QObject {
 
 int main(int argc, char** argv) {
   if (qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM")) qputenv("QT_QPA_PLATFORM", "offscreen");
+  static QTemporaryDir config;  // settings in a fresh folder, never the user's
+  qputenv("XDG_CONFIG_HOME", config.path().toUtf8());
+  qputenv("XDG_DATA_HOME", config.path().toUtf8());
   QApplication app(argc, argv);
   TestDispatchView t;
   return QTest::qExec(&t, argc, argv);
