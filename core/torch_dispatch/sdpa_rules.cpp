@@ -99,6 +99,7 @@ std::vector<std::string> ruleNotes(SdpaKernel kernel, const SdpaCall& call, cons
     if (r.id.ends_with(".heads") && call.kv_heads == call.q_heads) continue;
     if (r.id.ends_with(".attn_mask") && !call.hasMaskTensor()) continue;
     if (r.id.ends_with(".dtype") && call.dtype != DType::fp16) continue;
+    if (r.id == "cudnn.head_dim" && call.head_dim <= 128) continue;
     (void)in;
     notes.emplace_back(r.note);
   }

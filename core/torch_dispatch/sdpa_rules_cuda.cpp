@@ -245,6 +245,14 @@ std::vector<SdpaRule> cudaRules() {
          if (isHalf(in.call.dtype)) return std::nullopt;
          return "cuDNN attention only supports float16 and bfloat16, got " + torchDTypeName(in.call.dtype) + ".";
        }},
+      {"cudnn.head_dim", C, cuda, between(4, 4), "head_dim a multiple of 8 and <= 128", "cuda/sdp_utils.cpp check_cudnn_tensor_shapes (2.4 binary strings) [bin]",
+       [](const R& in) -> Msg {
+         const auto& c = in.call;
+         if (c.head_dim % 8 != 0 || c.head_dim_v % 8 != 0 || c.head_dim > 128 || c.head_dim_v > 128)
+           return std::string("head_dim should be a multiple of 8 and no more than 128");
+         return std::nullopt;
+       },
+       "2.4's cuDNN head_dim check is known only from its message (\"... no more than 128/256\"); the 256 case is not modelled"},
       {"cudnn.head_dim", C, cuda, from(5), "head_dim a multiple of 8 and <= 128 (256 on sm90/sm10x with cuDNN > 9.22, 2.15)",
        "cuda/sdp_utils.cpp check_cudnn_tensor_shapes [src][bin]",
        [](const R& in) -> Msg {

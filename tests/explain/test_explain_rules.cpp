@@ -177,6 +177,12 @@ TEST(Priority, CudnnGatesFromEnvironmentAndRuntimeVersion) {
   WorkloadSpec s;
   s.dtype = DType::fp16;
   EXPECT_EQ(explainSdpa(s, env23, ExplainOptions{false}).chosen, K::cudnn);  // TORCH_CUDNN_SDPA_ENABLED=1
+  auto env24 = h100("2.4");
+  env24.env_cudnn_sdpa_enabled = true;
+  s.head_dim = 4;  // 2.4 already checks cuDNN's head_dim (its binary has the message)
+  const auto x24 = explainSdpa(s, env24, ExplainOptions{false});
+  EXPECT_EQ(x24.chosen, K::flash);
+  EXPECT_EQ(x24.verdicts.front().rule_id, "cudnn.head_dim");
 }
 
 TEST(Priority, XformersHeuristicIn20And21) {
