@@ -9,6 +9,7 @@
 #include <QLabel>
 #include <QToolTip>
 #include <QVBoxLayout>
+#include <nlohmann/json.hpp>
 #include <qcustomplot.h>
 
 #include "core/format.h"
@@ -113,6 +114,8 @@ void DispatchView::setSweeps(const SweepSnapshots& sweeps) {
 }
 
 void DispatchView::setPlannedSweep(const SweepSpec& sweep) {
+  // The window calls this on every edit of the spec or the lists; most leave the grid as it is.
+  if (planned_ && toJson(*planned_) == toJson(sweep)) return;
   planned_ = sweep;
   source_ = sweep;
   source_name_ = tr("the sweep being set up");
