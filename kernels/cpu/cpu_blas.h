@@ -1,7 +1,8 @@
 #pragma once
-// The single-precision matrix product the CPU backends are built on, row-major, in the shape of
-// cblas_sgemm: C = alpha * A * op(B) + beta * C, where A is M x K and op(B) is K x N (B is stored
-// N x K when transpose_b). OpenBLAS when the build found it, else a plain C++ loop nest.
+// The single-precision matrix product bench_cpu compares our tile kernels with, row-major, in
+// the shape of cblas_sgemm: C = alpha * A * op(B) + beta * C, where A is M x K and op(B) is K x N
+// (B is stored N x K when transpose_b). OpenBLAS when the build found it, else a plain C++ loop
+// nest. The backends do not use it (tile_kernels.h).
 
 #include <string>
 

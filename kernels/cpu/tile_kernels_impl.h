@@ -118,7 +118,7 @@ void gemmStrips(int64_t m, int64_t n, int64_t k, float alpha, const float* a, in
   }
 }
 
-// Element idx of a tensor stored in dtype, as float. Load must provide loadHalf(uint16_t).
+// Element idx of a tensor stored in dtype, as float (V provides halfToFloat).
 template <class V>
 inline float elementAt(attnscope::DType dtype, const void* src, int64_t idx) {
   switch (dtype) {
