@@ -1,5 +1,6 @@
 #include "kernels/cpu/cpu_backend.h"
 
+#include <algorithm>
 #include <cstring>
 #include <stdexcept>
 
@@ -18,15 +19,19 @@ void checkTensor(const char* name, const HostTensor& t, DType dtype, int64_t ele
                                 " elements but the spec needs " + std::to_string(elements));
 }
 
-Buffer<uint8_t> copyOf(TrackingAllocator& alloc, const std::vector<uint8_t>& bytes, const char* tag) {
-  Buffer<uint8_t> b(alloc, static_cast<int64_t>(bytes.size()), tag);
-  if (!bytes.empty()) std::memcpy(b.data(), bytes.data(), bytes.size());
+Buffer<uint8_t> copyOf(RunContext& ctx, const std::vector<uint8_t>& bytes, const char* tag) {
+  constexpr size_t kSlice = size_t{8} << 20;
+  Buffer<uint8_t> b(ctx.allocator(), static_cast<int64_t>(bytes.size()), tag);
+  for (size_t at = 0; at < bytes.size(); at += kSlice) {
+    ctx.throwIfCancelled();
+    std::memcpy(b.data() + at, bytes.data() + at, std::min(kSlice, bytes.size() - at));
+  }
   return b;
 }
 
 }  // namespace
 
-RunTensors RunTensors::allocate(const WorkloadSpec& spec, const HostInputs& in, TrackingAllocator& alloc) {
+RunTensors RunTensors::allocate(const WorkloadSpec& spec, const HostInputs& in, RunContext& ctx) {
   checkTensor("q", in.q, spec.dtype, spec.qElements());
   checkTensor("k", in.k, spec.dtype, spec.kvElements());
   checkTensor("v", in.v, spec.dtype, spec.kvElements());
@@ -34,11 +39,11 @@ RunTensors RunTensors::allocate(const WorkloadSpec& spec, const HostInputs& in, 
     throw std::invalid_argument("the dense mask has " + std::to_string(in.mask.size()) + " elements but the spec needs " +
                                 std::to_string(spec.maskBytes()));
   RunTensors t;
-  t.q = copyOf(alloc, in.q.bytes, "q");
-  t.k = copyOf(alloc, in.k.bytes, "k");
-  t.v = copyOf(alloc, in.v.bytes, "v");
-  if (spec.mask.kind == MaskKind::dense) t.mask = copyOf(alloc, in.mask, "mask");
-  t.o = Buffer<uint8_t>(alloc, spec.qElements() * bytesPerElement(spec.dtype), "o");
+  t.q = copyOf(ctx, in.q.bytes, "q");
+  t.k = copyOf(ctx, in.k.bytes, "k");
+  t.v = copyOf(ctx, in.v.bytes, "v");
+  if (spec.mask.kind == MaskKind::dense) t.mask = copyOf(ctx, in.mask, "mask");
+  t.o = Buffer<uint8_t>(ctx.allocator(), spec.qElements() * bytesPerElement(spec.dtype), "o");
   return t;
 }
 

@@ -15,8 +15,10 @@ namespace attnscope::cpu {
 struct RunTensors {
   Buffer<uint8_t> q, k, v, mask, o;
 
-  // Copies the inputs; throws std::invalid_argument when they do not match the spec.
-  static RunTensors allocate(const WorkloadSpec& spec, const HostInputs& inputs, TrackingAllocator& alloc);
+  // Copies the inputs into buffers from ctx's allocator, in slices between which it checks the
+  // cancel flag (hundreds of MiB take a while on a loaded machine); throws std::invalid_argument
+  // when they do not match the spec.
+  static RunTensors allocate(const WorkloadSpec& spec, const HostInputs& inputs, RunContext& ctx);
 };
 
 // Adds q, k, v, mask (dense only) and o, live over steps [first, last].

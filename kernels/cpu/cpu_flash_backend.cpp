@@ -94,7 +94,7 @@ class FlashExecution final : public Execution {
       : s_(spec),
         ctx_(ctx),
         pool_(pool),
-        t_(RunTensors::allocate(spec, inputs, ctx.allocator())),
+        t_(RunTensors::allocate(spec, inputs, ctx)),
         lse_(ctx.allocator(), spec.batch * spec.heads * spec.seq_q, "lse"),
         kernels_(activeTileKernels()),
         tiles_(TileLayout::of(spec, kernels_)),

@@ -58,7 +58,7 @@ void upcast(TaskPool& pool, const RunContext& ctx, DType dtype, const uint8_t* s
 class ReferenceExecution final : public Execution {
  public:
   ReferenceExecution(const WorkloadSpec& spec, const HostInputs& inputs, RunContext& ctx, TaskPool& pool)
-      : s_(spec), ctx_(ctx), pool_(pool), t_(RunTensors::allocate(spec, inputs, ctx.allocator())) {}
+      : s_(spec), ctx_(ctx), pool_(pool), t_(RunTensors::allocate(spec, inputs, ctx)) {}
 
   double run() override;
   void output(std::vector<float>& out) override { outputAsFloat(s_, t_.o, out); }
