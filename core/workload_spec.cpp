@@ -11,10 +11,11 @@
 namespace attnscope {
 namespace {
 
+// The shortest text that reads back as the same double: masks are stored as this text, and a
+// keep-probability rounded to 6 digits would draw another mask when the run is read back.
 std::string fmtDouble(double v) {
-  std::ostringstream os;
-  os << v;
-  return os.str();
+  char buf[32];
+  return std::string(buf, std::to_chars(buf, buf + sizeof buf, v).ptr);
 }
 
 bool parseInt(std::string_view s, int64_t& out) {

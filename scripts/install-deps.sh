@@ -12,7 +12,12 @@ packages=(
   qt6-base-dev qt6-svg-dev libqcustomplot-dev libgl1-mesa-dev
   xvfb xauth
   python3 python3-venv
+  clang llvm  # the fuzz stage: libFuzzer, sanitizer runtimes, llvm-symbolizer
 )
+
+# libFuzzer and the sanitizer runtimes: their own package on Debian 12 (only recommended by
+# clang), part of libclang-common on older Ubuntu.
+if apt-cache show libclang-rt-dev >/dev/null 2>&1; then packages+=(libclang-rt-dev); fi
 
 missing=()
 for p in "${packages[@]}"; do

@@ -1,7 +1,13 @@
 #!/usr/bin/env bash
-# Installs what is missing, then builds and tests both configurations: CPU-only (ATTNSCOPE_CUDA=OFF)
-# and the default (CUDA when a toolkit is found, GUI on). GPU tests (ctest label gpu) skip with a
-# message when no device is present.
+# Installs what is missing, then builds and tests:
+#   1. cpu-only: ATTNSCOPE_CUDA=OFF, every test;
+#   2. default: CUDA when a toolkit is found, GUI on, every test (GPU tests, ctest label gpu, skip
+#      with a message when no device is present);
+#   3. asan: the suite without CUDA and GUI under ASan+UBSan, stopping at the first report;
+#   4. tsan: the concurrency tests (ctest label tsan) under ThreadSanitizer;
+#   5. fuzz: each libFuzzer target in fuzz/ for FUZZ_SECONDS (default 45) from its seed corpus;
+#      any crash, leak or sanitizer report fails.
+# STAGES="cpu-only default asan tsan fuzz" (the default) picks stages; timings: docs/RELIABILITY.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
@@ -13,14 +19,89 @@ export QT_QPA_PLATFORM=${QT_QPA_PLATFORM:-offscreen}
 ATTNSCOPE_TEST_PYTHON=$(bash scripts/torch-venv.sh)
 export ATTNSCOPE_TEST_PYTHON
 
-for config in cpu-only default; do
-  dir=build/test-$config
-  cuda=AUTO
+STAGES=${STAGES:-cpu-only default asan tsan fuzz}
+FUZZ_SECONDS=${FUZZ_SECONDS:-45}
+
+stage_start() {
+  STAGE_T0=$(date +%s)
+  echo "=== $1"
+}
+stage_end() { echo "=== $1: done in $(($(date +%s) - STAGE_T0)) s"; }
+
+plain_config() {
+  local config=$1 dir=build/test-$1 cuda=AUTO
   [ "$config" = cpu-only ] && cuda=OFF
-  echo "=== $config: configure (ATTNSCOPE_CUDA=$cuda)"
+  stage_start "$config: configure (ATTNSCOPE_CUDA=$cuda)"
   cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DATTNSCOPE_CUDA=$cuda
   echo "=== $config: build"
   cmake --build "$dir" -j "$JOBS"
   echo "=== $config: test"
   ctest --test-dir "$dir" --output-on-failure -j 2
+  stage_end "$config"
+}
+
+# Every test the asan preset builds (core, CPU backends, store, trace, CLI); a sanitizer report
+# ends the test with an error, which fails the stage.
+asan_stage() {
+  local dir=build/test-asan
+  stage_start "asan: configure, build, test (ASan+UBSan)"
+  cmake --preset asan -B "$dir" -DATTNSCOPE_BENCH=OFF >/dev/null
+  cmake --build "$dir" -j "$JOBS"
+  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1 \
+    UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+    ctest --test-dir "$dir" --output-on-failure -j 2
+  stage_end asan
+}
+
+# Only the tests labelled tsan (threads sharing a store, the sweep runner and the CPU thread
+# pool under cancellation), and only their executables are built.
+tsan_stage() {
+  local dir=build/test-tsan
+  stage_start "tsan: configure, build, test (ThreadSanitizer, ctest -L tsan)"
+  cmake --preset tsan -B "$dir" >/dev/null
+  cmake --build "$dir" -j "$JOBS" --target tsan_tests
+  TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 ctest --test-dir "$dir" --output-on-failure -L tsan
+  stage_end tsan
+}
+
+# Each fuzzer runs from its checked-in seeds (read only) plus a scratch corpus it may grow.
+# libFuzzer exits non-zero on a crash, a leak, a timeout, an out-of-memory or a sanitizer report
+# and leaves the input in build/test-fuzz/artifacts/ for `fuzz_X ARTIFACT` to replay.
+fuzz_stage() {
+  local dir=build/test-fuzz
+  if ! command -v clang++ >/dev/null 2>&1; then
+    echo "fuzz: clang++ not found (install-deps installs clang)" >&2
+    return 1
+  fi
+  stage_start "fuzz: configure, build (clang, libFuzzer, ASan+UBSan)"
+  cmake --preset fuzz -B "$dir" >/dev/null
+  cmake --build "$dir" -j "$JOBS" --target fuzzers
+  mkdir -p "$dir/artifacts"
+  for target in fuzz_spec fuzz_cli_args fuzz_npy fuzz_store; do
+    echo "=== fuzz: $target for ${FUZZ_SECONDS} s"
+    rm -rf "$dir/corpus/$target"
+    mkdir -p "$dir/corpus/$target"
+    local dict=()
+    [ -f "fuzz/dict/$target.dict" ] && dict=(-dict="fuzz/dict/$target.dict")
+    if ! UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ASAN_OPTIONS=detect_leaks=1 \
+      "$dir/fuzz/$target" -max_total_time="$FUZZ_SECONDS" -timeout=20 -rss_limit_mb=2048 \
+        -print_final_stats=1 -artifact_prefix="$dir/artifacts/$target-" "${dict[@]}" \
+        "$dir/corpus/$target" "fuzz/corpus/$target" > "$dir/$target.log" 2>&1; then
+      tail -n 60 "$dir/$target.log"
+      echo "fuzz: $target found a defect; input saved under $dir/artifacts/" >&2
+      return 1
+    fi
+    grep -E "^stat::number_of_executed_units|^stat::peak_rss_mb|Done [0-9]+ runs" "$dir/$target.log" || true
+  done
+  stage_end fuzz
+}
+
+for stage in $STAGES; do
+  case $stage in
+    cpu-only | default) plain_config "$stage" ;;
+    asan) asan_stage ;;
+    tsan) tsan_stage ;;
+    fuzz) fuzz_stage ;;
+    *) echo "unknown stage '$stage' (allowed: cpu-only default asan tsan fuzz)" >&2; exit 2 ;;
+  esac
 done
