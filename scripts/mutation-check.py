@@ -39,6 +39,16 @@ MUTANTS = [
     ("npy-mask-shape-check-disabled", "core/npy.cpp",
      "if (m.shape != want)", "if (m.shape.size() != want.size())",
      "test_npy_checks", "tests/reliability/test_npy_checks", "*Shape*"),
+    ("spec-text-six-digits", "core/workload_spec.cpp",
+     "return std::string(buf, std::to_chars(buf, buf + sizeof buf, v).ptr);", "return std::to_string(v);",
+     "test_spec_round_trip", "tests/reliability/test_spec_round_trip", "*"),
+    # CUDA host logic: needs a CUDA build (ATTNSCOPE_CUDA=ON) as BUILD_DIR, no device.
+    ("cuda-additive-mask-8-bytes-short", "kernels/cuda/cuda_plans.cpp",
+     "z.bias = planes * z.chunk_rows * s.seqKv() * eb;", "z.bias = planes * z.chunk_rows * s.seqKv() * eb - 8;",
+     "test_cuda_plan_sizes", "tests/reliability/test_cuda_plan_sizes", "*"),
+    ("cuda-lse-per-kv-head", "kernels/cuda/cuda_plans.cpp",
+     "f.lse = s.batch * s.heads * s.seq_q * 4;", "f.lse = s.batch * s.kvHeads() * s.seq_q * 4;",
+     "test_cuda_plan_sizes", "tests/reliability/test_cuda_plan_sizes", "*"),
     ("csv-seq-q-kv-swapped", "core/results_export.cpp",
      "std::to_string(s.seq_q),\n          std::to_string(s.seqKv()),",
      "std::to_string(s.seqKv()),\n          std::to_string(s.seq_q),",
@@ -87,7 +97,7 @@ def main():
         failed |= outcome != "killed"
         print(f"{m[0]:36} {m[4]:22} {outcome}", flush=True)
     # Leave the build matching the restored sources.
-    run(["cmake", "--build", str(build), "-j2", "--target", *sorted({m[4] for m in MUTANTS})], ROOT)
+    run(["cmake", "--build", str(build), "-j2", "--target", *sorted({m[4] for m in MUTANTS if not wanted or m[0] in wanted})], ROOT)
     return 1 if failed else 0
 
 

@@ -1,0 +1,82 @@
+#pragma once
+// Checks one backend's plan against what it really allocated: every planned buffer is allocated
+// under the same name with exactly the planned size, and nothing is allocated that the plan does
+// not name. Comparing only the planned and measured peaks misses a buffer planned short when
+// another buffer of the same step makes the peak (fp16/bf16 conversions, for instance).
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/backend.h"
+#include "core/run_engine.h"
+
+namespace attnscope::plancheck {
+
+inline WorkloadSpec spec(DType dtype, const char* mask, MaskLayout layout) {
+  WorkloadSpec s;
+  s.batch = 2;
+  s.heads = 4;
+  s.kv_heads = 2;
+  s.seq_q = 48;
+  s.seq_kv = 80;
+  s.head_dim = 32;
+  s.dtype = dtype;
+  s.mask = *parseMask(mask).mask;
+  s.mask_layout = layout;
+  s.seed = 3;
+  return s;
+}
+
+inline const std::vector<std::pair<const char*, MaskLayout>>& masks() {
+  static const std::vector<std::pair<const char*, MaskLayout>> m{{"none", MaskLayout::broadcast},
+                                                                 {"causal", MaskLayout::broadcast},
+                                                                 {"dense:0.5", MaskLayout::per_head},
+                                                                 {"dense", MaskLayout::broadcast}};
+  return m;
+}
+
+// Runs every dtype and mask on the backend; returns how many points were supported and checked.
+inline int expectPlanIsWhatIsAllocated(Backend& backend) {
+  int checked = 0;
+  for (DType dtype : {DType::fp32, DType::fp16, DType::bf16})
+    for (const auto& [mask, layout] : masks()) {
+      const WorkloadSpec s = spec(dtype, mask, layout);
+      if (!backend.support(s).ok()) continue;
+      RunOptions opt;
+      opt.warmup = 0;
+      opt.reps = 1;
+      opt.check_accuracy = false;
+      const RunResult r = runPoint(backend, s, opt);
+      const std::string where = backend.id() + " " + summary(s);
+      EXPECT_EQ(r.status, RunStatus::ok) << where << ": " << r.message;
+      if (r.status != RunStatus::ok) continue;
+      ++checked;
+      std::map<std::string, std::vector<int64_t>> allocated;
+      for (const TraceEvent& e : r.trace.events)
+        if (e.kind == EventKind::alloc && e.source == EventSource::allocator) allocated[e.name].push_back(e.bytes);
+      EXPECT_FALSE(r.plan.buffers.empty()) << where;
+      for (const PlannedBuffer& b : r.plan.buffers) {
+        auto it = allocated.find(b.name);
+        if (it == allocated.end()) {
+          ADD_FAILURE() << where << ": planned buffer '" << b.name << "' was never allocated";
+          continue;
+        }
+        for (int64_t bytes : it->second)
+          EXPECT_EQ(bytes, b.bytes) << where << ": buffer '" << b.name << "' planned at " << b.bytes
+                                    << " bytes, allocated at " << bytes;
+      }
+      for (const auto& [name, sizes] : allocated) {
+        const bool planned = std::any_of(r.plan.buffers.begin(), r.plan.buffers.end(),
+                                         [&](const PlannedBuffer& b) { return b.name == name; });
+        EXPECT_TRUE(planned) << where << ": '" << name << "' (" << sizes.front() << " bytes) is not in the plan";
+      }
+    }
+  return checked;
+}
+
+}  // namespace attnscope::plancheck
