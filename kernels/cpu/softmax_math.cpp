@@ -4,7 +4,10 @@
 
 #include "kernels/cpu/tile_kernels.h"
 
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+// Not under sanitizers: the clones' ifunc resolver runs while the dynamic loader relocates, before
+// the sanitizer runtime exists, and GCC instruments it (a TSan build crashed before main).
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_THREAD__) && \
+    !defined(__SANITIZE_ADDRESS__)
 #define ATTNSCOPE_CPU_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #else
 #define ATTNSCOPE_CPU_CLONES
