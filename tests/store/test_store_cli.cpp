@@ -69,6 +69,22 @@ TEST(StoreCli, ExportToStandardOutputAndItsLimits) {
   EXPECT_NE(missing.err.find("No such file or directory"), std::string::npos) << missing.err;
 }
 
+TEST(StoreCli, ImageExportPrintsNoQtWarnings) {
+  // Under cron, ssh -T or a container XDG_RUNTIME_DIR is unset, and Qt used to warn about it on
+  // the first stderr line of every image export.
+  Db db;
+  saveOneRun(db.path);
+  for (const char* format : {"png", "svg", "pdf"}) {
+    const std::string out = db.dir + "/chart." + format;
+    CliResult r = runCli({"export", "S1", "--format", format, "--out", out, "--db", db.path}, {"XDG_RUNTIME_DIR="});
+    EXPECT_EQ(r.code, 0) << r.err;
+    EXPECT_EQ(r.err, "") << format;
+    EXPECT_GT(std::filesystem::file_size(out), 100u) << format;
+  }
+  for (const auto& e : std::filesystem::directory_iterator(db.dir))
+    EXPECT_EQ(e.path().filename().string().find(".tmp-"), std::string::npos) << e.path();
+}
+
 TEST(StoreCli, CsvExportIsWrittenWholeUnderATemporaryName) {
   Db db;
   saveOneRun(db.path);
