@@ -16,6 +16,7 @@
 #include "core/format.h"
 #include "core/kernel_summary.h"
 #include "core/output_file.h"
+#include "core/sweep_compare.h"
 #include "core/results_export.h"
 #ifdef ATTNSCOPE_HAVE_GUI
 #include "ui/gui_entry.h"
@@ -178,19 +179,23 @@ int cmdCompare(const std::vector<std::string>& argv) {
     rb = store->runs(sb.id);
     envs = {toJson(store->environment(sa.environment_id)), toJson(store->environment(sb.environment_id))};
   }
-  // Runs pair up by backend and spec; compared runs pair up whatever they are.
-  std::map<std::string, const RunResult*> byKey;
-  for (const auto& r : rb) byKey[pointKey(r)] = &r;
-  struct Pair { const RunResult* a; const RunResult* b; };
+  // Sweeps pair up by core's compareSweeps (the GUI's Compare tab uses the same rule): on the
+  // backend and the swept fields, so fp16 and bf16 sweeps pair, and points only in B are kept.
+  // Two runs pair up whatever they are.
+  struct Pair { const RunResult* a; const RunResult* b; std::string label; };
   std::vector<Pair> pairs;
-  if (a.is_run) pairs.push_back({&ra[0], &rb[0]});
-  else
-    for (const auto& r : ra) pairs.push_back({&r, byKey.count(pointKey(r)) ? byKey[pointKey(r)] : nullptr});
+  if (a.is_run) {
+    pairs.push_back({&ra[0], &rb[0], pointKey(ra[0])});
+  } else {
+    const SweepComparison cmp = compareSweeps({&ra, &rb});
+    for (const auto& p : cmp.points) pairs.push_back({p.runs[0], p.runs[1], p.label});
+  }
   if (args.flag("json")) {
     nlohmann::json out = {{"a", a.text()}, {"b", b.text()}, {"environments", envs}, {"points", nlohmann::json::array()}};
     for (const auto& p : pairs) {
-      nlohmann::json j = {{"point", pointKey(*p.a)}, {"a", toJson(*p.a)}, {"b", p.b ? toJson(*p.b) : nlohmann::json()}};
-      if (p.b && p.a->status == RunStatus::ok && p.b->status == RunStatus::ok) {
+      nlohmann::json j = {{"point", p.label}, {"a", p.a ? toJson(*p.a) : nlohmann::json()},
+                          {"b", p.b ? toJson(*p.b) : nlohmann::json()}};
+      if (p.a && p.b && p.a->status == RunStatus::ok && p.b->status == RunStatus::ok) {
         j["time_ratio"] = p.a->timing.median_s > 0 ? p.b->timing.median_s / p.a->timing.median_s : 0;
         j["peak_difference"] = p.b->memory.measured_peak - p.a->memory.measured_peak;
       }
@@ -211,18 +216,18 @@ int cmdCompare(const std::vector<std::string>& argv) {
   }
   Table t({"point", "status " + a.text(), "status " + b.text(), "time " + a.text(), "time " + b.text(), "B/A time",
            "peak " + a.text(), "peak " + b.text(), "peak B-A"});
+  auto status = [](const RunResult* r) { return r ? std::string(toString(r->status)) : std::string("absent"); };
+  auto peak = [](const RunResult* r) { return r ? bytesCell(r->status == RunStatus::ok ? r->memory.measured_peak : -1) : std::string("-"); };
   for (const auto& p : pairs) {
-    const RunResult& x = *p.a;
     std::string ratio = "-", diff = "-";
-    if (p.b && x.status == RunStatus::ok && p.b->status == RunStatus::ok && x.timing.median_s > 0) {
+    if (p.a && p.b && p.a->status == RunStatus::ok && p.b->status == RunStatus::ok && p.a->timing.median_s > 0) {
       char buf[32];
-      std::snprintf(buf, sizeof buf, "%.2fx", p.b->timing.median_s / x.timing.median_s);
+      std::snprintf(buf, sizeof buf, "%.2fx", p.b->timing.median_s / p.a->timing.median_s);
       ratio = buf;
-      diff = formatBytes(p.b->memory.measured_peak - x.memory.measured_peak);
+      diff = formatBytes(p.b->memory.measured_peak - p.a->memory.measured_peak);
     }
-    t.add({pointKey(x), std::string(toString(x.status)), p.b ? std::string(toString(p.b->status)) : "absent", timeCell(x),
-           p.b ? timeCell(*p.b) : "-", ratio, bytesCell(x.status == RunStatus::ok ? x.memory.measured_peak : -1),
-           p.b ? bytesCell(p.b->status == RunStatus::ok ? p.b->memory.measured_peak : -1) : "-", diff});
+    t.add({p.label, status(p.a), status(p.b), p.a ? timeCell(*p.a) : "-", p.b ? timeCell(*p.b) : "-", ratio, peak(p.a),
+           peak(p.b), diff});
   }
   std::cout << t.render();
   return 0;
