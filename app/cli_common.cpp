@@ -4,10 +4,7 @@
 #include <ctime>
 #include <iostream>
 
-#include "kernels/builtin_backends.h"
-#ifdef ATTNSCOPE_HAVE_CUPTI
-#include "core/cupti/cupti_capture.h"
-#endif
+#include "kernels/builtin_session.h"
 
 namespace attnscope::cli {
 
@@ -88,17 +85,10 @@ std::unique_ptr<Store> openStore(const std::string& path, StoreMode mode) {
 }
 
 Session& session() {
+  // The capture-then-backends set-up lives in builtinSession(), shared with the GUI.
   static Session* s = [] {
-    auto* st = new Session;
-#ifdef ATTNSCOPE_HAVE_CUPTI
-    // CUPTI must subscribe before the first CUDA call of the process, i.e. before the CUDA
-    // backends probe the device during registration.
-    st->capture = &CuptiCapture::start();
-    if (st->capture && !st->capture->active()) st->notes.push_back(st->capture->note());
-#endif
-    registerBuiltinBackends(st->registry);
-    for (const auto& n : st->registry.notes()) st->notes.insert(st->notes.begin(), n);
-    return st;
+    attnscope::Session& shared = builtinSession();
+    return new Session{shared.registry(), shared.capture(), shared.notes()};
   }();
   return *s;
 }

@@ -4,7 +4,7 @@
 
 #include "core/environment.h"
 #include "core/store.h"
-#include "kernels/builtin_backends.h"
+#include "kernels/builtin_session.h"
 
 namespace attnscope::ui {
 
@@ -24,10 +24,9 @@ void SweepWorker::run(quint64 job, const QString& db_path, const SweepSpec& spec
   int64_t sweep_id = 0;
   std::unique_ptr<Store> store_ptr;
   try {
-    if (!registry_) {
-      registry_ = std::make_unique<BackendRegistry>();
-      registerBuiltinBackends(*registry_);
-    }
+    // The worker's own backends (see Session::newRegistry) and the process's trace capture,
+    // so a GUI sweep records kernels and the CUPTI peak exactly as `attnscope sweep` does.
+    if (!registry_) registry_ = builtinSession().newRegistry();
     store_ptr = std::make_unique<Store>(db_path.toStdString());
     Store& store = *store_ptr;
     const int64_t env_id = store.saveEnvironment(captureEnvironment());
@@ -43,6 +42,7 @@ void SweepWorker::run(quint64 job, const QString& db_path, const SweepSpec& spec
       Q_EMIT pointFinished(job, sweep_id, copy);
     };
     SweepRunner runner(*registry_);
+    builtinSession().prepare(runner);
     const auto results = runner.run(spec, cb, &cancel_);
     const bool cancelled = cancel_.load() || (!results.empty() && results.back().status == RunStatus::cancelled);
     const char* state = cancelled ? "cancelled" : "finished";

@@ -1,0 +1,12 @@
+#pragma once
+// The process's Session (core/session.h) with this build's capture and backends: CUPTI when
+// the build has it, then registerBuiltinBackends. Made on first use; the CLI and the GUI share
+// this one function so their set-up cannot drift apart.
+
+#include "core/session.h"
+
+namespace attnscope {
+
+Session& builtinSession();
+
+}  // namespace attnscope
