@@ -8,6 +8,8 @@
 
 #include "core/format.h"
 #include "ui/byte_axis_ticker.h"
+#include "ui/chart_context.h"
+#include "ui/plot_layout.h"
 #include "ui/plot_style.h"
 #include "ui/run_chooser.h"
 
@@ -27,6 +29,7 @@ BreakdownView::BreakdownView(QWidget* parent) : ChartView(parent) {
   plot_ = makePlot(this);
   plot_->setObjectName("breakdownPlot");
   plot_->setInteractions({});
+  initPlotLayout(plot_, tr("Memory breakdown"));
   plot_->yAxis->setTicker(QSharedPointer<ByteAxisTicker>::create(false));
   plot_->yAxis->setLabel(tr("bytes"));
   plot_->legend->setVisible(true);
@@ -45,6 +48,7 @@ BreakdownView::BreakdownView(QWidget* parent) : ChartView(parent) {
   row->addWidget(buffers_, 2);
   layout->addLayout(row, 1);
   connect(run_, &QComboBox::currentIndexChanged, this, [this] { rebuild(); });
+  connect(run_, &QComboBox::activated, this, [this] { Q_EMIT runPicked(run_->currentData().toLongLong()); });
   applyTheme();
 }
 
@@ -67,6 +71,9 @@ const RunResult* BreakdownView::current() const {
 void BreakdownView::rebuild() {
   plot_->clearPlottables();
   const RunResult* r = current();
+  setPlotTitle(plot_, r ? tr("Memory breakdown of R%1").arg(r->id) : tr("Memory breakdown"));
+  setPlotContext(plot_, r ? QString::fromStdString(runInWords(*r))
+                          : tr("no run yet: press Run (Ctrl+R), or pick a sweep in the Runs dock"));
   if (!r) {
     buffers_->clear();
     plot_->replot(QCustomPlot::rpQueuedReplot);

@@ -2,6 +2,8 @@
 
 #include <QFile>
 #include <QFileInfo>
+#include <QGuiApplication>
+#include <QScreen>
 #include <QImage>
 #include <QImageWriter>
 #include <QPainter>
@@ -30,23 +32,40 @@ void paintPlots(QCPPainter& painter, const QRectF& rect, const QList<QCustomPlot
   }
 }
 
+int layoutDpi() {
+  // What QFont uses for a QFontMetrics made without a device (qt_defaultDpiY in Qt's sources).
+  const QScreen* screen = QGuiApplication::primaryScreen();
+  if (!screen || QCoreApplication::testAttribute(Qt::AA_Use96Dpi)) return 96;
+  return qMax(1, qRound(screen->logicalDotsPerInchY()));
+}
+
+bool renderPlots(QPaintDevice* device, QSize size, int dpi, const QList<QCustomPlot*>& plots, int columns) {
+  Q_ASSERT(device->logicalDpiY() == layoutDpi());
+  const double scale = static_cast<double>(dpi) / layoutDpi();
+  QCPPainter painter;
+  if (!painter.begin(device)) return false;
+  painter.setMode(QCPPainter::pmNoCaching);
+  painter.scale(scale, scale);
+  paintPlots(painter, QRectF(0, 0, size.width() / scale, size.height() / scale), plots, columns);
+  painter.end();
+  return true;
+}
+
 namespace {
 
 // Draws into `file` (the temporary one exportPlots renames into place).
-QString renderPlots(const QList<QCustomPlot*>& plots, int columns, const QString& format, const QString& file, QSize size,
-                    int dpi) {
+QString renderFile(const QList<QCustomPlot*>& plots, int columns, const QString& format, const QString& file, QSize size,
+                   int dpi) {
   if (format == "png") {
-    const double scale = dpi / 96.0;
+    // Painted at the layout's DPI; the requested DPI is only written into the file afterwards.
     QImage image(size, QImage::Format_ARGB32);
     image.fill(Qt::white);
+    const int layout_dpi = layoutDpi();
+    image.setDotsPerMeterX(qRound(layout_dpi / 0.0254));
+    image.setDotsPerMeterY(qRound(layout_dpi / 0.0254));
+    if (!renderPlots(&image, size, dpi, plots, columns)) return QObject::tr("cannot paint %1").arg(file);
     image.setDotsPerMeterX(qRound(dpi / 0.0254));
     image.setDotsPerMeterY(qRound(dpi / 0.0254));
-    {
-      QCPPainter painter(&image);
-      painter.setMode(QCPPainter::pmNoCaching);
-      painter.scale(scale, scale);
-      paintPlots(painter, QRectF(0, 0, size.width() / scale, size.height() / scale), plots, columns);
-    }
     QImageWriter writer(file, "png");
     if (!writer.write(image)) return QObject::tr("cannot write %1: %2").arg(file, writer.errorString());
     return {};
@@ -67,9 +86,11 @@ QString renderPlots(const QList<QCustomPlot*>& plots, int columns, const QString
   }
   if (format == "pdf") {
     QPdfWriter writer(file);
-    writer.setResolution(96);
-    // 96 px per inch on a page measured in points (72 per inch): the page is exactly size px.
-    writer.setPageSize(QPageSize(QSizeF(size.width() * 0.75, size.height() * 0.75), QPageSize::Point));
+    const int layout_dpi = layoutDpi();
+    writer.setResolution(layout_dpi);
+    // layout_dpi px per inch on a page measured in points (72 per inch): the page is size px.
+    const double points_per_px = 72.0 / layout_dpi;
+    writer.setPageSize(QPageSize(QSizeF(size.width() * points_per_px, size.height() * points_per_px), QPageSize::Point));
     writer.setPageMargins(QMarginsF(0, 0, 0, 0));
     writer.setCreator("AttnScope");
     QCPPainter painter;
@@ -99,7 +120,7 @@ QString exportPlots(const QList<QCustomPlot*>& plots, int columns, const QString
   try {
     AtomicOutput out(file.toStdString());
     const QString temp = QString::fromStdString(out.tempPath());
-    QString error = renderPlots(plots, columns, format, temp, size, dpi);
+    QString error = renderFile(plots, columns, format, temp, size, dpi);
     if (!error.isEmpty()) return error.replace(temp, file);
     out.commit();
     return {};

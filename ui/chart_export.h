@@ -10,14 +10,29 @@
 
 class QCustomPlot;
 class QCPPainter;
+class QPaintDevice;
 
 namespace attnscope::ui {
 
 // Draws plots in a grid of `columns` into rect (logical units of the painter).
 void paintPlots(QCPPainter& painter, const QRectF& rect, const QList<QCustomPlot*>& plots, int columns);
 
-// format: "png", "svg" or "pdf" (empty: from the file suffix). size in pixels; dpi scales the
-// text and lines of PNG output (96 = 1:1). Returns an error message, empty on success.
+// The resolution QCustomPlot lays text out at: QFontMetrics without a device measure at the
+// primary screen's logical DPI (96 offscreen). Every device an export paints on must have this
+// logical DPI, or text is drawn larger than the room the layout made for it (clipped titles,
+// "56 MiB" for a cut-off "256 MiB").
+int layoutDpi();
+
+// Lays the plots out by dpi: the chart is composed on a canvas of size * layoutDpi / dpi
+// logical pixels and painted scaled by dpi / layoutDpi, so fonts, margins, legend icons, tick
+// lengths and pens all grow together and nothing is clipped. device must have logical DPI
+// layoutDpi() (the PNG export's image has, and so has the test's recording device); size is
+// the device's size in pixels. Returns false when device cannot be painted on.
+bool renderPlots(QPaintDevice* device, QSize size, int dpi, const QList<QCustomPlot*>& plots, int columns);
+
+// format: "png", "svg" or "pdf" (empty: from the file suffix). size in pixels; dpi lays out
+// PNG output for that resolution (96: 1 point = 1.33 px) and is written into the file.
+// Returns an error message, empty on success.
 QString exportPlots(const QList<QCustomPlot*>& plots, int columns, const QString& format,
                     const QString& file, QSize size, int dpi = 96);
 

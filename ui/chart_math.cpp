@@ -46,6 +46,23 @@ std::vector<double> logByteTicks(double lo, double hi, int target_ticks) {
   return ticks;
 }
 
+FlopsUnit flopsUnitFor(double max_flops) {
+  static const std::pair<double, const char*> units[] = {
+      {1e12, "TFLOP/s"}, {1e9, "GFLOP/s"}, {1e6, "MFLOP/s"}, {1e3, "kFLOP/s"}};
+  for (const auto& [per, name] : units)
+    if (max_flops >= per) return {per, name};
+  return {1, "FLOP/s"};
+}
+
+std::string formatFlopsIn(double flops, const FlopsUnit& unit) {
+  const double v = flops / unit.per_unit;
+  char buf[48];
+  const double a = std::fabs(v);
+  std::snprintf(buf, sizeof buf, a >= 100 ? "%.0f %s" : a >= 10 ? "%.1f %s" : a >= 1 ? "%.2f %s" : "%.3g %s", v,
+                unit.name.c_str());
+  return buf;
+}
+
 std::string formatByteTick(double bytes) {
   if (bytes == 0) return "0";
   const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};

@@ -21,6 +21,16 @@ std::vector<double> logByteTicks(double lo, double hi, int target_ticks);
 // Compact tick label: "0", "512 B", "1 KiB", "1.5 MiB", "12 GiB" (at most 3 significant digits).
 std::string formatByteTick(double bytes);
 
+// One throughput unit for a whole axis or table column, picked from its largest value so that
+// numbers read 1..999 ("TFLOP/s" from 1e12 up, then GFLOP/s, MFLOP/s, kFLOP/s, FLOP/s).
+struct FlopsUnit {
+  double per_unit = 1e12;
+  std::string name = "TFLOP/s";
+};
+FlopsUnit flopsUnitFor(double max_flops_per_s);
+// "12.3 GFLOP/s" in the given unit: 3 significant digits, never an exponent above 1.
+std::string formatFlopsIn(double flops_per_s, const FlopsUnit& unit);
+
 // Nanoseconds as a compact axis label: "0", "250 ns", "1.5 us", "12 ms", "2 s".
 std::string formatTimeTick(double ns);
 

@@ -33,6 +33,11 @@ class ChartView : public QWidget {
   static void installHover(QCustomPlot* plot, HoverText text);
   static QCustomPlot* makePlot(QWidget* parent);
 
+ Q_SIGNALS:
+  // The user picked a run in this view (Breakdown's or Timeline's chooser): the window shows it
+  // in the other per-run views too.
+  void runPicked(qint64 run_id);
+
  protected:
   void changeEvent(QEvent* event) override;
   virtual void applyTheme();

@@ -1,13 +1,15 @@
 #pragma once
-// Differences per point between two or more sweeps: one row per (backend, spec) found in any
-// of them; per sweep the peak memory, median time and status; for every sweep after the first
-// the change in memory and time relative to the first.
+// Differences per point between two or more sweeps, paired by core's compareSweeps (the rule
+// `attnscope compare` uses): one row per point found in any of them; per sweep the peak memory,
+// median time and status; for every sweep after the first the ratios B/A of peak and time.
+// The Point column sorts in point order (numeric, per backend), not as text.
 
 #include <string>
 #include <vector>
 
 #include <QAbstractTableModel>
 
+#include "core/sweep_compare.h"
 #include "ui/sweep_snapshot.h"
 
 namespace attnscope::ui {
@@ -18,6 +20,7 @@ class CompareModel : public QAbstractTableModel {
   enum Role { RawRole = Qt::UserRole + 1 };
   explicit CompareModel(QObject* parent = nullptr);
   void setSweeps(const SweepSnapshots& sweeps);
+  const SweepComparison& comparison() const { return comparison_; }
 
   int rowCount(const QModelIndex& parent = {}) const override;
   int columnCount(const QModelIndex& parent = {}) const override;
@@ -25,12 +28,8 @@ class CompareModel : public QAbstractTableModel {
   QVariant headerData(int section, Qt::Orientation orientation, int role) const override;
 
  private:
-  struct Row {
-    std::string key;
-    std::vector<const RunResult*> runs;  // per sweep, nullptr when absent
-  };
   SweepSnapshots sweeps_;
-  std::vector<Row> rows_;
+  SweepComparison comparison_;
 };
 
 }  // namespace attnscope::ui

@@ -1,6 +1,7 @@
 #pragma once
-// The Compare tab: with two or more sweeps shown, the differences per point and the
-// environments side by side (the Memory, Time and Heatmap tabs overlay the same sweeps).
+// The Compare tab: with two or more sweeps shown, the ratios B/A per point and per backend as a
+// chart, the points side by side in a table whose Point column stays put while the others
+// scroll, and the environments side by side (Memory, Time and Heatmap overlay the same sweeps).
 
 #include "ui/chart_view.h"
 
@@ -18,7 +19,9 @@ class CompareView : public ChartView {
   explicit CompareView(QWidget* parent = nullptr);
   QString title() const override { return tr("Compare"); }
   void setSweeps(const SweepSnapshots& sweeps) override;
-  QList<QCustomPlot*> plots() const override { return {}; }
+  QList<QCustomPlot*> plots() const override;
+  QCustomPlot* ratioPlot() const { return ratio_plot_; }
+  QTableView* pointTable() const { return point_table_; }
   CompareModel* model() const { return model_; }
   QStandardItemModel* environmentModel() const { return env_model_; }
 
@@ -26,7 +29,9 @@ class CompareView : public ChartView {
   QLabel* hint_;
   CompareModel* model_;
   QStandardItemModel* env_model_;
-  QTableView *table_, *env_table_;
+  void rebuildRatioPlot();
+  QTableView *table_, *point_table_, *env_table_;
+  QCustomPlot* ratio_plot_;
 };
 
 }  // namespace attnscope::ui

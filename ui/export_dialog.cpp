@@ -30,7 +30,8 @@ ExportDialog::ExportDialog(const QString& suggested, QSize size, QWidget* parent
   dpi_->setValue(96);
   width_->setSuffix(" px");
   height_->setSuffix(" px");
-  dpi_->setToolTip(tr("PNG only: text and lines are scaled by dpi/96"));
+  dpi_->setToolTip(tr("PNG only: the chart is laid out for this resolution (fonts, margins and lines scale "
+                      "together) and the DPI is written into the file"));
   auto* file_row = new QHBoxLayout;
   file_row->addWidget(file_, 1);
   file_row->addWidget(browse);
@@ -64,5 +65,6 @@ QString ExportDialog::file() const { return file_->text(); }
 QString ExportDialog::format() const { return format_->currentText(); }
 QSize ExportDialog::size() const { return {width_->value(), height_->value()}; }
 int ExportDialog::dpi() const { return dpi_->value(); }
+void ExportDialog::setDpi(int dpi) { dpi_->setValue(dpi); }
 
 }  // namespace attnscope::ui

@@ -18,6 +18,7 @@ class ExportDialog : public QDialog {
   QString format() const;
   QSize size() const;
   int dpi() const;
+  void setDpi(int dpi);
 
  private:
   QLineEdit* file_;

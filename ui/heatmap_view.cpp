@@ -1,9 +1,11 @@
 #include "ui/heatmap_view.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
-#include <QComboBox>
+#include <QCheckBox>
+#include <QGridLayout>
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QToolTip>
@@ -12,98 +14,172 @@
 
 #include "core/format.h"
 #include "ui/byte_axis_ticker.h"
+#include "ui/chart_context.h"
+#include "ui/plot_layout.h"
 #include "ui/plot_style.h"
 #include "ui/series_builder.h"
 
 namespace attnscope::ui {
 
+namespace {
+
+// Viridis stops: dark to bright yellow, never white, so the largest cell never looks like the
+// background (light or dark palette) and the colours stay ordered in greyscale print.
+QCPColorGradient memoryGradient() {
+  QCPColorGradient g;
+  g.clearColorStops();
+  g.setColorStopAt(0.0, QColor(0x44, 0x01, 0x54));
+  g.setColorStopAt(0.25, QColor(0x3b, 0x52, 0x8b));
+  g.setColorStopAt(0.5, QColor(0x21, 0x91, 0x8c));
+  g.setColorStopAt(0.75, QColor(0x5e, 0xc9, 0x62));
+  g.setColorStopAt(1.0, QColor(0xfd, 0xe7, 0x25));
+  g.setColorInterpolation(QCPColorGradient::ciRGB);
+  g.setNanHandling(QCPColorGradient::nhTransparent);
+  g.setLevelCount(256);
+  return g;
+}
+
+QCPRange paddedRange(double lo, double hi) {
+  if (!(lo > 0) || !(hi > 0)) return QCPRange(1, 2);
+  if (lo == hi) return QCPRange(lo / 2, hi * 2);
+  return QCPRange(lo, hi);
+}
+
+}  // namespace
+
 HeatmapView::HeatmapView(QWidget* parent) : ChartView(parent) {
   auto* layout = new QVBoxLayout(this);
   auto* bar = new QHBoxLayout;
-  backend_ = new QComboBox(this);
-  backend_->setObjectName("heatmapBackend");
-  bar->addWidget(new QLabel(tr("Backend:"), this));
-  bar->addWidget(backend_);
-  bar->addWidget(new QLabel(tr("peak memory (measured; predicted where the run failed is left empty)"), this));
+  shared_ = new QCheckBox(tr("One colour scale for every map"), this);
+  shared_->setObjectName("heatmapSharedScale");
+  shared_->setChecked(true);
+  bar->addWidget(shared_);
+  bar->addWidget(new QLabel(tr("peak memory: measured where the run was ok; failed cells name their status "
+                               "and show the prediction (~)"),
+                            this));
   bar->addStretch();
   layout->addLayout(bar);
-  plot_ = makePlot(this);
-  plot_->setObjectName("heatmapPlot");
-  plot_->setInteractions({});
-  plot_->xAxis->setLabel(tr("number of heads"));
-  plot_->yAxis->setLabel(tr("sequence length"));
-  map_ = new QCPColorMap(plot_->xAxis, plot_->yAxis);
-  scale_ = new QCPColorScale(plot_);
-  plot_->plotLayout()->addElement(0, 1, scale_);
-  scale_->setType(QCPAxis::atRight);
-  scale_->setDataScaleType(QCPAxis::stLogarithmic);
-  scale_->axis()->setTicker(QSharedPointer<ByteAxisTicker>::create(true));
-  scale_->axis()->setLabel(tr("peak memory"));
-  map_->setColorScale(scale_);
-  QCPColorGradient g(QCPColorGradient::gpThermal);
-  g.setNanHandling(QCPColorGradient::nhTransparent);
-  map_->setGradient(g);
-  map_->setInterpolate(false);
-  auto* group = new QCPMarginGroup(plot_);
-  plot_->axisRect()->setMarginGroup(QCP::msBottom | QCP::msTop, group);
-  scale_->setMarginGroup(QCP::msBottom | QCP::msTop, group);
-  layout->addWidget(plot_, 1);
-  connect(backend_, &QComboBox::currentIndexChanged, this, [this] { rebuild(); });
-  plot_->setMouseTracking(true);
-  connect(plot_, &QCustomPlot::mouseMove, this, [this](QMouseEvent* e) {
-    const QString t = cellText(plot_->xAxis->pixelToCoord(e->position().x()), plot_->yAxis->pixelToCoord(e->position().y()));
-    if (t.isEmpty()) QToolTip::hideText();
-    else QToolTip::showText(e->globalPosition().toPoint(), t, plot_);
+  grid_host_ = new QWidget(this);
+  grid_ = new QGridLayout(grid_host_);
+  grid_->setContentsMargins(0, 0, 0, 0);
+  layout->addWidget(grid_host_, 1);
+  connect(shared_, &QCheckBox::toggled, this, [this] { rebuild(); });
+  setSweeps({});
+}
+
+QList<QCustomPlot*> HeatmapView::plots() const {
+  QList<QCustomPlot*> out;
+  for (const Map& m : maps_) out << m.plot;
+  return out;
+}
+
+int HeatmapView::exportColumns() const {
+  const int n = static_cast<int>(maps_.size());
+  return n <= 3 ? std::max(n, 1) : n == 4 ? 2 : 3;
+}
+
+void HeatmapView::setSharedScale(bool shared) { shared_->setChecked(shared); }
+
+QCPColorMap* HeatmapView::colorMap(const std::string& backend, size_t sweep) const {
+  for (const Map& m : maps_)
+    if (m.backend == backend && m.sweep == sweep) return m.map;
+  return nullptr;
+}
+
+HeatmapView::Map HeatmapView::makeMap(size_t sweep, const std::string& backend) {
+  Map m;
+  m.sweep = sweep;
+  m.backend = backend;
+  m.plot = makePlot(grid_host_);
+  m.plot->setObjectName(QStringLiteral("heatmap:") + QString::fromStdString(backend));
+  m.plot->setInteractions({});
+  initPlotLayout(m.plot, QString::fromStdString(backend), false);
+  m.plot->xAxis->setLabel(tr("number of heads"));
+  m.plot->yAxis->setLabel(tr("sequence length"));
+  m.map = new QCPColorMap(m.plot->xAxis, m.plot->yAxis);
+  m.scale = new QCPColorScale(m.plot);
+  plotBody(m.plot)->addElement(0, 1, m.scale);
+  plotBody(m.plot)->setColumnStretchFactor(1, 0.001);
+  m.scale->setType(QCPAxis::atRight);
+  m.scale->setDataScaleType(QCPAxis::stLogarithmic);
+  m.scale->axis()->setTicker(QSharedPointer<ByteAxisTicker>::create(true));
+  m.scale->axis()->setLabel(tr("peak memory"));
+  m.map->setColorScale(m.scale);
+  m.map->setGradient(memoryGradient());
+  m.map->setInterpolate(false);
+  auto* group = new QCPMarginGroup(m.plot);
+  m.plot->axisRect()->setMarginGroup(QCP::msBottom | QCP::msTop, group);
+  m.scale->setMarginGroup(QCP::msBottom | QCP::msTop, group);
+  m.plot->setMouseTracking(true);
+  QCustomPlot* plot = m.plot;
+  connect(plot, &QCustomPlot::mouseMove, this, [this, plot](QMouseEvent* e) {
+    for (const Map& map : maps_) {
+      if (map.plot != plot) continue;
+      const QString t = cellText(map, plot->xAxis->pixelToCoord(e->position().x()),
+                                 plot->yAxis->pixelToCoord(e->position().y()));
+      if (t.isEmpty()) QToolTip::hideText();
+      else QToolTip::showText(e->globalPosition().toPoint(), t, plot);
+    }
   });
-  applyTheme();
+  applyPlotTheme(m.plot, palette());
+  return m;
 }
 
 void HeatmapView::setSweeps(const SweepSnapshots& sweeps) {
   sweeps_ = sweeps;
-  const QString keep = backend_->currentText();
-  QSignalBlocker block(backend_);
-  backend_->clear();
-  for (size_t s = 0; s < sweeps_.size(); ++s) {
-    QStringList seen;
-    for (const auto& r : sweeps_[s]->runs) {
-      const QString b = QString::fromStdString(r.backend);
-      if (seen.contains(b)) continue;
-      seen << b;
-      backend_->addItem(sweeps_.size() > 1 ? QString::fromStdString(sweeps_[s]->info.name) + ": " + b : b,
-                        QVariantList{static_cast<qulonglong>(s), b});
+  std::vector<std::pair<size_t, std::string>> wanted;
+  for (size_t s = 0; s < sweeps_.size(); ++s)
+    for (const auto& r : sweeps_[s]->runs)
+      if (std::find(wanted.begin(), wanted.end(), std::pair{s, r.backend}) == wanted.end()) wanted.emplace_back(s, r.backend);
+  if (wanted.empty()) wanted.emplace_back(0, std::string());  // one empty map saying what to do
+  bool same = wanted.size() == maps_.size();
+  for (size_t i = 0; same && i < wanted.size(); ++i)
+    same = maps_[i].sweep == wanted[i].first && maps_[i].backend == wanted[i].second;
+  if (!same) {
+    for (Map& m : maps_) delete m.plot;
+    maps_.clear();
+    const int columns = wanted.size() <= 3 ? static_cast<int>(wanted.size()) : wanted.size() == 4 ? 2 : 3;
+    for (size_t i = 0; i < wanted.size(); ++i) {
+      maps_.push_back(makeMap(wanted[i].first, wanted[i].second));
+      grid_->addWidget(maps_.back().plot, static_cast<int>(i) / columns, static_cast<int>(i) % columns);
     }
   }
-  const int i = backend_->findText(keep);
-  backend_->setCurrentIndex(i >= 0 ? i : 0);
   rebuild();
 }
 
-void HeatmapView::rebuild() {
-  heads_.clear();
-  seqs_.clear();
-  cells_.clear();
-  map_->data()->clear();
-  const QVariantList key = backend_->currentData().toList();
-  if (key.size() == 2 && key[0].toULongLong() < sweeps_.size()) {
-    const auto& snap = sweeps_[key[0].toULongLong()];
-    const std::string backend = key[1].toString().toStdString();
-    heads_ = distinctValues({snap}, XField::heads);
-    seqs_ = distinctValues({snap}, XField::seq);
-    const int nx = static_cast<int>(heads_.size()), ny = static_cast<int>(seqs_.size());
-    map_->data()->setSize(nx, ny);
-    map_->data()->setRange(QCPRange(0, nx - 1), QCPRange(0, ny - 1));
-    cells_.assign(heads_.size() * seqs_.size(), nullptr);
+void HeatmapView::fill(Map& m) {
+  m.heads.clear();
+  m.seqs.clear();
+  m.cells.clear();
+  m.map->data()->clear();
+  m.plot->clearItems();
+  const SweepSnapshotPtr snap = m.sweep < sweeps_.size() ? sweeps_[m.sweep] : nullptr;
+  QString title = QString::fromStdString(m.backend.empty() ? std::string("Heatmap") : m.backend);
+  if (snap && sweeps_.size() > 1) title = QString::fromStdString(snap->info.name) + ": " + title;
+  setPlotTitle(m.plot, title);
+  setPlotContext(m.plot, QString::fromStdString(chartContext(snap ? SweepSnapshots{snap} : SweepSnapshots{})));
+  if (snap) {
+    m.heads = distinctValues({snap}, XField::heads);
+    m.seqs = distinctValues({snap}, XField::seq);
+  }
+  const int nx = static_cast<int>(m.heads.size()), ny = static_cast<int>(m.seqs.size());
+  if (nx > 0 && ny > 0) {
+    m.map->data()->setSize(nx, ny);
+    m.map->data()->setRange(QCPRange(0, nx - 1), QCPRange(0, ny - 1));
+    m.cells.assign(m.heads.size() * m.seqs.size(), nullptr);
     for (int x = 0; x < nx; ++x)
-      for (int y = 0; y < ny; ++y) map_->data()->setCell(x, y, std::numeric_limits<double>::quiet_NaN());
+      for (int y = 0; y < ny; ++y) m.map->data()->setCell(x, y, std::numeric_limits<double>::quiet_NaN());
     for (const RunResult& r : snap->runs) {
-      if (r.backend != backend) continue;
-      const int x = static_cast<int>(std::lower_bound(heads_.begin(), heads_.end(), r.spec.heads) - heads_.begin());
-      const int y = static_cast<int>(std::lower_bound(seqs_.begin(), seqs_.end(), r.spec.seq_q) - seqs_.begin());
-      cells_[static_cast<size_t>(x) * seqs_.size() + static_cast<size_t>(y)] = &r;
+      if (r.backend != m.backend) continue;
+      const int x = static_cast<int>(std::lower_bound(m.heads.begin(), m.heads.end(), r.spec.heads) - m.heads.begin());
+      const int y = static_cast<int>(std::lower_bound(m.seqs.begin(), m.seqs.end(), r.spec.seq_q) - m.seqs.begin());
+      const RunResult*& cell = m.cells[static_cast<size_t>(x) * m.seqs.size() + static_cast<size_t>(y)];
       // With other varying fields several runs share a cell; the largest peak wins.
+      if (!cell || shownPeak(r) > shownPeak(*cell)) cell = &r;
       if (r.status == RunStatus::ok && r.memory.measured_peak > 0) {
-        const double old = map_->data()->cell(x, y);
-        map_->data()->setCell(x, y, std::isnan(old) ? double(r.memory.measured_peak) : std::max(old, double(r.memory.measured_peak)));
+        const double old = m.map->data()->cell(x, y);
+        m.map->data()->setCell(x, y, std::isnan(old) ? double(r.memory.measured_peak)
+                                                     : std::max(old, double(r.memory.measured_peak)));
       }
     }
   }
@@ -112,21 +188,64 @@ void HeatmapView::rebuild() {
     for (size_t i = 0; i < v.size(); ++i) t->addTick(static_cast<double>(i), QString::number(v[i]));
     return t;
   };
-  plot_->xAxis->setTicker(ticks(heads_));
-  plot_->yAxis->setTicker(ticks(seqs_));
-  plot_->xAxis->setRange(-0.5, std::max<double>(0.5, static_cast<double>(heads_.size()) - 0.5));
-  plot_->yAxis->setRange(-0.5, std::max<double>(0.5, static_cast<double>(seqs_.size()) - 0.5));
-  map_->rescaleDataRange(true);
-  QCPRange r = map_->dataRange();
-  if (r.lower <= 0 || r.lower == r.upper) map_->setDataRange(QCPRange(std::max(1.0, r.lower / 2), std::max(2.0, r.upper * 2)));
-  plot_->replot(QCustomPlot::rpQueuedReplot);
+  m.plot->xAxis->setTicker(ticks(m.heads));
+  m.plot->yAxis->setTicker(ticks(m.seqs));
+  m.plot->xAxis->setRange(-0.5, std::max<double>(0.5, nx - 0.5));
+  m.plot->yAxis->setRange(-0.5, std::max<double>(0.5, ny - 0.5));
 }
 
-QString HeatmapView::cellText(double xc, double yc) const {
+void HeatmapView::rebuild() {
+  double lo = std::numeric_limits<double>::infinity(), hi = 0;
+  for (Map& m : maps_) {
+    fill(m);
+    m.lo = std::numeric_limits<double>::infinity();
+    m.hi = 0;
+    for (const RunResult* r : m.cells)
+      if (r && r->status == RunStatus::ok && r->memory.measured_peak > 0) {
+        m.lo = std::min(m.lo, double(r->memory.measured_peak));
+        m.hi = std::max(m.hi, double(r->memory.measured_peak));
+      }
+    lo = std::min(lo, m.lo);
+    hi = std::max(hi, m.hi);
+  }
+  for (Map& m : maps_) {
+    m.map->setDataRange(shared_->isChecked() ? paddedRange(lo, hi) : paddedRange(m.lo, m.hi));
+    // Values in the cells, dark text on light colours and light text on dark ones.
+    const QCPRange range = m.map->dataRange();
+    QCPColorGradient gradient = m.map->gradient();
+    QFont font(this->font().family(), 8);
+    for (size_t x = 0; x < m.heads.size(); ++x)
+      for (size_t y = 0; y < m.seqs.size(); ++y) {
+        const RunResult* r = m.cells[x * m.seqs.size() + y];
+        if (!r) continue;
+        QString text;
+        QColor color = palette().color(QPalette::WindowText);
+        if (r->status == RunStatus::ok && r->memory.measured_peak > 0) {
+          text = QString::fromStdString(formatBytes(r->memory.measured_peak));
+          const QColor cell = QColor::fromRgb(gradient.color(double(r->memory.measured_peak), range, true));
+          color = cell.lightness() > 140 ? QColor(0x10, 0x10, 0x10) : QColor(0xf5, 0xf5, 0xf5);
+        } else {
+          const auto st = toString(r->status);
+          text = QString::fromUtf8(st.data(), static_cast<int>(st.size()));
+          if (r->memory.predicted_peak >= 0) text += "\n~" + QString::fromStdString(formatBytes(r->memory.predicted_peak));
+          color = QColor(0xd0, 0x3a, 0x3a);
+        }
+        auto* item = new QCPItemText(m.plot);
+        item->position->setCoords(static_cast<double>(x), static_cast<double>(y));
+        item->setText(text);
+        item->setFont(font);
+        item->setColor(color);
+        item->setClipToAxisRect(true);
+      }
+    m.plot->replot(QCustomPlot::rpQueuedReplot);
+  }
+}
+
+QString HeatmapView::cellText(const Map& m, double xc, double yc) const {
   const int x = static_cast<int>(std::lround(xc)), y = static_cast<int>(std::lround(yc));
-  if (x < 0 || y < 0 || x >= static_cast<int>(heads_.size()) || y >= static_cast<int>(seqs_.size())) return {};
-  const RunResult* r = cells_[static_cast<size_t>(x) * seqs_.size() + static_cast<size_t>(y)];
-  if (!r) return tr("heads %1, seq %2: no run").arg(heads_[static_cast<size_t>(x)]).arg(seqs_[static_cast<size_t>(y)]);
+  if (x < 0 || y < 0 || x >= static_cast<int>(m.heads.size()) || y >= static_cast<int>(m.seqs.size())) return {};
+  const RunResult* r = m.cells[static_cast<size_t>(x) * m.seqs.size() + static_cast<size_t>(y)];
+  if (!r) return tr("heads %1, seq %2: no run").arg(m.heads[static_cast<size_t>(x)]).arg(m.seqs[static_cast<size_t>(y)]);
   return tr("<b>%1</b><br>%2<br>status: %3<br>measured: %4<br>predicted: %5")
       .arg(QString::fromStdString(r->backend), QString::fromStdString(summary(r->spec)),
            QString::fromUtf8(toString(r->status).data(), toString(r->status).size()),

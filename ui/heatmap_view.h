@@ -1,12 +1,14 @@
 #pragma once
-// Heads x seq colour map of peak memory, one map per backend (picked in a combo box); cells
-// of failed points stay empty. Overlays of several sweeps list one entry per sweep and backend.
+// Heads x seq maps of peak memory, one per backend (and per sweep when several are compared),
+// each titled with its backend and showing its values in the cells. Failed points show their
+// status and predicted peak. A shared colour scale (the default) makes maps comparable.
 
 #include <vector>
 
 #include "ui/chart_view.h"
 
-class QComboBox;
+class QCheckBox;
+class QGridLayout;
 class QCPColorMap;
 class QCPColorScale;
 
@@ -18,20 +20,32 @@ class HeatmapView : public ChartView {
   explicit HeatmapView(QWidget* parent = nullptr);
   QString title() const override { return tr("Heatmap"); }
   void setSweeps(const SweepSnapshots& sweeps) override;
-  QList<QCustomPlot*> plots() const override { return {plot_}; }
-  QComboBox* backendBox() const { return backend_; }
-  QCPColorMap* colorMap() const { return map_; }
+  QList<QCustomPlot*> plots() const override;
+  int exportColumns() const override;
+  void setSharedScale(bool shared);
+  // The map of backend (in sweep index `sweep`), null when not shown.
+  QCPColorMap* colorMap(const std::string& backend, size_t sweep = 0) const;
 
  private:
+  struct Map {
+    size_t sweep = 0;
+    std::string backend;
+    QCustomPlot* plot = nullptr;
+    QCPColorMap* map = nullptr;
+    QCPColorScale* scale = nullptr;
+    std::vector<int64_t> heads, seqs;
+    std::vector<const RunResult*> cells;  // heads-major, nullptr when empty
+    double lo = 0, hi = 0;                // measured peaks of the ok cells
+  };
   void rebuild();
-  QString cellText(double x, double y) const;
+  void fill(Map& m);
+  Map makeMap(size_t sweep, const std::string& backend);
+  QString cellText(const Map& m, double x, double y) const;
 
-  QComboBox* backend_;
-  QCustomPlot* plot_;
-  QCPColorMap* map_;
-  QCPColorScale* scale_;
-  std::vector<int64_t> heads_, seqs_;
-  std::vector<const RunResult*> cells_;  // heads-major, nullptr when empty
+  QCheckBox* shared_;
+  QWidget* grid_host_;
+  QGridLayout* grid_;
+  std::vector<Map> maps_;
 };
 
 }  // namespace attnscope::ui

@@ -18,10 +18,11 @@
 #include <QTabWidget>
 #include <QTableView>
 #include <QThread>
+#include <QTimer>
 
 #include <nlohmann/json.hpp>
 
-#include "kernels/builtin_backends.h"
+#include "kernels/builtin_session.h"
 #include "ui/backend_list_model.h"
 #include "ui/backends_panel.h"
 #include "ui/chart_view.h"
@@ -57,9 +58,9 @@ QDockWidget* dock(QMainWindow* w, const QString& title, const char* name, QWidge
 
 }  // namespace
 
-MainWindow::MainWindow(const QString& db_path, QWidget* parent) : QMainWindow(parent) {
+MainWindow::MainWindow(const QString& db_path, QWidget* parent)
+    : QMainWindow(parent), registry_(builtinSession().registry()) {
   registerUiMetaTypes();
-  registerBuiltinBackends(registry_);
   setWindowTitle(tr("AttnScope"));
   setAcceptDrops(true);
   setDockOptions(AnimatedDocks | AllowTabbedDocks);
@@ -73,9 +74,7 @@ MainWindow::MainWindow(const QString& db_path, QWidget* parent) : QMainWindow(pa
     tabs_->addTab(v, v->title());
     if (auto* t = qobject_cast<TimelineView*>(v)) {
       timeline_view_ = t;
-      t->setEventSource([this](int64_t run_id) {
-        return store_ ? store_->events(run_id) : std::vector<TraceEvent>{};
-      });
+      t->setBackgroundLoading(true);  // its event source is set per database in openDatabase
     }
   }
   results_model_ = new ResultsTableModel(this);
@@ -89,7 +88,10 @@ MainWindow::MainWindow(const QString& db_path, QWidget* parent) : QMainWindow(pa
   connect(results_view_, &QTableView::activated, this, [this](const QModelIndex& i) {
     if (const RunResult* r = results_model_->run(i.row())) Q_EMIT pointShown(r->id);
   });
-  for (ChartView* v : charts_) connect(this, &MainWindow::pointShown, v, &ChartView::selectRun);
+  for (ChartView* v : charts_) {
+    connect(this, &MainWindow::pointShown, v, &ChartView::selectRun);
+    connect(v, &ChartView::runPicked, this, &MainWindow::pointShown);
+  }
 
   buildDocks();
   buildMenus();
@@ -107,6 +109,11 @@ MainWindow::MainWindow(const QString& db_path, QWidget* parent) : QMainWindow(pa
   statusBar()->addPermanentWidget(eta_label_);
   statusBar()->addPermanentWidget(progress_);
   statusBar()->addPermanentWidget(cancel_button_);
+
+  point_timer_ = new QTimer(this);
+  point_timer_->setSingleShot(true);
+  point_timer_->setInterval(150);
+  connect(point_timer_, &QTimer::timeout, this, &MainWindow::showPendingPoints);
 
   thread_ = new QThread(this);
   thread_->setObjectName("attnscope-sweep");
@@ -134,7 +141,7 @@ void MainWindow::buildDocks() {
   workload_ = new WorkloadForm;
   backend_model_ = new BackendListModel(registry_, this);
   QStringList notes;
-  for (const auto& n : registry_.notes()) notes << QString::fromStdString(n);
+  for (const auto& n : builtinSession().notes()) notes << QString::fromStdString(n);
   backends_panel_ = new BackendsPanel(backend_model_, notes);
   sweep_panel_ = new SweepPanel;
   sweep_model_ = new SweepTreeModel(this);
@@ -159,11 +166,12 @@ void MainWindow::buildDocks() {
 
 void MainWindow::updateRunnable() {
   const WorkloadSpec spec = workload_->spec();
-  const auto errors = workload_->errors();
   backend_model_->setSpec(spec);
   sweep_panel_->update(spec, backend_model_->checkedBackends());
   for (ChartView* v : charts_)  // the Dispatch view predicts torch's kernel for the sweep being set up
     if (auto* d = qobject_cast<DispatchView*>(v)) d->setPlannedSweep(sweep_panel_->sweep());
+  workload_->setSwept(sweep_panel_->sweptFields());
+  const auto errors = workload_->errors();
   const bool ok = errors.empty() && sweep_panel_->valid() && store_ && !running_;
   run_action_->setEnabled(ok);
   QString why;
@@ -197,6 +205,10 @@ QString MainWindow::openDatabase(const QString& path, bool create) {
     return last_message_;
   }
   sweep_model_->setStore(store_.get());
+  // Traces load on a pool thread (TimelineView), through a connection of their own: a Store is
+  // used by one thread at a time.
+  if (timeline_view_)
+    timeline_view_->setEventSource([db = path.toStdString()](int64_t run_id) { return Store(db, false).events(run_id); });
   setShown({});
   setWindowTitle(tr("AttnScope - %1").arg(QFileInfo(path).fileName()));
   statusBar()->showMessage(tr("Opened %1%2").arg(path, note), note.isEmpty() ? 5000 : 0);
@@ -258,12 +270,26 @@ void MainWindow::onProgress(quint64 job, const SweepProgress& p) {
 
 void MainWindow::onPoint(quint64 job, qint64 sweep_id, const RunResult& run) {
   if (job != job_) return;
-  sweep_model_->addRun(sweep_id, run);
-  if (shown_.size() == 1 && shown_.front()->info.id == sweep_id) setShown({withRun(shown_.front(), run)});
+  // Points finishing within a moment reach the Runs dock and the charts together: one snapshot
+  // copy and one redraw per batch instead of per point (a sweep is not copied n times).
+  if (pending_sweep_ != sweep_id) showPendingPoints();
+  pending_runs_.push_back(run);
+  pending_sweep_ = sweep_id;
+  if (!point_timer_->isActive()) point_timer_->start();
+}
+
+void MainWindow::showPendingPoints() {
+  std::vector<RunResult> runs = std::move(pending_runs_);
+  pending_runs_.clear();
+  for (const RunResult& r : runs) sweep_model_->addRun(pending_sweep_, r);
+  if (runs.empty() || shown_.size() != 1 || shown_.front()->info.id != pending_sweep_) return;
+  setShown({withRuns(shown_.front(), std::move(runs))});
 }
 
 void MainWindow::onFinished(quint64 job, qint64 sweep_id, const QString& state, const QString& error) {
   if (job != job_) return;
+  point_timer_->stop();
+  showPendingPoints();
   running_ = false;
   progress_->setVisible(false);
   cancel_button_->setVisible(false);
@@ -345,7 +371,8 @@ void MainWindow::restoreSettings() {
   const QString last = s.value("spec/last").toString();
   if (!last.isEmpty()) {
     try {
-      const SweepSpec spec = sweepSpecFromJson(nlohmann::json::parse(last.toStdString()));
+      SweepSpec spec = sweepSpecFromJson(nlohmann::json::parse(last.toStdString()));
+      spec.name.clear();  // a name is for one sweep: a restart suggests a fresh one, never a duplicate
       workload_->setSpec(spec.base);
       sweep_panel_->setSweep(spec);
       backend_model_->setCheckedIds(spec.backends);

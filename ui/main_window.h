@@ -18,6 +18,7 @@ class QLabel;
 class QProgressBar;
 class QPushButton;
 class QTabWidget;
+class QTimer;
 class QTableView;
 class QThread;
 
@@ -101,7 +102,7 @@ class MainWindow : public QMainWindow {
   void onPoint(quint64 job, qint64 sweep_id, const RunResult& run);
   void onFinished(quint64 job, qint64 sweep_id, const QString& state, const QString& error);
 
-  BackendRegistry registry_;  // GUI thread: support() and plan() for the docks
+  BackendRegistry& registry_;  // builtinSession()'s, GUI thread: support() and plan() for the docks
   std::unique_ptr<Store> store_;
   WorkloadForm* workload_ = nullptr;
   SweepPanel* sweep_panel_ = nullptr;
@@ -127,6 +128,10 @@ class MainWindow : public QMainWindow {
   bool running_ = false;
   int64_t running_sweep_ = 0;
   SweepSnapshots shown_;
+  void showPendingPoints();
+  std::vector<RunResult> pending_runs_;  // finished, not yet in shown_ (see onPoint)
+  qint64 pending_sweep_ = 0;
+  QTimer* point_timer_ = nullptr;
   bool interactive_ = true;
   QString last_message_;
 };

@@ -3,6 +3,7 @@
 #include <QAction>
 #include <QApplication>
 #include <QDir>
+#include <QFileInfo>
 #include <QDockWidget>
 #include <QFileDialog>
 #include <QItemSelectionModel>
@@ -15,6 +16,7 @@
 #include <QStyleFactory>
 #include <QTabWidget>
 #include <QTableView>
+#include <QToolBar>
 
 #include <nlohmann/json.hpp>
 
@@ -24,6 +26,7 @@
 #include "core/store.h"
 #include "ui/chart_export.h"
 #include "ui/chart_view.h"
+#include "ui/compare_view.h"
 #include "ui/export_dialog.h"
 #include "ui/main_window.h"
 #include "ui/memory_view.h"
@@ -59,12 +62,20 @@ void MainWindow::buildMenus() {
   quit->setShortcut(QKeySequence::Quit);
 
   QMenu* run = menuBar()->addMenu(tr("&Run"));
-  run_action_ = run->addAction(tr("&Run sweep"), this, [this] { startSweep(); });
+  run_action_ = run->addAction(tr("\u25b6 &Run sweep"), this, [this] { startSweep(); });
   run_action_->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_R));
   cancel_action_ = run->addAction(tr("&Cancel sweep"), this, &MainWindow::cancelSweep);
   cancel_action_->setShortcut(QKeySequence(Qt::Key_Escape));
   cancel_action_->setShortcutContext(Qt::ApplicationShortcut);
   cancel_action_->setEnabled(false);
+  // Run in plain sight: a first-time user should not have to find it in a menu.
+  QToolBar* bar = addToolBar(tr("Run"));
+  bar->setObjectName("runToolBar");
+  bar->setMovable(false);
+  bar->setToolButtonStyle(Qt::ToolButtonTextOnly);
+  bar->addAction(run_action_);
+  bar->addAction(cancel_action_);
+  if (QWidget* button = bar->widgetForAction(run_action_)) button->setObjectName("runButton");
   run->addAction(tr("Com&pare selected sweeps"), this, [this] {
     QList<qint64> ids;
     for (int64_t id : runs_panel_->selectedSweepIds()) ids << id;
@@ -98,6 +109,12 @@ void MainWindow::buildMenus() {
       p.setColor(QPalette::PlaceholderText, QColor(0x90, 0x92, 0x96));
     }
     qApp->setPalette(p);
+    // Fusion outlines an unchecked box in a darker shade of the window colour: invisible on a
+    // dark window, so the backend list looked empty. A light outline keeps them visible.
+    qApp->setStyleSheet(on ? QStringLiteral("QCheckBox::indicator:unchecked, QAbstractItemView::indicator:unchecked {"
+                                            " border: 1px solid #a0a2a6; border-radius: 2px; background: #1f2124;"
+                                            " width: 12px; height: 12px; }")
+                           : QString());
     QSettings().setValue("view/dark", on);
   });
   dark->setChecked(QSettings().value("view/dark", false).toBool());
@@ -126,9 +143,20 @@ void MainWindow::exportChart() {
   auto* view = qobject_cast<ChartView*>(tabs_->currentWidget());
   if (!view) view = memory_view_;
   const QString name = shown_.empty() ? QStringLiteral("chart") : QStringLiteral("sweep%1").arg(shown_.front()->info.id);
-  ExportDialog dlg(QDir::home().filePath(name + "-" + view->title().toLower() + ".png"), QSize(1600, 700), this);
+  // The folder, format, size and DPI of the last export are kept (a report needs several charts
+  // exported the same way); the file name follows the sweep and the chart.
+  QSettings settings;
+  const QString folder = settings.value("export/folder", QDir::homePath()).toString();
+  const QString format = settings.value("export/format", "png").toString();
+  const QSize size = settings.value("export/size", QSize(1600, 700)).toSize();
+  ExportDialog dlg(QDir(folder).filePath(name + "-" + view->title().toLower() + "." + format), size, this);
+  dlg.setDpi(settings.value("export/dpi", 96).toInt());
   if (dlg.exec() != QDialog::Accepted) return;
   if (const QString why = refusedOutput(dlg.file(), store_.get()); !why.isEmpty()) return report(why);
+  settings.setValue("export/folder", QFileInfo(dlg.file()).absolutePath());
+  settings.setValue("export/format", dlg.format());
+  settings.setValue("export/size", dlg.size());
+  settings.setValue("export/dpi", dlg.dpi());
   const QString error = exportPlots(view->plots(), view->exportColumns(), dlg.format(), dlg.file(), dlg.size(), dlg.dpi());
   if (!error.isEmpty()) report(error);
   else statusBar()->showMessage(tr("Wrote %1").arg(dlg.file()), 5000);
@@ -201,8 +229,8 @@ void MainWindow::compare(const QList<qint64>& ids) {
   if (ids.size() < 2) return report(tr("Select two or more sweeps in the Runs dock to compare them."));
   std::vector<int64_t> v(ids.begin(), ids.end());
   showSweeps(v);
-  for (int i = 0; i < tabs_->count(); ++i)
-    if (tabs_->tabText(i) == tr("Compare")) tabs_->setCurrentIndex(i);
+  for (int i = 0; i < tabs_->count(); ++i)  // by type: tab titles are translated
+    if (qobject_cast<CompareView*>(tabs_->widget(i))) tabs_->setCurrentIndex(i);
 }
 
 }  // namespace attnscope::ui

@@ -7,6 +7,8 @@
 #include <qcustomplot.h>
 
 #include "ui/byte_axis_ticker.h"
+#include "ui/chart_context.h"
+#include "ui/plot_layout.h"
 #include "ui/plot_style.h"
 
 namespace attnscope::ui {
@@ -20,9 +22,6 @@ MemoryView::MemoryView(QWidget* parent) : ChartView(parent) {
   predicted_box_->setChecked(true);
   bar->addWidget(log_box_);
   bar->addWidget(predicted_box_);
-  bar->addWidget(new QLabel(tr("markers at the predicted peak: \u2715 oom  \u25b3 unsupported  "
-                               "\u25a1 skipped  \u25c7 error  \u2606 cancelled"),
-                            this));
   bar->addStretch();
   layout->addLayout(bar);
   auto* plots = new QHBoxLayout;
@@ -43,14 +42,12 @@ MemoryView::MemoryView(QWidget* parent) : ChartView(parent) {
 }
 
 void MemoryView::setupAxes(QCustomPlot* plot, const QString& title, const QString& x_label) {
-  plot->plotLayout()->insertRow(0);
-  plot->plotLayout()->addElement(0, 0, new QCPTextElement(plot, title, QFont(font().family(), 11, QFont::Bold)));
+  initPlotLayout(plot, title);
   plot->xAxis->setLabel(x_label);
   plot->yAxis->setLabel(tr("peak memory"));
   plot->yAxis->setTicker(QSharedPointer<ByteAxisTicker>::create(true));
   plot->legend->setVisible(true);
   plot->legend->setFont(QFont(font().family(), 8));
-  plot->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignLeft);
 }
 
 void MemoryView::setLogScale(bool log) { log_box_->setChecked(log); }
@@ -65,28 +62,45 @@ void MemoryView::fillPlot(QCustomPlot* plot, SeriesPlot& sp, std::vector<PlotSer
   sp.clear(plot);
   series = buildSeries(sweeps_, x);
   for (const auto& s : series) sp.add(plot, s, Metric::memory, predicted_box_->isChecked());
+  if (!series.empty()) addStyleKey(plot, true, predicted_box_->isChecked(), sp.failedStatuses());
+  plot->clearItems();
+  if (series.empty()) {  // the first start: say what to do instead of showing empty axes
+    auto* hint = new QCPItemText(plot);
+    hint->position->setType(QCPItemPosition::ptAxisRectRatio);
+    hint->position->setCoords(0.5, 0.45);
+    hint->setText(sweeps_.empty() ? tr("No sweep shown yet.\nSet the workload (left), tick the backends,\nlist "
+                                       "heads and seq in the Sweep dock, then press \u25b6 Run (Ctrl+R).\nSaved "
+                                       "sweeps are in the Runs dock.")
+                                  : tr("No finished point yet."));
+    hint->setFont(QFont(font().family(), 10));
+    hint->setColor(palette().color(QPalette::PlaceholderText));
+  }
+  setPlotContext(plot, QString::fromStdString(chartContext(sweeps_)));
   const bool log = log_box_->isChecked();
   auto ticker = plot->yAxis->ticker().dynamicCast<ByteAxisTicker>();
   if (ticker) ticker->setLog(log);
   plot->yAxis->setScaleType(log ? QCPAxis::stLogarithmic : QCPAxis::stLinear);
   plot->xAxis->setScaleType(log ? QCPAxis::stLogarithmic : QCPAxis::stLinear);
-  if (log) {
-    auto t = QSharedPointer<QCPAxisTickerLog>::create();
-    t->setLogBase(2);
-    plot->xAxis->setTicker(t);
-  } else {
-    plot->xAxis->setTicker(QSharedPointer<QCPAxisTicker>::create());
+  plot->xAxis->setTicker(sweptValueTicker(distinctValues(sweeps_, x), log));
+  std::vector<double> xs;
+  for (int64_t v : distinctValues(sweeps_, x)) xs.push_back(static_cast<double>(v));
+  setSweptRange(plot, xs, log);
+  // Leave room above and below the points (a factor on log axes, a fraction on linear ones).
+  bool found = false;
+  QCPRange yr = plot->yAxis->range();
+  for (int g = 0; g < plot->graphCount(); ++g) {
+    bool ok = false;
+    const QCPRange r = plot->graph(g)->getValueRange(ok, QCP::sdBoth);
+    if (!ok) continue;
+    yr = found ? QCPRange(qMin(yr.lower, r.lower), qMax(yr.upper, r.upper)) : r;
+    found = true;
   }
-  plot->rescaleAxes();
-  // Leave room around the points (a factor on log axes, a fraction on linear ones).
-  QCPRange xr = plot->xAxis->range(), yr = plot->yAxis->range();
+  if (!found) yr = QCPRange(1024, 1024 * 1024);
   if (log) {
-    plot->xAxis->setRange(qMax(xr.lower, 0.5) / 1.3, qMax(xr.upper, 1.0) * 1.3);
     plot->yAxis->setRange(qMax(yr.lower, 1.0) / 1.6, qMax(yr.upper, 2.0) * 1.6);
   } else {
-    const double dx = qMax(xr.size() * 0.05, 0.5), dy = qMax(yr.size() * 0.08, 1.0);
-    plot->xAxis->setRange(xr.lower - dx, xr.upper + dx);
-    plot->yAxis->setRange(qMin(0.0, yr.lower), yr.upper + dy);
+    const double dy = qMax(yr.size() * 0.08, yr.upper * 0.08);
+    plot->yAxis->setRange(qMin(0.0, yr.lower), qMax(yr.upper + dy, 1.0));
   }
   plot->replot(QCustomPlot::rpQueuedReplot);
 }

@@ -12,6 +12,7 @@
 
 #include "core/format.h"
 #include "core/output_file.h"
+#include "ui/chart_context.h"
 #include "ui/chart_export.h"
 #include "ui/chart_view.h"
 #include "ui/memory_view.h"
@@ -30,7 +31,7 @@ QStringList specLines(const SweepSnapshot& s) {
            .arg(s.runs.size())
            .arg(s.info.ok_count);
   l << QObject::tr("Created %1").arg(QDateTime::fromMSecsSinceEpoch(s.info.created_unix_ms).toString(Qt::ISODate));
-  l << QObject::tr("Base workload: %1").arg(QString::fromStdString(summary(s.spec.base)));
+  l << QObject::tr("Fixed workload: %1").arg(QString::fromStdString(workloadInWords(s.spec.base)));
   for (const auto& a : s.spec.axes) {
     QStringList v;
     for (const auto& x : a.values) v << QString::fromStdString(x);
@@ -52,7 +53,21 @@ QStringList environmentLines(const Environment& e) {
   const nlohmann::json j = toJson(e);
   for (const auto& [k, v] : j.items()) {
     if (v.is_string() && v.get<std::string>().empty()) continue;
-    l << QString::fromStdString(k) + ": " + QString::fromStdString(v.is_string() ? v.get<std::string>() : v.dump());
+    if (k == "gpus" && v.is_array()) {
+      for (const auto& g : v)
+        l << QObject::tr("gpu %1: %2, sm_%3%4, %5 SMs, %6")
+                 .arg(g.value("index", 0))
+                 .arg(QString::fromStdString(g.value("name", std::string())))
+                 .arg(g.value("cc_major", 0))
+                 .arg(g.value("cc_minor", 0))
+                 .arg(g.value("sm_count", 0))
+                 .arg(QString::fromStdString(formatBytes(g.value("memory_total", int64_t{0}))));
+      continue;
+    }
+    // Byte counts read as sizes, not as 11-digit numbers.
+    const bool bytes = v.is_number_integer() && k.find("memory") != std::string::npos;
+    l << QString::fromStdString(k) + ": " +
+             QString::fromStdString(bytes ? formatBytes(v.get<int64_t>()) : v.is_string() ? v.get<std::string>() : v.dump());
   }
   return l;
 }
@@ -75,7 +90,8 @@ QString writeReport(const SweepSnapshots& sweeps, const QString& pdf_file, const
     auto* timeline = qobject_cast<TimelineView*>(v.get());
     if (timeline) timeline->setEventSource(events);
     v->setSweeps(sweeps);
-    if (timeline && largest) timeline->selectRun(largest->id);
+    // Breakdown and Timeline show the same run (their titles name it).
+    if (largest) v->selectRun(largest->id);
   }
   if (!png_dir.isEmpty()) {
     QDir().mkpath(png_dir);
@@ -95,7 +111,7 @@ QString writeReport(const SweepSnapshots& sweeps, const QString& pdf_file, const
     return QString::fromStdString(e.what());
   }
   QPdfWriter pdf(QString::fromStdString(pdf_out->tempPath()));
-  pdf.setResolution(96);
+  pdf.setResolution(layoutDpi());  // see chart_export.h: text is laid out at this DPI
   pdf.setPageSize(QPageSize(QPageSize::A4));
   pdf.setPageOrientation(QPageLayout::Landscape);
   pdf.setPageMargins(QMarginsF(12, 12, 12, 12), QPageLayout::Millimeter);
@@ -109,7 +125,7 @@ QString writeReport(const SweepSnapshots& sweeps, const QString& pdf_file, const
       -pdf.pageLayout().paintRectPixels(pdf.resolution()).topLeft());
   QFont title_font("Sans", 16, QFont::Bold), body("Sans", 9), mono("Monospace", 8);
 
-  // Page 1: what was measured and where.
+  // Page 1: what was measured and where, then the memory chart, the one the report is for.
   p.setFont(title_font);
   p.drawText(QRect(0, 0, page.width(), 30), Qt::AlignLeft, QObject::tr("AttnScope report"));
   int y = 40;
@@ -127,14 +143,17 @@ QString writeReport(const SweepSnapshots& sweeps, const QString& pdf_file, const
     p.drawText(re, Qt::TextWordWrap, env);
     y_env = re.bottom() + 14;
   }
+  const int chart_top = std::max(y, y_env) + 6;
+  const bool memory_on_cover = page.height() - chart_top >= page.height() / 2;
+  if (memory_on_cover)
+    paintPlots(p, QRectF(0, chart_top, page.width(), page.height() - chart_top), views.front()->plots(),
+               views.front()->exportColumns());
 
-  // One page per chart.
+  // One page per chart (each chart's own title and context line say what it shows).
   for (auto& v : views) {
-    if (v->plots().isEmpty()) continue;
+    if (v->plots().isEmpty() || (memory_on_cover && v == views.front())) continue;
     pdf.newPage();
-    p.setFont(title_font);
-    p.drawText(QRect(0, 0, page.width(), 30), Qt::AlignLeft, v->title());
-    paintPlots(p, QRectF(0, 36, page.width(), page.height() - 36), v->plots(), v->exportColumns());
+    paintPlots(p, QRectF(0, 0, page.width(), page.height()), v->plots(), v->exportColumns());
   }
 
   // The results table, paginated.

@@ -2,6 +2,8 @@
 
 #include <QColor>
 
+#include <algorithm>
+
 #include "core/format.h"
 
 namespace attnscope::ui {
@@ -15,6 +17,11 @@ void ResultsTableModel::setSweeps(const SweepSnapshots& sweeps) {
   for (const auto& s : sweeps_)
     if (s)
       for (const RunResult& r : s->runs) rows_.push_back({s.get(), &r});
+  // One unit for the whole column, so rows compare at a glance (no GFLOP/s next to MFLOP/s).
+  double max_flops = 0;
+  for (const Row& row : rows_)
+    if (row.run->status == RunStatus::ok) max_flops = std::max(max_flops, row.run->flopsPerSecond());
+  flops_unit_ = flopsUnitFor(max_flops);
   endResetModel();
 }
 
@@ -56,7 +63,7 @@ QVariant ResultsTableModel::data(const QModelIndex& index, int role) const {
       return ok ? QString::fromStdString(formatDuration(r.timing.median_s)) : QStringLiteral("-");
     case ThroughputColumn:
       if (raw) return r.flopsPerSecond();
-      return ok ? QString::fromStdString(formatFlops(r.flopsPerSecond())) : QStringLiteral("-");
+      return ok ? QString::fromStdString(formatFlopsIn(r.flopsPerSecond(), flops_unit_)) : QStringLiteral("-");
     case ErrorColumn:
       if (raw) return r.accuracy.max_abs_error;
       return r.accuracy.checked ? QString::number(r.accuracy.max_abs_error, 'g', 3) : QStringLiteral("-");

@@ -3,6 +3,7 @@
 
 #include <QAbstractTableModel>
 
+#include "ui/chart_math.h"
 #include "ui/sweep_snapshot.h"
 
 namespace attnscope::ui {
@@ -29,6 +30,7 @@ class ResultsTableModel : public QAbstractTableModel {
     const RunResult* run;
   };
   SweepSnapshots sweeps_;
+  FlopsUnit flops_unit_;
   std::vector<Row> rows_;
 };
 

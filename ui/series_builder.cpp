@@ -73,6 +73,7 @@ std::vector<PlotSeries> buildSeries(const SweepSnapshots& sweeps, XField x) {
   for (const auto& g : groups) {
     PlotSeries ps;
     ps.backend = g.backend;
+    ps.sweep = g.sweep;
     if (sweeps.size() > 1) ps.label = sweeps[g.sweep]->info.name + ": ";
     ps.label += g.backend;
     for (const auto& k : varying)

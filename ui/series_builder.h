@@ -31,6 +31,7 @@ struct PlotSeries {
   std::string label;    // "cpu.flash seq=1024" or "sweep 3: cpu.flash"
   int variant = 0;      // index among the series of the same backend (colour shade)
   int variant_count = 1;
+  size_t sweep = 0;     // index of its sweep among those shown (line style and marker in overlays)
   std::vector<SeriesPoint> points;  // sorted by x
 };
 

@@ -5,28 +5,19 @@
 #include <qcustomplot.h>
 
 #include "core/format.h"
+#include "ui/plot_layout.h"
 #include "ui/plot_style.h"
 
 namespace attnscope::ui {
 
 namespace {
 
-QCPScatterStyle::ScatterShape failedShape(RunStatus s) {
-  switch (s) {
-    case RunStatus::oom: return QCPScatterStyle::ssCross;
-    case RunStatus::unsupported: return QCPScatterStyle::ssTriangle;
-    case RunStatus::skipped: return QCPScatterStyle::ssSquare;
-    case RunStatus::cancelled: return QCPScatterStyle::ssStar;
-    default: return QCPScatterStyle::ssDiamond;
-  }
-}
-
-double metricValue(const SeriesPoint& p, Metric m, bool predicted) {
+double metricValue(const SeriesPoint& p, Metric m, bool predicted, double unit) {
   switch (m) {
     case Metric::memory:
       return static_cast<double>(predicted || p.status != RunStatus::ok ? p.predicted : p.measured);
-    case Metric::latency: return p.median_s * 1e3;
-    case Metric::tflops: return p.flops_per_s / 1e12;
+    case Metric::latency: return p.median_s / unit;
+    case Metric::throughput: return p.flops_per_s / unit;
   }
   return 0;
 }
@@ -34,6 +25,7 @@ double metricValue(const SeriesPoint& p, Metric m, bool predicted) {
 }  // namespace
 
 void SeriesPlot::clear(QCustomPlot* plot) {
+  failed_.clear();
   for (int i = 0; i < plot->graphCount(); ++i) {
     points_.remove(plot->graph(i));
     labels_.remove(plot->graph(i));
@@ -57,7 +49,7 @@ void SeriesPlot::add(QCustomPlot* plot, const PlotSeries& s, Metric metric, bool
     QVariantList ids;
     for (const SeriesPoint* p : pts) {
       keys.push_back(p->x);
-      values.push_back(metricValue(*p, metric, predicted));
+      values.push_back(metricValue(*p, metric, predicted, unit_));
       ids.push_back(QVariant::fromValue<qlonglong>(p->run ? p->run->id : 0));
     }
     g->setData(keys, values, true);
@@ -66,17 +58,26 @@ void SeriesPlot::add(QCustomPlot* plot, const PlotSeries& s, Metric metric, bool
   };
 
   std::vector<const SeriesPoint*> ok, predicted;
+  // Memory marks every point that did not run at its prediction; time has nothing to show.
   std::map<RunStatus, std::vector<const SeriesPoint*>> failed;
   for (const SeriesPoint& p : s.points) {
     if (p.status == RunStatus::ok && (metric != Metric::memory || p.measured >= 0)) ok.push_back(&p);
     if (metric == Metric::memory && p.predicted >= 0) {
       predicted.push_back(&p);
-      if (p.status != RunStatus::ok) failed[p.status].push_back(&p);
+      if (p.status != RunStatus::ok) {
+        failed[p.status].push_back(&p);
+        failed_.insert(p.status);
+      }
     }
   }
+  // Overlaid sweeps differ by line pattern and marker as well as shade: fp16 and fp32 sweeps of
+  // one backend stay apart even where their colours are close.
+  static const Qt::PenStyle sweep_lines[] = {Qt::SolidLine, Qt::DashDotLine, Qt::DotLine, Qt::DashDotDotLine};
+  static const QCPScatterStyle::ScatterShape sweep_markers[] = {
+      QCPScatterStyle::ssDisc, QCPScatterStyle::ssSquare, QCPScatterStyle::ssTriangleInverted, QCPScatterStyle::ssDiamond};
   QCPGraph* measured = make("measured", label);
-  measured->setPen(QPen(color, 2));
-  measured->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, 6));
+  measured->setPen(QPen(color, 2, sweep_lines[s.sweep % 4]));
+  measured->setScatterStyle(QCPScatterStyle(sweep_markers[s.sweep % 4], color, color, 6));
   fill(measured, ok, false);
 
   if (with_predicted && metric == Metric::memory) {
@@ -89,7 +90,7 @@ void SeriesPlot::add(QCustomPlot* plot, const PlotSeries& s, Metric metric, bool
     const QString st = QString::fromUtf8(toString(status).data(), toString(status).size());
     QCPGraph* g = make(st, label + " (" + st + ")");
     g->setLineStyle(QCPGraph::lsNone);
-    g->setScatterStyle(QCPScatterStyle(failedShape(status), QPen(color, 2), QBrush(Qt::NoBrush), 10));
+    g->setScatterStyle(QCPScatterStyle(static_cast<QCPScatterStyle::ScatterShape>(failedMarkerShape(status)), QPen(color, 2), QBrush(Qt::NoBrush), 10));
     fill(g, pts, true);
     g->removeFromLegend();
   }

@@ -1,5 +1,7 @@
 #include "ui/sweep_panel.h"
 
+#include <algorithm>
+
 #include <QDoubleSpinBox>
 #include <QFormLayout>
 #include <QLabel>
@@ -105,6 +107,17 @@ void SweepPanel::update(const WorkloadSpec& base, const std::vector<Backend*>& b
   std::vector<SpecError> errors;
   const std::vector<WorkloadSpec> points = s.expand(&errors);
   for (const auto& e : errors) problems << QString::fromStdString(e.message);
+  // The list a problem comes from is highlighted, like an invalid field in the Workload form.
+  auto bad = [&](const std::string& field) {
+    return std::any_of(errors.begin(), errors.end(), [&](const SpecError& e) { return e.field == field; });
+  };
+  const QString highlight = QStringLiteral("background-color: #f8d0d0; color: #600;");
+  heads_->setStyleSheet(bad("heads") ? highlight : QString());
+  seq_->setStyleSheet(bad("seq") || bad("seq_q") ? highlight : QString());
+  const bool other_bad = std::any_of(errors.begin(), errors.end(), [](const SpecError& e) {
+    return e.field != "heads" && e.field != "seq" && e.field != "seq_q";
+  }) || problems.join("").contains(tr("other axes"));
+  other_->setStyleSheet(other_bad ? highlight : QString());
 
   largest_peak_ = -1;
   QString largest;
@@ -123,7 +136,8 @@ void SweepPanel::update(const WorkloadSpec& base, const std::vector<Backend*>& b
       }
   sweep_ = std::move(s);
   problem_ = problems.join('\n');
-  QString text = tr("%n point(s)", "", static_cast<int>(sweep_.pointCount()));
+  QString text = !errors.empty() ? tr("invalid sweep: fix the highlighted list")
+                                 : tr("%n point(s)", "", static_cast<int>(sweep_.pointCount()));
   if (largest_peak_ >= 0)
     text += tr("; largest predicted peak %1 (%2)").arg(QString::fromStdString(formatBytes(largest_peak_)), largest);
   if (sweep_.memory_budget > 0 && largest_peak_ > sweep_.memory_budget)
@@ -131,6 +145,13 @@ void SweepPanel::update(const WorkloadSpec& base, const std::vector<Backend*>& b
                 .arg(QString::fromStdString(formatBytes(sweep_.memory_budget)));
   summary_->setText(text);
   message_->setText(problem_);
+}
+
+std::vector<std::string> SweepPanel::sweptFields() const {
+  std::vector<std::string> out;
+  for (const auto& a : sweep_.axes) out.push_back(a.field == "seq_q" ? "seq" : a.field == "kv-heads" ? "kv_heads"
+                                                  : a.field == "head-dim" ? "head_dim" : a.field);
+  return out;
 }
 
 void SweepPanel::setSweep(const SweepSpec& s) {

@@ -29,6 +29,9 @@ class SweepPanel : public QWidget {
   bool valid() const { return problem_.isEmpty(); }
   QString problem() const { return problem_; }
   int64_t predictedLargestPeak() const { return largest_peak_; }
+  // The spec fields the lists sweep (canonical names: "heads", "seq", "dtype", ...); the
+  // Workload form shows them as swept instead of as values that would be ignored.
+  std::vector<std::string> sweptFields() const;
 
   // Restores the lists from a sweep (settings, examples).
   void setSweep(const SweepSpec& sweep);

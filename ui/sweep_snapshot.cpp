@@ -22,6 +22,26 @@ SweepSnapshotPtr loadSweepSnapshot(Store& store, int64_t sweep_id) {
   return snap;
 }
 
+SweepSnapshotPtr withRuns(const SweepSnapshotPtr& base, std::vector<RunResult> runs) {
+  SweepSnapshotPtr out = base;
+  std::shared_ptr<SweepSnapshot> fresh;
+  for (RunResult& run : runs) {
+    bool held = false;  // read from the store after the worker saved it
+    if (out && run.id > 0)
+      for (const RunResult& r : out->runs) held = held || r.id == run.id;
+    if (held) continue;
+    if (!fresh) {  // one copy for the whole batch
+      fresh = std::make_shared<SweepSnapshot>(base ? *base : SweepSnapshot{});
+      out = fresh;
+    }
+    run.trace.events.clear();
+    if (run.status == RunStatus::ok) ++fresh->info.ok_count;
+    fresh->runs.push_back(std::move(run));
+    fresh->info.run_count = static_cast<int64_t>(fresh->runs.size());
+  }
+  return out;
+}
+
 SweepSnapshotPtr withRun(const SweepSnapshotPtr& base, RunResult run) {
   // The snapshot may have been read from the store after the worker saved this run.
   if (base && run.id > 0)

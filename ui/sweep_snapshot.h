@@ -26,5 +26,8 @@ SweepSnapshotPtr loadSweepSnapshot(Store& store, int64_t sweep_id);
 
 // A copy of base with one more run; base itself when it holds that run already.
 SweepSnapshotPtr withRun(const SweepSnapshotPtr& base, RunResult run);
+// The same for a batch: one copy of base for all of them (the window batches the points that
+// finish within a moment, so a sweep of n points is not copied n times).
+SweepSnapshotPtr withRuns(const SweepSnapshotPtr& base, std::vector<RunResult> runs);
 
 }  // namespace attnscope::ui

@@ -6,6 +6,10 @@
 #include <QVBoxLayout>
 #include <qcustomplot.h>
 
+#include "ui/chart_context.h"
+#include "ui/chart_math.h"
+#include "ui/plot_layout.h"
+
 namespace attnscope::ui {
 
 TimeView::TimeView(QWidget* parent) : ChartView(parent) {
@@ -25,15 +29,12 @@ TimeView::TimeView(QWidget* parent) : ChartView(parent) {
   throughput_->setObjectName("throughputPlot");
   for (auto [plot, title, label] : {std::tuple{latency_, tr("Latency (median)"), tr("milliseconds")},
                                     std::tuple{throughput_, tr("Throughput"), tr("TFLOP/s")}}) {
-    plot->plotLayout()->insertRow(0);
-    plot->plotLayout()->addElement(0, 0, new QCPTextElement(plot, title, QFont(font().family(), 11, QFont::Bold)));
+    initPlotLayout(plot, title);
     plot->yAxis->setLabel(label);
     plot->legend->setVisible(true);
     plot->legend->setFont(QFont(font().family(), 8));
     row->addWidget(plot);
   }
-  // Latency grows to the right: its top-left corner is the emptiest place for the legend.
-  latency_->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignLeft);
   latency_->yAxis->setScaleType(QCPAxis::stLogarithmic);
   latency_->yAxis->setTicker(QSharedPointer<QCPAxisTickerLog>::create());
   layout->addLayout(row, 1);
@@ -51,28 +52,47 @@ void TimeView::setSweeps(const SweepSnapshots& sweeps) {
 void TimeView::rebuild() {
   const auto x = static_cast<XField>(axis_->currentData().toInt());
   series_ = buildSeries(sweeps_, x);
+  // Units from the largest value, so axes read 1..999 rather than 0.0025 TFLOP/s.
+  double max_flops = 0, max_s = 0;
+  for (const auto& s : series_)
+    for (const auto& p : s.points) {
+      max_flops = std::max(max_flops, p.flops_per_s);
+      max_s = std::max(max_s, p.median_s);
+    }
+  const FlopsUnit unit = flopsUnitFor(max_flops);
+  throughput_series_plot_.setUnit(unit.per_unit);
+  throughput_->yAxis->setLabel(QString::fromStdString(unit.name));
+  const bool ms = max_s >= 1e-3 || max_s == 0;
+  latency_series_plot_.setUnit(ms ? 1e-3 : 1e-6);
+  latency_->yAxis->setLabel(ms ? tr("milliseconds") : tr("microseconds"));
   latency_series_plot_.clear(latency_);
   throughput_series_plot_.clear(throughput_);
   for (const auto& s : series_) {
     latency_series_plot_.add(latency_, s, Metric::latency, false);
-    throughput_series_plot_.add(throughput_, s, Metric::tflops, false);
+    throughput_series_plot_.add(throughput_, s, Metric::throughput, false);
   }
+  const QString context = QString::fromStdString(chartContext(sweeps_));
+  const auto values = distinctValues(sweeps_, x);
+  std::vector<double> xs(values.begin(), values.end());
   for (QCustomPlot* p : {latency_, throughput_}) {
+    setPlotContext(p, context);
     p->xAxis->setLabel(axis_->currentText());
     p->xAxis->setScaleType(QCPAxis::stLogarithmic);
-    auto t = QSharedPointer<QCPAxisTickerLog>::create();
-    t->setLogBase(2);
-    p->xAxis->setTicker(t);
-    p->rescaleAxes();
-    const QCPRange xr = p->xAxis->range();
-    p->xAxis->setRange(std::max(xr.lower, 0.5) / 1.3, std::max(xr.upper, 1.0) * 1.3);
+    p->xAxis->setTicker(sweptValueTicker(values, true));
+    setSweptRange(p, xs, true);
+    bool ok = false;
+    QCPRange yr;
+    for (int g = 0; g < p->graphCount(); ++g) {
+      bool has = false;
+      const QCPRange r = p->graph(g)->getValueRange(has, QCP::sdBoth);
+      if (!has) continue;
+      yr = ok ? QCPRange(std::min(yr.lower, r.lower), std::max(yr.upper, r.upper)) : r;
+      ok = true;
+    }
+    if (p == latency_) p->yAxis->setRange(ok ? yr.lower / 1.5 : 1e-3, ok ? yr.upper * 1.5 : 1);
+    else p->yAxis->setRange(0, ok ? yr.upper * 1.15 : 1);
+    p->replot(QCustomPlot::rpQueuedReplot);
   }
-  const QCPRange lr = latency_->yAxis->range();
-  latency_->yAxis->setRange(std::max(lr.lower, 1e-6) / 1.5, std::max(lr.upper, 1e-5) * 1.5);
-  const QCPRange tr_ = throughput_->yAxis->range();
-  throughput_->yAxis->setRange(0, std::max(tr_.upper, 1e-6) * 1.1);
-  latency_->replot(QCustomPlot::rpQueuedReplot);
-  throughput_->replot(QCustomPlot::rpQueuedReplot);
 }
 
 }  // namespace attnscope::ui

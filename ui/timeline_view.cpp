@@ -4,7 +4,11 @@
 #include <map>
 #include <tuple>
 
+#include <QApplication>
 #include <QComboBox>
+#include <QPointer>
+#include <QPushButton>
+#include <QThreadPool>
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QToolTip>
@@ -13,6 +17,8 @@
 
 #include "core/format.h"
 #include "ui/byte_axis_ticker.h"
+#include "ui/chart_context.h"
+#include "ui/plot_layout.h"
 #include "ui/plot_style.h"
 #include "ui/run_chooser.h"
 
@@ -28,15 +34,30 @@ TimelineView::TimelineView(QWidget* parent) : ChartView(parent) {
   bar->addWidget(new QLabel(tr("Run:"), this));
   bar->addWidget(run_);
   bar->addWidget(info_, 1);
+  // Wheel zoom and drag pan have no visible way back: this is it.
+  auto* reset = new QPushButton(tr("Reset zoom"), this);
+  reset->setObjectName("timelineResetZoom");
+  reset->setToolTip(tr("Show the whole run again (wheel zooms, drag pans)"));
+  connect(reset, &QPushButton::clicked, this, [this] { setTimeRange(0, t_end_); });
+  bar->addWidget(reset);
   layout->addLayout(bar);
   plot_ = makePlot(this);
   plot_->setObjectName("timelinePlot");
   plot_->plotLayout()->clear();
   lane_rect_ = new QCPAxisRect(plot_);
   memory_rect_ = new QCPAxisRect(plot_);
-  plot_->plotLayout()->addElement(0, 0, lane_rect_);
-  plot_->plotLayout()->addElement(1, 0, memory_rect_);
-  plot_->plotLayout()->setRowStretchFactor(0, 1.2);
+  // Title and context rows as every chart has them (plot_layout.h): which run this is.
+  const QString family = font().family();
+  plot_->plotLayout()->addElement(0, 0, new QCPTextElement(plot_, tr("Timeline"), QFont(family, 11, QFont::Bold)));
+  auto* context = new QCPTextElement(plot_, QStringLiteral(" "), QFont(family, 8));
+  context->setMargins(QMargins(4, 0, 4, 4));
+  plot_->plotLayout()->addElement(1, 0, context);
+  plot_->plotLayout()->addElement(2, 0, lane_rect_);
+  plot_->plotLayout()->addElement(3, 0, memory_rect_);
+  plot_->plotLayout()->setRowSpacing(0);
+  plot_->plotLayout()->setRowStretchFactor(0, 0.001);
+  plot_->plotLayout()->setRowStretchFactor(1, 0.001);
+  plot_->plotLayout()->setRowStretchFactor(2, 1.2);
   auto* margins = new QCPMarginGroup(plot_);
   lane_rect_->setMarginGroup(QCP::msLeft | QCP::msRight, margins);
   memory_rect_->setMarginGroup(QCP::msLeft | QCP::msRight, margins);
@@ -71,6 +92,7 @@ TimelineView::TimelineView(QWidget* parent) : ChartView(parent) {
   connect(memory_rect_->axis(QCPAxis::atBottom), qOverload<const QCPRange&>(&QCPAxis::rangeChanged), this,
           sync(lane_rect_->axis(QCPAxis::atBottom)));
   connect(run_, &QComboBox::currentIndexChanged, this, [this] { loadRun(); });
+  connect(run_, &QComboBox::activated, this, [this] { Q_EMIT runPicked(run_->currentData().toLongLong()); });
   plot_->setMouseTracking(true);
   connect(plot_, &QCustomPlot::mouseMove, this, [this](QMouseEvent* e) {
     const QString t = hoverText(e);
@@ -90,20 +112,69 @@ void TimelineView::selectRun(qint64 run_id) { selectRunIn(run_, run_id); }
 
 void TimelineView::loadRun() {
   const qlonglong id = run_->currentData().toLongLong();
-  std::vector<TraceEvent> events;
-  if (id > 0 && source_) {
+  const RunResult* run = findRun(sweeps_, id);
+  setPlotTitle(plot_, run ? tr("Timeline of R%1").arg(id) : tr("Timeline"));
+  setPlotContext(plot_, run ? QString::fromStdString(runInWords(*run))
+                            : tr("pick a run that finished ok (Run: above, or a run in the Runs dock)"));
+  const quint64 job = ++load_job_;
+  if (id <= 0 || !source_) {
+    setEvents({});
+    return;
+  }
+  if (!background_) {
+    std::vector<TraceEvent> events;
     try {
       events = source_(id);
     } catch (const std::exception& e) {
       info_->setText(tr("cannot load the trace: %1").arg(QString::fromStdString(e.what())));
     }
+    setEvents(std::move(events));
+    return;
   }
-  setEvents(std::move(events));
+  info_->setText(tr("loading the trace of R%1...").arg(id));
+  QPointer<TimelineView> self(this);
+  QThreadPool::globalInstance()->start([self, source = source_, id, job] {
+    struct Loaded {
+      std::vector<TraceEvent> events;
+      MemoryTimeline timeline;
+      QString error;
+    };
+    auto loaded = std::make_shared<Loaded>();
+    try {
+      loaded->events = source(id);
+      loaded->timeline = memoryTimelineOf(loaded->events);
+    } catch (const std::exception& e) {
+      loaded->error = QString::fromStdString(e.what());
+    }
+    // Back on the GUI thread, where the view can only be deleted between events: a view gone
+    // or a newer pick drops the result.
+    QMetaObject::invokeMethod(qApp, [self, job, loaded] {
+      if (!self || job != self->load_job_) return;
+      self->showTrace(std::move(loaded->events), std::move(loaded->timeline));
+      if (!loaded->error.isEmpty()) self->info_->setText(tr("cannot load the trace: %1").arg(loaded->error));
+    }, Qt::QueuedConnection);
+  });
+}
+
+MemoryTimeline TimelineView::memoryTimelineOf(const std::vector<TraceEvent>& events) {
+  // One source only: the allocator and CUPTI each record every cudaMalloc, and summing both
+  // would double the curve. The allocator sees every backend's memory; CUPTI-only traces
+  // (a process we did not allocate for) fall back to CUPTI's device memory.
+  const bool has_allocator = std::any_of(events.begin(), events.end(), [](const TraceEvent& e) {
+    return e.source == EventSource::allocator && (e.kind == EventKind::alloc || e.kind == EventKind::free);
+  });
+  return MemoryTimeline(events, has_allocator ? MemoryFilter{EventSource::allocator, std::nullopt, std::nullopt}
+                                              : MemoryFilter{EventSource::cupti, MemoryKind::device, std::nullopt});
 }
 
 void TimelineView::setEvents(std::vector<TraceEvent> events) {
+  MemoryTimeline timeline = memoryTimelineOf(events);
+  showTrace(std::move(events), std::move(timeline));
+}
+
+void TimelineView::showTrace(std::vector<TraceEvent> events, MemoryTimeline timeline) {
   events_ = std::move(events);
-  timeline_ = MemoryTimeline(events_, MemoryFilter{});
+  timeline_ = std::move(timeline);
   t0_ = 0;
   int64_t t1 = 1;
   if (!events_.empty()) {

@@ -32,10 +32,17 @@ class TimelineView : public ChartView {
   QList<QCustomPlot*> plots() const override { return {plot_}; }
   void selectRun(qint64 run_id) override;
 
-  // Where events come from (the store on the GUI thread).
+  // Where events come from. With background loading on, it is called on a pool thread and must
+  // not touch GUI-thread state (the window's loader opens its own store connection).
   void setEventSource(EventLoader source) { source_ = std::move(source); }
+  // Off (the default: the report and headless rendering need the run drawn at once) loads on the
+  // calling thread. On (the window): the trace and its MemoryTimeline are built on a pool thread
+  // and a result for a run that is no longer picked is dropped, as hotspot's job tracker does.
+  void setBackgroundLoading(bool on) { background_ = on; }
   // Shows these events directly (tests, synthetic traces).
   void setEvents(std::vector<TraceEvent> events);
+  // The timeline the view draws for a trace: one memory source only (see memoryFilterFor).
+  static MemoryTimeline memoryTimelineOf(const std::vector<TraceEvent>& events);
 
   QCustomPlot* plot() const { return plot_; }
   QCPGraph* memoryGraph() const { return memory_graph_; }
@@ -55,6 +62,7 @@ class TimelineView : public ChartView {
     QCPGraph* base = nullptr;
   };
   void loadRun();
+  void showTrace(std::vector<TraceEvent> events, MemoryTimeline timeline);
   void rebuildLanes();
   void refreshVisible();
   QString hoverText(QMouseEvent* e) const;
@@ -72,6 +80,8 @@ class TimelineView : public ChartView {
   int64_t t0_ = 0;
   double t_end_ = 1;
   bool syncing_ = false;
+  bool background_ = false;
+  quint64 load_job_ = 0;  // the latest background load; older results are dropped
 };
 
 }  // namespace attnscope::ui

@@ -1,5 +1,7 @@
 #include "ui/workload_form.h"
 
+#include <algorithm>
+
 #include <QButtonGroup>
 #include <QComboBox>
 #include <QFormLayout>
@@ -81,6 +83,8 @@ WorkloadForm::WorkloadForm(QWidget* parent) : QWidget(parent) {
   message_ = new QLabel(this);
   message_->setObjectName("workloadMessage");
   message_->setWordWrap(true);
+  // Ignored width: the message wraps to the dock's width instead of widening the form past it.
+  message_->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::MinimumExpanding);
   message_->setStyleSheet("color: #c0392b;");
   auto* layout = new QVBoxLayout(this);
   layout->addLayout(form);
@@ -122,7 +126,24 @@ std::vector<SpecError> WorkloadForm::errors() const {
   if (fixed_width_->isChecked() && width_->value() == 0)
     errs.push_back({"width", "0", "width must be >= 1 when the model width is fixed (got 0)"});
   for (auto& e : validate(spec())) errs.push_back(std::move(e));
+  std::erase_if(errs, [this](const SpecError& e) {
+    return std::find(swept_.begin(), swept_.end(), e.field == "seq_q" ? "seq" : e.field) != swept_.end();
+  });
   return errs;
+}
+
+void WorkloadForm::setSwept(const std::vector<std::string>& fields) {
+  if (fields == swept_) return;
+  swept_ = fields;
+  for (const auto& name : specFieldNames()) {
+    auto* spin = qobject_cast<QSpinBox*>(widgetFor(name));
+    if (!spin || name == "head_dim" || name == "width") continue;  // their toggle decides
+    const bool swept = std::find(swept_.begin(), swept_.end(), name) != swept_.end();
+    spin->setEnabled(!swept);
+    spin->setPrefix(swept ? tr("swept \u2192 ") : QString());
+    spin->setToolTip(swept ? tr("swept: the list in the Sweep dock gives the values") : QString());
+  }
+  if (!loading_) showErrors(errors());
 }
 
 void WorkloadForm::setSpec(const WorkloadSpec& s) {
@@ -182,6 +203,15 @@ QWidget* WorkloadForm::widgetFor(const std::string& f) const {
 void WorkloadForm::onEdited() {
   head_dim_->setEnabled(!fixed_width_->isChecked());
   width_->setEnabled(fixed_width_->isChecked());
+  // The greyed field shows what the other two imply, so it is never stale: head_dim = width /
+  // heads with the width fixed, width = heads x head_dim otherwise.
+  if (fixed_width_->isChecked()) {
+    const QSignalBlocker block(head_dim_);
+    if (heads_->value() > 0) head_dim_->setValue(width_->value() / heads_->value());
+  } else {
+    const QSignalBlocker block(width_);
+    width_->setValue(heads_->value() * head_dim_->value());
+  }
   if (loading_) return;
   showErrors(errors());
   Q_EMIT specChanged();

@@ -26,6 +26,10 @@ class WorkloadForm : public QWidget {
   std::vector<SpecError> errors() const;
   void setSpec(const WorkloadSpec& spec);
 
+  // Fields the Sweep dock sweeps: shown greyed as "swept", and their value here no longer
+  // counts as an error (each swept value is checked by the sweep instead).
+  void setSwept(const std::vector<std::string>& fields);
+
   // Sets one field from text as the command line writes it (tests, settings).
   bool setFieldText(const QString& field, const QString& text);
 
@@ -43,6 +47,7 @@ class WorkloadForm : public QWidget {
   QLineEdit* scale_;
   QLabel* message_;
   bool loading_ = false;
+  std::vector<std::string> swept_;
 };
 
 }  // namespace attnscope::ui

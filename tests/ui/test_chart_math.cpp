@@ -3,8 +3,9 @@
 
 #include <cmath>
 
+#include <QtTest>
+
 #include "ui/chart_math.h"
-#include "ui_test_support.h"
 
 using namespace attnscope::ui;
 
@@ -163,6 +164,24 @@ class TestChartMath : public QObject {
     QCOMPARE(got, merged);
   }
 
+  void flopsUnit_data() {
+    QTest::addColumn<double>("max");
+    QTest::addColumn<double>("value");
+    QTest::addColumn<QString>("text");
+    QTest::newRow("tera") << 3.2e12 << 1.5e12 << "1.50 TFLOP/s";
+    QTest::newRow("giga, smaller value in the same unit") << 15e9 << 2.5e6 << "0.0025 GFLOP/s";
+    QTest::newRow("giga") << 15e9 << 12.34e9 << "12.3 GFLOP/s";
+    QTest::newRow("hundreds") << 450e9 << 250e9 << "250 GFLOP/s";
+    QTest::newRow("mega") << 2.5e6 << 2.5e6 << "2.50 MFLOP/s";
+    QTest::newRow("nothing ran") << 0.0 << 0.0 << "0 FLOP/s";
+  }
+  void flopsUnit() {
+    QFETCH(double, max);
+    QFETCH(double, value);
+    QFETCH(QString, text);
+    QCOMPARE(QString::fromStdString(formatFlopsIn(value, flopsUnitFor(max))), text);
+  }
+
   void millionIntervalsBecomeAtMostPixels() {
     std::vector<Interval> in;
     for (int i = 0; i < 1000000; ++i) in.push_back({i * 10.0, i * 10.0 + 4});
@@ -173,5 +192,6 @@ class TestChartMath : public QObject {
   }
 };
 
-ATTNSCOPE_UI_TEST_MAIN(TestChartMath)
+// Pure arithmetic: no QApplication, no platform plugin.
+QTEST_GUILESS_MAIN(TestChartMath)
 #include "test_chart_math.moc"

@@ -266,9 +266,12 @@ class TestModels : public QObject {
     model.setSweeps({a, a});
     QCOMPARE(model.rowCount(), 8);
     for (int r = 0; r < model.rowCount(); ++r) {
-      QCOMPARE(model.index(r, 7).data(CompareModel::RawRole).toDouble(), 0.0);  // same sweep: no change
-      QCOMPARE(model.index(r, 7).data().toString(), QString("+0.0%"));
+      QCOMPARE(model.index(r, 7).data(CompareModel::RawRole).toDouble(), 1.0);  // same sweep: B/A = 1
+      QCOMPARE(model.index(r, 7).data().toString(), QString("1.00\u00d7"));
+      // The Point column sorts in point order: heads 1 before 2 within a backend, whatever the text.
+      QCOMPARE(model.index(r, 0).data(CompareModel::RawRole).toInt(), r);
     }
+    QCOMPARE(model.index(0, 0).data().toString(), QString("cpu.reference heads=1 seq=16"));
     model.setSweeps({});
     QCOMPARE(model.rowCount(), 0);
   }

@@ -6,6 +6,8 @@
 #include <QComboBox>
 #include <QDoubleSpinBox>
 #include <QLabel>
+#include <QLineEdit>
+#include <QSpinBox>
 #include <QSignalSpy>
 #include <QTreeView>
 
@@ -92,6 +94,38 @@ class TestWindow : public QObject {
     w.sweepPanel()->setAxisText("heads", "1, 0");
     QVERIFY(!w.runAction()->isEnabled());
     QVERIFY(w.sweepPanel()->findChild<QLabel*>("sweepMessage")->text().contains("heads"));
+  }
+
+  void formShowsSweptAndDerivedFields() {
+    MainWindow w(dir_.filePath("form.sqlite"));
+    w.setInteractive(false);
+    fillTinySweep(w, "1, 2", "16", 1);
+    auto* heads = w.workloadForm()->findChild<QSpinBox*>("heads");
+    auto* head_dim = w.workloadForm()->findChild<QSpinBox*>("head_dim");
+    auto* width = w.workloadForm()->findChild<QSpinBox*>("width");
+    // heads is swept: greyed and labelled, and its form value no longer blocks the sweep.
+    QVERIFY(!heads->isEnabled());
+    QVERIFY(heads->text().startsWith("swept"));
+    w.sweepPanel()->setAxisText("heads", "");
+    QVERIFY(heads->isEnabled());
+    QVERIFY(!heads->text().startsWith("swept"));
+    // Derived fields follow: width = heads x head_dim with head_dim fixed, and back.
+    w.workloadForm()->setFieldText("heads", "8");
+    w.workloadForm()->setFieldText("head_dim", "64");
+    QCOMPARE(width->value(), 512);
+    w.workloadForm()->setFieldText("width", "64");
+    QCOMPARE(head_dim->value(), 8);
+    QVERIFY(!head_dim->isEnabled());
+    // An invalid list is highlighted and the count says so.
+    w.sweepPanel()->setAxisText("heads", "0, 4, abc");
+    auto* list = w.sweepPanel()->findChild<QLineEdit*>("sweepHeads");
+    QVERIFY(!list->styleSheet().isEmpty());
+    QVERIFY(w.sweepPanel()->findChild<QLabel*>("sweepSummary")->text().startsWith("invalid"));
+    QVERIFY(!w.runAction()->isEnabled());
+    w.sweepPanel()->setAxisText("heads", "4");
+    QVERIFY(list->styleSheet().isEmpty());
+    // Run is in plain sight, not only in a menu.
+    QVERIFY(w.findChild<QWidget*>("runButton"));
   }
 
   void runSweepEndToEnd() {

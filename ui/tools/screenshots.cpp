@@ -5,6 +5,7 @@
 #include <QAction>
 #include <QApplication>
 #include <QDir>
+#include <QFile>
 #include <QMenuBar>
 #include <QTabWidget>
 #include <QTemporaryDir>
@@ -19,6 +20,8 @@
 #include "core/sweep_runner.h"
 #include "kernels/builtin_backends.h"
 #include "ui/chart_view.h"
+#include "ui/compare_view.h"
+#include "ui/gui_entry.h"
 #include "ui/main_window.h"
 #include "ui/runs_panel.h"
 
@@ -99,9 +102,21 @@ int main(int argc, char** argv) {
     w.tabs()->setCurrentIndex(i);
     ok &= grab(w, out.filePath(QString("%1.png").arg(names[i])));
   }
+  // A chart as a report would carry it: exported at 300 DPI (10 x 4.4 inches), and the PDF
+  // report (scripts/screenshots.sh turns its pages into PNGs).
+  const QString err = QString::fromStdString(
+      exportSweepChart(db.toStdString(), dense, "png", out.filePath("export-300dpi.png").toStdString(), 3000, 1320, 300));
+  std::printf("%s %s\n", err.isEmpty() ? "wrote" : qPrintable("FAILED: " + err), qPrintable(out.filePath("export-300dpi.png")));
+  ok &= err.isEmpty();
+  QTemporaryDir report_dir;
+  const std::string report_err = writeSweepReport(db.toStdString(), dense, report_dir.path().toStdString());
+  ok &= report_err.empty() && QFile::copy(report_dir.filePath("report.pdf"), out.filePath("report.pdf.tmp"));
+  QFile::remove(out.filePath("report.pdf"));
+  QFile::rename(out.filePath("report.pdf.tmp"), out.filePath("report.pdf"));
+  std::printf("%s %s\n", report_err.empty() ? "wrote" : report_err.c_str(), qPrintable(out.filePath("report.pdf")));
   w.showSweeps({causal, dense});
   for (int i = 0; i < w.tabs()->count(); ++i)
-    if (w.tabs()->tabText(i) == "Compare") w.tabs()->setCurrentIndex(i);
+    if (qobject_cast<ui::CompareView*>(w.tabs()->widget(i))) w.tabs()->setCurrentIndex(i);
   ok &= grab(w, out.filePath("compare.png"));
   w.tabs()->setCurrentIndex(0);
   ok &= grab(w, out.filePath("compare-memory.png"));

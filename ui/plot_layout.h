@@ -1,0 +1,49 @@
+#pragma once
+// The layout every chart shares: a title, a context line under it (what was held fixed), the
+// axis rect, and the legend in its own column right of the axis rect so it never covers data.
+// Also the key that explains line styles and markers, and tickers at the swept values.
+
+#include <set>
+#include <vector>
+
+#include <QSharedPointer>
+#include <QString>
+
+#include "core/run_result.h"
+
+class QCustomPlot;
+class QCPAxisTicker;
+class QCPLayoutGrid;
+class QCPTextElement;
+
+namespace attnscope::ui {
+
+// Rebuilds plot's layout as: row 0 title, row 1 context line, row 2 a grid with the axis rect
+// in column 0 and the legend in column 1 (without_legend: column 1 left free, the legend stays
+// hidden inside the axis rect). Call once, right after making the plot.
+void initPlotLayout(QCustomPlot* plot, const QString& title, bool with_legend = true);
+void setPlotTitle(QCustomPlot* plot, const QString& title);
+// The context line, wrapped at its " · " separators into lines of about 60 characters.
+void setPlotContext(QCustomPlot* plot, const QString& context);
+QCPTextElement* plotTitle(QCustomPlot* plot);
+QCPTextElement* plotContext(QCustomPlot* plot);
+// Row 2: the axis rect and what sits beside it (legend, colour scale).
+QCPLayoutGrid* plotBody(QCustomPlot* plot);
+
+// Legend entries after the series that explain the styles: "measured" solid with discs,
+// "predicted" dashed (when shown), and one marker per failed status present, each "at its
+// prediction". Graphs with no data and the property kind = "key".
+void addStyleKey(QCustomPlot* plot, bool measured, bool predicted, const std::set<RunStatus>& failed);
+// The marker a point with that (failed) status gets, the same in every chart.
+int failedMarkerShape(RunStatus status);  // a QCPScatterStyle::ScatterShape
+// A long legend wraps into more columns instead of running off the bottom.
+void wrapLegend(QCustomPlot* plot, int max_rows = 14);
+
+// An x axis over swept integer values (heads, seq): ticks at the values themselves when there
+// are few (never at 2.5 heads), otherwise integer steps (linear) or powers of two (log).
+QSharedPointer<QCPAxisTicker> sweptValueTicker(const std::vector<int64_t>& values, bool log);
+// The x range around those values: a factor on log axes, half a step on linear ones; a single
+// value gets a small range around itself.
+void setSweptRange(QCustomPlot* plot, const std::vector<double>& values, bool log);
+
+}  // namespace attnscope::ui
