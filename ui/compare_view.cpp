@@ -87,8 +87,8 @@ void CompareView::setSweeps(const SweepSnapshots& sweeps) {
   hint_->setText(sweeps.size() < 2
                      ? tr("Select two or more sweeps in the Runs dock and press Compare: the Memory, Time and "
                           "Heatmap tabs overlay them, and this tab lists the differences per point.")
-                     : tr("Differences relative to the first sweep (red: more memory or time by 10% or more, "
-                          "green: less). Environments below."));
+                     : tr("Ratios B/A against the first sweep, paired on the backend and the swept fields "
+                          "(red: 10% or more memory or time, green: 10% or less). Environments below."));
   model_->setSweeps(sweeps);
   for (int c = 0; c < model_->columnCount(); ++c) {
     point_table_->setColumnHidden(c, c != 0);
