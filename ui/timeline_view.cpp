@@ -5,6 +5,7 @@
 #include <tuple>
 
 #include <QApplication>
+#include <QCheckBox>
 #include <QComboBox>
 #include <QPointer>
 #include <QPushButton>
@@ -35,6 +36,16 @@ TimelineView::TimelineView(QWidget* parent) : ChartView(parent) {
   bar->addWidget(run_);
   bar->addWidget(info_, 1);
   // Wheel zoom and drag pan have no visible way back: this is it.
+  bands_box_ = new QCheckBox(tr("Buffers"), this);
+  bands_box_->setObjectName("timelineBuffers");
+  bands_box_->setChecked(true);
+  bands_box_->setToolTip(tr("Each allocation as a band from its allocation to its free, stacked on what was live, "
+                            "named by the backend's buffer (the plan's names)"));
+  connect(bands_box_, &QCheckBox::toggled, this, [this] {
+    drawBands();
+    plot_->replot(QCustomPlot::rpQueuedReplot);
+  });
+  bar->addWidget(bands_box_);
   auto* reset = new QPushButton(tr("Reset zoom"), this);
   reset->setObjectName("timelineResetZoom");
   reset->setToolTip(tr("Show the whole run again (wheel zooms, drag pans)"));
@@ -156,15 +167,58 @@ void TimelineView::loadRun() {
   });
 }
 
-MemoryTimeline TimelineView::memoryTimelineOf(const std::vector<TraceEvent>& events) {
+MemoryFilter TimelineView::memoryFilterFor(const std::vector<TraceEvent>& events) {
   // One source only: the allocator and CUPTI each record every cudaMalloc, and summing both
   // would double the curve. The allocator sees every backend's memory; CUPTI-only traces
   // (a process we did not allocate for) fall back to CUPTI's device memory.
   const bool has_allocator = std::any_of(events.begin(), events.end(), [](const TraceEvent& e) {
     return e.source == EventSource::allocator && (e.kind == EventKind::alloc || e.kind == EventKind::free);
   });
-  return MemoryTimeline(events, has_allocator ? MemoryFilter{EventSource::allocator, std::nullopt, std::nullopt}
-                                              : MemoryFilter{EventSource::cupti, MemoryKind::device, std::nullopt});
+  return has_allocator ? MemoryFilter{EventSource::allocator, std::nullopt, std::nullopt}
+                       : MemoryFilter{EventSource::cupti, MemoryKind::device, std::nullopt};
+}
+
+MemoryTimeline TimelineView::memoryTimelineOf(const std::vector<TraceEvent>& events) {
+  return MemoryTimeline(events, memoryFilterFor(events));
+}
+
+void TimelineView::drawBands() {
+  for (QCPAbstractItem* item : band_items_) plot_->removeItem(item);
+  band_items_.clear();
+  bands_.clear();
+  const bool on = bands_box_->isChecked() && !events_.empty();
+  // With the bands on, the curve is their outline; without, a filled area.
+  memory_graph_->setBrush(on ? QBrush(Qt::NoBrush) : QBrush(QColor(0x4e, 0x79, 0xa7, 60)));
+  if (!on) return;
+  bands_ = ui::bufferBands(events_, memoryFilterFor(events_));  // the free function, not the getter
+  QCPAxis* x = memory_rect_->axis(QCPAxis::atBottom);
+  QCPAxis* y = memory_rect_->axis(QCPAxis::atLeft);
+  const double peak = std::max<double>(1.0, static_cast<double>(timeline_.peakBytes()));
+  for (const BufferBand& b : bands_) {
+    auto* rect = new QCPItemRect(plot_);
+    rect->setClipAxisRect(memory_rect_);
+    rect->topLeft->setAxes(x, y);
+    rect->bottomRight->setAxes(x, y);
+    rect->topLeft->setCoords(static_cast<double>(b.start_ns - t0_), static_cast<double>(b.base + b.bytes));
+    rect->bottomRight->setCoords(static_cast<double>(b.end_ns - t0_), static_cast<double>(b.base));
+    uint32_t h = 2166136261u;  // one colour per buffer name, the same in every run
+    for (unsigned char c : b.name) h = (h ^ c) * 16777619u;
+    const QColor color = QColor::fromHsv(static_cast<int>(h % 360), 110, 225);
+    rect->setBrush(color);
+    rect->setPen(QPen(color.darker(140)));
+    band_items_.push_back(rect);
+    if (b.bytes < peak * 0.06) continue;  // no room for a label
+    auto* label = new QCPItemText(plot_);
+    label->setClipAxisRect(memory_rect_);
+    label->position->setAxes(x, y);
+    label->position->setCoords(static_cast<double>(b.start_ns - t0_), static_cast<double>(b.base) + b.bytes / 2.0);
+    label->setPositionAlignment(Qt::AlignLeft | Qt::AlignVCenter);
+    label->setPadding(QMargins(4, 0, 0, 0));
+    label->setText(QString::fromStdString(b.name) + "  " + QString::fromStdString(formatBytes(b.bytes)));
+    label->setFont(QFont(font().family(), 8));
+    label->setColor(QColor(0x20, 0x20, 0x20));
+    band_items_.push_back(label);
+  }
 }
 
 void TimelineView::setEvents(std::vector<TraceEvent> events) {
@@ -190,6 +244,7 @@ void TimelineView::showTrace(std::vector<TraceEvent> events, MemoryTimeline time
   curve_.reserve(timeline_.curve().size());
   for (const MemoryPoint& p : timeline_.curve()) curve_.push_back({p.t_ns - t0_, p.bytes});
   rebuildLanes();
+  drawBands();
   memory_rect_->axis(QCPAxis::atLeft)->setRange(0, std::max<double>(1.0, static_cast<double>(timeline_.peakBytes())) * 1.15);
   info_->setText(events_.empty() ? tr("no trace events for this run")
                                  : tr("%1 events; peak %2 at %3 (%4)")
@@ -316,6 +371,15 @@ QString TimelineView::hoverText(QMouseEvent* e) const {
   const QPointF pos = e->position();
   if (memory_rect_->rect().contains(pos.toPoint())) {
     const double t = memory_rect_->axis(QCPAxis::atBottom)->pixelToCoord(pos.x());
+    const double bytes = memory_rect_->axis(QCPAxis::atLeft)->pixelToCoord(pos.y());
+    for (const BufferBand& b : bands_)
+      if (t >= static_cast<double>(b.start_ns - t0_) && t <= static_cast<double>(b.end_ns - t0_) &&
+          bytes >= static_cast<double>(b.base) && bytes <= static_cast<double>(b.base + b.bytes))
+        return tr("<b>%1</b><br>%2, allocated at %3, %4")
+            .arg(QString::fromStdString(b.name).toHtmlEscaped(), QString::fromStdString(formatBytes(b.bytes)),
+                 QString::fromStdString(formatTimeTick(static_cast<double>(b.start_ns - t0_))),
+                 b.freed ? tr("freed at %1").arg(QString::fromStdString(formatTimeTick(static_cast<double>(b.end_ns - t0_))))
+                         : tr("never freed"));
     auto it = std::upper_bound(curve_.begin(), curve_.end(), t,
                                [](double v, const MemoryPoint& p) { return v < static_cast<double>(p.t_ns); });
     if (it == curve_.begin()) return {};

@@ -11,10 +11,13 @@
 
 #include "core/memory_timeline.h"
 #include "core/trace_event.h"
+#include "ui/buffer_bands.h"
 #include "ui/chart_math.h"
 #include "ui/chart_view.h"
 
+class QCheckBox;
 class QComboBox;
+class QCPAbstractItem;
 class QLabel;
 class QCPAxisRect;
 class QCPGraph;
@@ -41,8 +44,12 @@ class TimelineView : public ChartView {
   void setBackgroundLoading(bool on) { background_ = on; }
   // Shows these events directly (tests, synthetic traces).
   void setEvents(std::vector<TraceEvent> events);
-  // The timeline the view draws for a trace: one memory source only (see memoryFilterFor).
+  // The one memory source the view draws: the allocator's, or CUPTI's device memory when a trace
+  // has no allocator events (summing both would count each cudaMalloc twice).
+  static MemoryFilter memoryFilterFor(const std::vector<TraceEvent>& events);
   static MemoryTimeline memoryTimelineOf(const std::vector<TraceEvent>& events);
+  // The per-buffer bands drawn under the curve (empty when "Buffers" is off).
+  const std::vector<BufferBand>& bufferBands() const { return bands_; }
 
   QCustomPlot* plot() const { return plot_; }
   QCPGraph* memoryGraph() const { return memory_graph_; }
@@ -63,6 +70,7 @@ class TimelineView : public ChartView {
   };
   void loadRun();
   void showTrace(std::vector<TraceEvent> events, MemoryTimeline timeline);
+  void drawBands();
   void rebuildLanes();
   void refreshVisible();
   QString hoverText(QMouseEvent* e) const;
@@ -81,6 +89,9 @@ class TimelineView : public ChartView {
   double t_end_ = 1;
   bool syncing_ = false;
   bool background_ = false;
+  QCheckBox* bands_box_ = nullptr;
+  std::vector<BufferBand> bands_;
+  std::vector<QCPAbstractItem*> band_items_;
   quint64 load_job_ = 0;  // the latest background load; older results are dropped
 };
 

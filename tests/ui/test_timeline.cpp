@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include <QCheckBox>
 #include <qcustomplot.h>
 
 #include "ui/timeline_view.h"
@@ -94,6 +95,45 @@ class TestTimeline : public QObject {
     view.memoryRect()->axis(QCPAxis::atBottom)->setRange(0, 1000);
     QCOMPARE(view.laneRect()->axis(QCPAxis::atBottom)->range().upper, 1000.0);
     QVERIFY(maxValue(view.memoryGraph()) <= 1024.0);  // away from the spike
+  }
+
+  void buffersAreStackedBandsNamedByThePlan() {
+    // q and k live together, S on top of them; at t=20 P is allocated as q and S are freed:
+    // allocations first (the curve's tie rule, so no peak is understated), so P stacks on all.
+    auto ev = [](EventKind kind, int64_t t, uint64_t address, int64_t bytes, const char* name) {
+      TraceEvent e;
+      e.kind = kind;
+      e.source = EventSource::allocator;
+      e.start_ns = e.end_ns = t;
+      e.address = address;
+      e.bytes = bytes;
+      e.name = name;
+      return e;
+    };
+    std::vector<TraceEvent> events{ev(EventKind::alloc, 0, 1, 100, "q"),    ev(EventKind::alloc, 0, 2, 100, "k"),
+                                   ev(EventKind::alloc, 10, 3, 1000, "S"),  ev(EventKind::free, 20, 1, 100, "q"),
+                                   ev(EventKind::free, 20, 3, 1000, "S"),   ev(EventKind::alloc, 20, 4, 500, "P"),
+                                   ev(EventKind::free, 40, 4, 500, "P")};
+    // A CUPTI record of the same buffer is not a second band (one source, as the curve).
+    TraceEvent cupti = events[2];
+    cupti.source = EventSource::cupti;
+    events.push_back(cupti);
+    TimelineView view;
+    view.setEvents(events);
+    const auto& bands = view.bufferBands();
+    QCOMPARE(bands.size(), size_t(4));
+    QCOMPARE(QString::fromStdString(bands[2].name), QString("S"));
+    QCOMPARE(bands[2].base, int64_t(200));
+    QCOMPARE(bands[2].end_ns, int64_t(20));
+    QCOMPARE(QString::fromStdString(bands[3].name), QString("P"));
+    QCOMPARE(bands[3].base, int64_t(1200));
+    QVERIFY(!bands[1].freed);                // k is never freed: its band runs to the end
+    QCOMPARE(bands[1].end_ns, int64_t(40));
+    // Off: no bands, the curve is filled again.
+    auto* box = view.findChild<QCheckBox*>("timelineBuffers");
+    QVERIFY(box);
+    box->setChecked(false);
+    QVERIFY(view.bufferBands().empty());
   }
 
   void emptyTrace() {

@@ -1,0 +1,53 @@
+#include "ui/buffer_bands.h"
+
+#include <algorithm>
+#include <map>
+#include <tuple>
+
+namespace attnscope::ui {
+
+std::vector<BufferBand> bufferBands(const std::vector<TraceEvent>& events, const MemoryFilter& filter,
+                                    size_t max_bands) {
+  // Time order, allocations before frees at one timestamp (MemoryTimeline's tie rule).
+  std::vector<const TraceEvent*> order;
+  int64_t last = 0;
+  for (const TraceEvent& e : events) {
+    last = std::max({last, e.start_ns, e.end_ns});
+    if ((e.kind == EventKind::alloc || e.kind == EventKind::free) && filter.matches(e)) order.push_back(&e);
+  }
+  std::stable_sort(order.begin(), order.end(), [](const TraceEvent* a, const TraceEvent* b) {
+    if (a->start_ns != b->start_ns) return a->start_ns < b->start_ns;
+    return a->kind == EventKind::alloc && b->kind != EventKind::alloc;
+  });
+  std::vector<BufferBand> bands;
+  std::map<std::tuple<int, uint32_t, uint64_t>, size_t> live;  // (source, device, address) -> band
+  int64_t live_bytes = 0;
+  for (const TraceEvent* e : order) {
+    const auto key = std::make_tuple(static_cast<int>(e->source), e->device, e->address);
+    if (e->kind == EventKind::alloc) {
+      bands.push_back({e->name.empty() ? std::string("(unnamed)") : e->name, e->bytes, e->start_ns, last, live_bytes, false});
+      live[key] = bands.size() - 1;
+      live_bytes += e->bytes;
+    } else if (auto it = live.find(key); it != live.end()) {
+      BufferBand& b = bands[it->second];
+      b.end_ns = e->start_ns;
+      b.freed = true;
+      live_bytes -= b.bytes;
+      live.erase(it);
+    }
+  }
+  if (bands.size() > max_bands) {
+    std::vector<size_t> idx(bands.size());
+    for (size_t i = 0; i < idx.size(); ++i) idx[i] = i;
+    std::nth_element(idx.begin(), idx.begin() + static_cast<std::ptrdiff_t>(max_bands), idx.end(),
+                     [&](size_t a, size_t b) { return bands[a].bytes > bands[b].bytes; });
+    idx.resize(max_bands);
+    std::sort(idx.begin(), idx.end());
+    std::vector<BufferBand> kept;
+    for (size_t i : idx) kept.push_back(bands[i]);
+    bands = std::move(kept);
+  }
+  return bands;
+}
+
+}  // namespace attnscope::ui
