@@ -35,6 +35,21 @@ const CommandDef& sweepLikeDef() {
   return def;
 }
 
+// The run hardening gives splitList the option's name (for its messages) and intValue a maximum;
+// either form is accepted so this target builds on both sides of that change.
+template <typename S>
+std::vector<std::string> listItems(const S& option, const S& text) {
+  if constexpr (requires { splitList(option, text); }) return splitList(option, text);
+  else return splitList(text);
+}
+
+template <typename A>
+int intOption(const A& args, const std::string& name, int fallback, int min_value) {
+  if constexpr (requires { args.intValue(name, fallback, min_value, 1000000); })
+    return args.intValue(name, fallback, min_value, 1000000);
+  else return args.intValue(name, fallback, min_value);
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -44,8 +59,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     Args args(def, argv);
     if (args.positionals().size() > static_cast<size_t>(def.max_positionals)) abort();
     (void)args.flag("json");
-    (void)args.intValue("reps", 3, 1);
-    (void)args.intValue("warmup", 1, 0);
+    (void)intOption(args, "reps", 3, 1);
+    (void)intOption(args, "warmup", 1, 0);
     if (auto b = args.value("budget"))
       if (parseBytes("budget", *b) < 0) {
         std::fprintf(stderr, "fuzz_cli_args: parseBytes accepted '%s' as a negative size\n", b->c_str());
@@ -55,7 +70,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       auto v = args.value(o.name);
       if (!v || o.metavar != "V,...") continue;
       WorkloadSpec spec;
-      for (const std::string& item : splitList(*v)) {
+      for (const std::string& item : listItems(o.name, *v)) {
         if (item.empty()) abort();  // splitList promises no empty items
         (void)setField(spec, o.name, item);
       }

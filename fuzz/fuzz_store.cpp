@@ -41,12 +41,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string path = fuzz::scratch().file("fuzz.sqlite");
   removeDatabase(path);
   fuzz::writeFile(path, data, size);
-  try {
-    Store store(path, /*create=*/false);
-    readEverything(store);
-  } catch (const StoreError&) {
-  } catch (const std::runtime_error&) {
-    // Rows the store cannot decode (bad JSON, unknown names) are reported, not fatal.
+  // As `runs`, `show` and `export` open it (read: never writes), then as `run --db` and the GUI
+  // do (existing: migrates, marks dead sweeps interrupted), on the same bytes.
+  for (StoreMode mode : {StoreMode::read, StoreMode::existing}) {
+    try {
+      Store store(path, mode);
+      readEverything(store);
+    } catch (const StoreError&) {
+    } catch (const std::runtime_error&) {
+      // Rows the store cannot decode (bad JSON, unknown names) are reported, not fatal.
+    }
+    removeDatabase(path);
+    fuzz::writeFile(path, data, size);
   }
   removeDatabase(path);
   return 0;
