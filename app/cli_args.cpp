@@ -1,7 +1,11 @@
 #include "app/cli_args.h"
 
 #include <algorithm>
+#include <charconv>
+#include <cstdint>
+#include <cctype>
 #include <cmath>
+#include <cstdlib>
 #include <sstream>
 
 namespace attnscope::cli {
@@ -45,17 +49,15 @@ std::optional<std::string> Args::value(const std::string& name) const {
   return it->second;
 }
 
-int Args::intValue(const std::string& name, int fallback, int min_value) const {
+int Args::intValue(const std::string& name, int fallback, int min_value, int max_value) const {
   auto v = value(name);
   if (!v) return fallback;
-  try {
-    size_t used = 0;
-    int x = std::stoi(*v, &used);
-    if (used != v->size() || x < min_value) throw std::invalid_argument("range");
-    return x;
-  } catch (const std::exception&) {
-    throw UsageError("--" + name + " must be an integer >= " + std::to_string(min_value) + " (got '" + *v + "')");
-  }
+  int64_t x = 0;
+  auto [end, ec] = std::from_chars(v->data(), v->data() + v->size(), x);
+  if (v->empty() || ec != std::errc() || end != v->data() + v->size() || x < min_value || x > max_value)
+    throw UsageError("--" + name + " must be an integer in " + std::to_string(min_value) + ".." +
+                     std::to_string(max_value) + " (got '" + *v + "')");
+  return static_cast<int>(x);
 }
 
 std::string helpText(const CommandDef& def) {
@@ -75,30 +77,44 @@ std::string helpText(const CommandDef& def) {
   return os.str();
 }
 
-std::vector<std::string> splitList(const std::string& text) {
+std::vector<std::string> splitList(const std::string& option, const std::string& text) {
   std::vector<std::string> out;
-  std::stringstream ss(text);
-  std::string item;
-  while (std::getline(ss, item, ','))
-    if (!item.empty()) out.push_back(item);
+  size_t begin = 0;
+  for (;;) {
+    const size_t comma = text.find(',', begin);
+    std::string item = text.substr(begin, comma == std::string::npos ? std::string::npos : comma - begin);
+    if (item.empty())
+      throw UsageError("--" + option + ": empty item in '" + text + "' (write values separated by single commas)");
+    if (std::find(out.begin(), out.end(), item) != out.end())
+      throw UsageError("--" + option + ": '" + item + "' is given twice in '" + text + "'");
+    out.push_back(std::move(item));
+    if (comma == std::string::npos) break;
+    begin = comma + 1;
+  }
   return out;
 }
 
 int64_t parseBytes(const std::string& option, const std::string& text) {
-  size_t pos = 0;
-  double v = 0;
-  try {
-    v = std::stod(text, &pos);
-  } catch (const std::exception&) {
-    pos = 0;
-  }
-  std::string unit = text.substr(pos);
   static const std::pair<const char*, double> units[] = {
       {"", 1}, {"B", 1}, {"KiB", 1024.0}, {"MiB", 1048576.0}, {"GiB", 1073741824.0}, {"TiB", 1099511627776.0},
       {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"TB", 1e12}, {"K", 1024.0}, {"M", 1048576.0}, {"G", 1073741824.0}};
-  for (const auto& [name, mult] : units)
-    if (pos > 0 && unit == name && v >= 0 && std::isfinite(v)) return static_cast<int64_t>(v * mult);
-  throw UsageError("--" + option + " must be a size such as 8GiB, 512MiB or 1000000 (got '" + text + "')");
+  const std::string bad = "--" + option + " must be a size such as 8GiB, 512MiB or 1000000 (got '" + text + "')";
+  // strtod would skip leading whitespace; values are taken as written everywhere.
+  if (text.empty() || std::isspace(static_cast<unsigned char>(text[0]))) throw UsageError(bad);
+  char* end = nullptr;
+  const double v = std::strtod(text.c_str(), &end);
+  const std::string unit(end);
+  if (end == text.c_str()) throw UsageError(bad);
+  for (const auto& [name, mult] : units) {
+    if (unit != name) continue;
+    if (!std::isfinite(v) || v < 0) throw UsageError(bad);
+    const double bytes = v * mult;
+    if (!(bytes <= static_cast<double>(kMaxBytesOption)))
+      throw UsageError("--" + option + " " + text + " is too large (at most " + std::to_string(kMaxBytesOption) +
+                       " bytes, 1 EiB)");
+    return static_cast<int64_t>(bytes);
+  }
+  throw UsageError(bad);
 }
 
 }  // namespace attnscope::cli

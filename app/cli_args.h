@@ -2,6 +2,7 @@
 // A small command-line parser: --name value, --name=value, flags and positionals, with --help
 // text generated from the same option table the parser uses.
 
+#include <limits>
 #include <map>
 #include <optional>
 #include <stdexcept>
@@ -37,7 +38,9 @@ class Args {
   bool flag(const std::string& name) const { return values_.count(name) > 0; }
   std::optional<std::string> value(const std::string& name) const;
   const std::vector<std::string>& positionals() const { return positionals_; }
-  int intValue(const std::string& name, int fallback, int min_value) const;
+  // Throws UsageError naming the option and the allowed range.
+  int intValue(const std::string& name, int fallback, int min_value,
+               int max_value = std::numeric_limits<int>::max()) const;
 
  private:
   const CommandDef& def_;
@@ -46,8 +49,12 @@ class Args {
 };
 
 std::string helpText(const CommandDef& def);
-std::vector<std::string> splitList(const std::string& text);  // "a,b,,c" -> {a, b, c}
-// "512MiB", "8GiB", "1e9", "1000000" -> bytes. Throws UsageError naming the option.
+// "a,b,c" -> {a, b, c}. Throws UsageError naming --option for an empty item ("a,,c", "", "a,")
+// or an item given twice.
+std::vector<std::string> splitList(const std::string& option, const std::string& text);
+// "512MiB", "8GiB", "1e9", "1000000" -> bytes, at most kMaxBytesOption. Throws UsageError
+// naming the option.
+inline constexpr int64_t kMaxBytesOption = int64_t{1} << 60;
 int64_t parseBytes(const std::string& option, const std::string& text);
 
 }  // namespace attnscope::cli

@@ -56,6 +56,10 @@ WorkloadSpec specFromArgs(const Args& args) {
   for (const auto& o : kSpecOptions) {
     auto v = args.value(o.cli);
     if (!v) continue;
+    if (v->empty()) {
+      errs.push_back({o.field, *v, std::string("--") + o.cli + " needs a value (got an empty string)"});
+      continue;
+    }
     if (v->find(',') != std::string::npos) {
       errs.push_back({o.field, *v, std::string("--") + o.cli + " takes one value here; lists are for 'attnscope sweep'"});
       continue;

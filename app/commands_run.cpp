@@ -1,7 +1,11 @@
 // backends, run, sweep: the commands that execute workloads.
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <csignal>
+#include <cstring>
+#include <filesystem>
 #include <iostream>
 
 #include <nlohmann/json.hpp>
@@ -40,9 +44,10 @@ struct InterruptGuard {
   }
 };
 
-Backend& findBackend(const std::string& id) {
+Backend& findBackend(const std::string& option, const std::string& id) {
   Backend* b = session().registry.find(id);
-  if (!b) throw UsageError("--backend: unknown backend '" + id + "' (allowed: " + join(session().registry.ids(), ", ") + ")");
+  if (!b)
+    throw UsageError("--" + option + ": unknown backend '" + id + "' (allowed: " + join(session().registry.ids(), ", ") + ")");
   return *b;
 }
 
@@ -104,7 +109,23 @@ const CommandDef kRunDef{
              false),
     0,
     "bf16 arrays are dumped and read as float32 holding exact bf16 values. Exit status: 0 ok, 1 the run did not "
-    "succeed (status oom, error, unsupported, cancelled), 2 bad input."};
+    "succeed (status wrong: failed its accuracy check; oom, error, unsupported, cancelled), 2 bad input."};
+
+namespace {
+
+// --dump is checked before anything runs: a folder we can create and write into.
+void checkDumpFolder(const std::string& dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::exists(dir, ec) && !fs::is_directory(dir, ec))
+    throw UsageError("--dump: '" + dir + "' exists and is not a folder (give a folder for q.npy k.npy v.npy out.npy)");
+  fs::create_directories(dir, ec);
+  if (ec) throw UsageError("--dump: cannot create folder '" + dir + "': " + ec.message());
+  if (::access(dir.c_str(), W_OK | X_OK) != 0)
+    throw UsageError("--dump: cannot write into folder '" + dir + "': " + std::strerror(errno));
+}
+
+}  // namespace
 
 int cmdRun(const std::vector<std::string>& argv) {
   Args args(kRunDef, argv);
@@ -112,32 +133,38 @@ int cmdRun(const std::vector<std::string>& argv) {
   if (!backendId) throw UsageError("--backend is required (allowed: " + join(session().registry.ids(), ", ") + ")");
   WorkloadSpec spec = specFromArgs(args);
   RunOptions opt;
-  opt.reps = args.intValue("reps", 5, 1);
-  opt.warmup = args.intValue("warmup", 1, 0);
+  opt.reps = args.intValue("reps", 5, 1, kMaxReps);
+  opt.warmup = args.intValue("warmup", 1, 0, kMaxReps);
   opt.check_accuracy = !args.flag("no-check");
   if (args.flag("no-db") && args.value("db")) throw UsageError("--db and --no-db are exclusive");
+  Backend& backend = findBackend("backend", *backendId);
+  const auto dumpDir = args.value("dump");
+  if (dumpDir) checkDumpFolder(*dumpDir);
   std::unique_ptr<Store> store;
   if (!args.flag("no-db")) store = openStore(databasePath(args));
-  Backend& backend = findBackend(*backendId);
-  HostInputs inputs;
-  if (auto dir = args.value("inputs")) {
-    try {
-      inputs = loadInputs(*dir, spec);
-    } catch (const std::invalid_argument& e) {
-      throw UsageError(std::string("--inputs: ") + e.what());
-    }
-  } else {
-    inputs = HostInputs::generate(spec);
-  }
-  opt.inputs = &inputs;
-  std::vector<float> output;
-  if (args.value("dump")) opt.output = &output;
   Session& s = session();
   if (!args.flag("json")) s.printNotes();
   opt.capture = s.capture;
   InterruptGuard guard;
   opt.cancel = &g_cancel;
-  RunResult r = runPoint(backend, spec, opt);
+  // The memory guard runs before any input is read or generated, counting the inputs.
+  RunResult r = preflight(backend, spec, opt);
+  HostInputs inputs;
+  std::vector<float> output;
+  if (r.status == RunStatus::ok) {
+    if (auto dir = args.value("inputs")) {
+      try {
+        inputs = loadInputs(*dir, spec);
+      } catch (const std::invalid_argument& e) {
+        throw UsageError(std::string("--inputs: ") + e.what());
+      }
+      opt.inputs = &inputs;
+    } else if (dumpDir) {
+      opt.generated_inputs = &inputs;
+    }
+    if (dumpDir) opt.output = &output;
+    r = runPoint(backend, spec, opt);
+  }
   if (store) {
     SweepSpec one;
     one.name = args.value("name").value_or("run " + backend.id());
@@ -149,12 +176,14 @@ int cmdRun(const std::vector<std::string>& argv) {
     r.id = store->saveRun(sweepId, r);
     store->setSweepState(sweepId, r.status == RunStatus::cancelled ? "cancelled" : "finished");
   }
-  if (auto dir = args.value("dump"); dir && r.status == RunStatus::ok) dumpRun(*dir, spec, inputs, output);
+  // A wrong output is dumped too: the files are how one looks into it.
+  const bool dumped = dumpDir && (r.status == RunStatus::ok || r.status == RunStatus::wrong);
+  if (dumped) dumpRun(*dumpDir, spec, inputs, output);
   if (args.flag("json")) {
     std::cout << toJson(r).dump(2) << "\n";
   } else {
     printRunDetails(r, std::cout);
-    if (auto dir = args.value("dump"); dir && r.status == RunStatus::ok) std::cout << "  dumped to        " << *dir << "\n";
+    if (dumped) std::cout << "  dumped to        " << *dumpDir << "\n";
     if (store) std::cout << "  saved as         R" << r.id << " in " << store->path() << "\n";
   }
   if (r.status != RunStatus::ok) std::cerr << "error: " << r.backend << ": " << toString(r.status) << ": " << r.message << "\n";
@@ -186,8 +215,7 @@ int cmdSweep(const std::vector<std::string>& argv) {
   for (const auto& name : specOptionNames()) {
     auto v = args.value(name);
     if (!v) continue;
-    auto values = splitList(*v);
-    if (values.empty()) throw UsageError("--" + name + " needs at least one value");
+    auto values = splitList(name, *v);
     std::string field = name;
     for (auto& c : field)
       if (c == '-') c = '_';
@@ -198,15 +226,15 @@ int cmdSweep(const std::vector<std::string>& argv) {
     }
   }
   if (auto b = args.value("backends")) {
-    sw.backends = splitList(*b);
-    for (const auto& id : sw.backends) findBackend(id);
+    sw.backends = splitList("backends", *b);
+    for (const auto& id : sw.backends) findBackend("backends", id);
   } else {
     for (Backend* b : s.registry.all())
       if (b->availability().available) sw.backends.push_back(b->id());
   }
   if (sw.backends.empty()) throw UsageError("--backends: no backend given");
-  sw.reps = args.intValue("reps", 3, 1);
-  sw.warmup = args.intValue("warmup", 1, 0);
+  sw.reps = args.intValue("reps", 3, 1, kMaxReps);
+  sw.warmup = args.intValue("warmup", 1, 0, kMaxReps);
   if (auto b = args.value("budget")) sw.memory_budget = parseBytes("budget", *b);
   std::vector<SpecError> errs;
   auto points = sw.expand(&errs);
@@ -261,6 +289,13 @@ int cmdSweep(const std::vector<std::string>& argv) {
     if (!json) std::cout << "sweep S" << sweepId << " '" << printable(sw.name) << "' (failed)\n" << resultsTable(saved).render();
     throw std::runtime_error(std::string(e.what()) + "; " + std::to_string(saved.size()) + " of " + std::to_string(total) +
                              " points are saved in sweep S" + std::to_string(sweepId));
+  } catch (const std::exception&) {
+    // Anything else (not a point's failure: those are statuses): the sweep must not stay 'running'.
+    try {
+      store->setSweepState(sweepId, "failed");
+    } catch (const std::exception&) {
+    }
+    throw;
   }
   const bool cancelled = g_cancel.load();
   store->setSweepState(sweepId, cancelled ? "cancelled" : "finished");

@@ -3,8 +3,16 @@
 #include "core/clock.h"
 
 namespace attnscope {
+namespace {
+constexpr size_t kNotRecorded = static_cast<size_t>(-1);
+}
 
 void RunContext::beginPhase(std::string_view name) {
+  if (!recording_) {
+    ++dropped_;
+    open_.push_back(kNotRecorded);
+    return;
+  }
   TraceEvent e;
   e.kind = EventKind::phase;
   e.source = EventSource::host;
@@ -18,8 +26,10 @@ void RunContext::beginPhase(std::string_view name) {
 
 void RunContext::endPhase() {
   if (open_.empty()) return;
-  TraceEvent& e = phases_[open_.back()];
+  const size_t index = open_.back();
   open_.pop_back();
+  if (index == kNotRecorded) return;
+  TraceEvent& e = phases_[index];
   e.end_ns = nowNs();
   if (listener_) listener_->phaseEnd(e.name);
 }

@@ -56,13 +56,18 @@ class RunContext {
   void beginPhase(std::string_view name);
   void endPhase();
   std::vector<TraceEvent> takePhaseEvents() { return std::exchange(phases_, {}); }
+  // While off, phases are counted instead of recorded (the engine keeps the trace bounded).
+  void setRecording(bool on) { recording_ = on; }
+  int64_t droppedPhases() const { return dropped_; }
 
  private:
   TrackingAllocator& alloc_;
   const std::atomic<bool>* cancel_;
   PhaseListener* listener_;
   std::vector<TraceEvent> phases_;
-  std::vector<size_t> open_;
+  std::vector<size_t> open_;  // kNotRecorded for a phase begun while not recording
+  bool recording_ = true;
+  int64_t dropped_ = 0;
 };
 
 // RAII phase range.

@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "core/backend.h"
 #include "core/mask.h"
 #include "core/random.h"
 
@@ -59,21 +60,25 @@ HostTensor HostTensor::zeros(DType d, std::vector<int64_t> shape) {
 }
 
 namespace {
-HostTensor randomTensor(const WorkloadSpec& s, RandomStream stream, std::vector<int64_t> shape) {
+HostTensor randomTensor(const WorkloadSpec& s, RandomStream stream, std::vector<int64_t> shape,
+                        const std::atomic<bool>* cancel) {
   HostTensor t = HostTensor::zeros(s.dtype, std::move(shape));
   const int64_t n = t.elements();
-  for (int64_t i = 0; i < n; ++i)
+  for (int64_t i = 0; i < n; ++i) {
+    // Large inputs take seconds to draw; Ctrl-C must not wait for them.
+    if ((i & 0xfffff) == 0 && cancel && cancel->load(std::memory_order_relaxed)) throw Cancelled();
     t.set(i, static_cast<float>(2.0 * uniform01(s.seed, stream, static_cast<uint64_t>(i)) - 1.0));
+  }
   return t;
 }
 }  // namespace
 
-HostInputs HostInputs::generate(const WorkloadSpec& s) {
+HostInputs HostInputs::generate(const WorkloadSpec& s, const std::atomic<bool>* cancel) {
   HostInputs in;
   const int64_t d = s.headDim();
-  in.q = randomTensor(s, RandomStream::q, {s.batch, s.heads, s.seq_q, d});
-  in.k = randomTensor(s, RandomStream::k, {s.batch, s.kvHeads(), s.seqKv(), d});
-  in.v = randomTensor(s, RandomStream::v, {s.batch, s.kvHeads(), s.seqKv(), d});
+  in.q = randomTensor(s, RandomStream::q, {s.batch, s.heads, s.seq_q, d}, cancel);
+  in.k = randomTensor(s, RandomStream::k, {s.batch, s.kvHeads(), s.seqKv(), d}, cancel);
+  in.v = randomTensor(s, RandomStream::v, {s.batch, s.kvHeads(), s.seqKv(), d}, cancel);
   if (s.mask.kind == MaskKind::dense) in.mask = makeDenseMask(s);
   return in;
 }

@@ -3,6 +3,7 @@
 // dtype (fp32 as float, fp16/bf16 as their 16-bit patterns), and the dense mask when there is
 // one. Generated from the seed (uniform in [-1, 1), rounded to the dtype) or loaded from files.
 
+#include <atomic>
 #include <cstdint>
 #include <vector>
 
@@ -27,7 +28,8 @@ struct HostInputs {
   HostTensor q, k, v;
   std::vector<uint8_t> mask;  // dense masks only; layout per spec.mask_layout
 
-  static HostInputs generate(const WorkloadSpec& spec);
+  // Throws Cancelled (core/backend.h) when `cancel` is set while generating.
+  static HostInputs generate(const WorkloadSpec& spec, const std::atomic<bool>* cancel = nullptr);
 };
 
 }  // namespace attnscope

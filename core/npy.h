@@ -4,8 +4,10 @@
 // bf16 as float32 holding the exact bf16 values (NumPy has no bfloat16). Masks are bool [.., Lq, Lkv].
 
 #include <cstdint>
+#include <functional>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/host_inputs.h"
@@ -19,16 +21,45 @@ struct NpyArray {
   std::vector<uint8_t> data;
 };
 
-// Throws std::runtime_error naming the file on any I/O or format problem, including a file
-// shorter than its header promises.
+// A refused .npy file: the message names the file and what was expected.
+struct NpyError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// What a header says, checked against the file's size before anything is allocated.
+struct NpyHeader {
+  std::string descr;
+  std::vector<int64_t> shape;
+  int64_t item_size = 0;
+  int64_t data_offset = 0;  // bytes before the data
+  int64_t data_bytes = 0;   // product(shape) * item_size, overflow-checked
+};
+
+inline constexpr int64_t kNpyMaxHeaderBytes = 65536;  // NumPy itself writes a few hundred
+inline constexpr size_t kNpyMaxRank = 32;            // NumPy's own limit
+
+// Parses the start of a .npy file whose total size is file_size: magic, version, header length
+// (at most kNpyMaxHeaderBytes), the header dict (descr <f4, <f2, |b1 or |u1; C order; shape of
+// non-negative integers), and requires the data to fill the rest of the file exactly (no
+// truncation, no trailing bytes). Needs only the first data_offset bytes in `prefix`; throws
+// NpyError naming `name` when it cannot decide with what `prefix` holds. Entry point for fuzzers.
+NpyHeader parseNpyHeader(std::string_view prefix, int64_t file_size, const std::string& name);
+// A whole .npy file held in memory (fuzzers, tests). Throws NpyError.
+NpyArray parseNpy(std::string_view bytes, const std::string& name);
+
+// Throws std::runtime_error naming the file on any I/O or format problem. readNpy refuses
+// anything but a regular file (a FIFO or a device must not block or stream forever), and checks
+// the header against the file size before allocating.
 void writeNpy(const std::string& path, const NpyArray& a);
-NpyArray readNpy(const std::string& path);
+// `check`, when given, sees the header before the data is read (and may throw to refuse it).
+NpyArray readNpy(const std::string& path, const std::function<void(const NpyHeader&)>& check = {});
 
 // Writes q.npy, k.npy, v.npy, out.npy (and mask.npy for dense masks) into dir (created).
 void dumpRun(const std::string& dir, const WorkloadSpec& spec, const HostInputs& inputs,
              const std::vector<float>& output);
 // Reads q.npy, k.npy, v.npy (and mask.npy for dense masks) from dir, checking each file's shape
-// and dtype against the spec. Throws std::invalid_argument with the file, expected and found.
+// and dtype against the spec, and that every value is finite (a NaN or Inf input would make the
+// reference itself meaningless). Throws std::invalid_argument with the file, expected and found.
 HostInputs loadInputs(const std::string& dir, const WorkloadSpec& spec);
 
 }  // namespace attnscope

@@ -3,14 +3,27 @@
 #include <algorithm>
 #include <cmath>
 #include <set>
+#include <sstream>
 
-#include "core/mask.h"
+#include "core/backend.h"
 #include "core/random.h"
 
 namespace attnscope {
 
+bool referenceAttends(const MaskSpec& mask, int64_t i, int64_t j, int64_t seq_q, int64_t seq_kv) {
+  const int64_t off = seq_kv - seq_q;
+  switch (mask.kind) {
+    case MaskKind::none:
+    case MaskKind::dense: return true;
+    case MaskKind::causal: return j <= i + off;
+    case MaskKind::window: return j <= i + off && j > i + off - mask.width;
+    case MaskKind::block: return i / mask.width == j / mask.width;
+  }
+  return false;
+}
+
 void referenceRows(const WorkloadSpec& s, const HostInputs& in, const std::vector<int64_t>& rows,
-                   std::vector<double>& out) {
+                   std::vector<double>& out, const std::atomic<bool>* cancel) {
   const int64_t H = s.heads, Hkv = s.kvHeads(), Lq = s.seq_q, Lkv = s.seqKv(), D = s.headDim();
   const int64_t group = H / Hkv;
   const double scale = s.effectiveScale();
@@ -19,14 +32,15 @@ void referenceRows(const WorkloadSpec& s, const HostInputs& in, const std::vecto
   std::vector<double> q(static_cast<size_t>(D)), scores(static_cast<size_t>(Lkv));
   std::vector<char> visible(static_cast<size_t>(Lkv));
   for (size_t r = 0; r < rows.size(); ++r) {
+    if (cancel && cancel->load(std::memory_order_relaxed)) throw Cancelled();
     const int64_t row = rows[r];
     const int64_t i = row % Lq, bh = row / Lq, h = bh % H, b = bh / H;
     const int64_t hk = h / group;
     for (int64_t d = 0; d < D; ++d) q[d] = in.q.at(row * D + d);
-    const KeyRange range = visibleKeys(s.mask, i, Lq, Lkv);
     double mx = -INFINITY;
+    bool any = false;
     for (int64_t j = 0; j < Lkv; ++j) {
-      bool vis = j >= range.begin && j < range.end;
+      bool vis = referenceAttends(s.mask, i, j, Lq, Lkv);
       if (vis && dense) {
         int64_t mi = s.mask_layout == MaskLayout::per_head ? ((b * H + h) * Lq + i) * Lkv + j : i * Lkv + j;
         vis = in.mask[static_cast<size_t>(mi)] != 0;
@@ -37,9 +51,11 @@ void referenceRows(const WorkloadSpec& s, const HostInputs& in, const std::vecto
       double acc = 0;
       for (int64_t d = 0; d < D; ++d) acc += q[d] * static_cast<double>(in.k.at(kbase + d));
       scores[j] = acc * scale;
-      mx = std::max(mx, scores[j]);
+      // std::max would drop a NaN score; keep it so the row comes out NaN and the check fails.
+      if (!any || std::isnan(scores[j]) || scores[j] > mx) mx = scores[j];
+      any = true;
     }
-    if (mx == -INFINITY) continue;  // no visible key: zeros
+    if (!any) continue;  // no visible key: zeros
     double sum = 0;
     for (int64_t j = 0; j < Lkv; ++j)
       if (visible[j]) {
@@ -56,16 +72,19 @@ void referenceRows(const WorkloadSpec& s, const HostInputs& in, const std::vecto
   }
 }
 
-std::vector<int64_t> accuracyRows(const WorkloadSpec& s, int64_t full_limit, int64_t samples) {
+std::vector<int64_t> accuracyRows(const WorkloadSpec& s, int64_t budget) {
   const int64_t total = s.batch * s.heads * s.seq_q;
+  const int64_t perRow = std::max<int64_t>(1, s.seqKv() * s.headDim());
+  const int64_t affordable = std::max<int64_t>(2, budget / perRow);
   std::vector<int64_t> rows;
-  if (total <= full_limit || total <= samples) {
+  const int64_t n = std::min({kAccuracySamples, affordable, total});
+  if ((total <= kAccuracyAllRows && total <= affordable) || n >= total) {
     rows.resize(static_cast<size_t>(total));
     for (int64_t r = 0; r < total; ++r) rows[r] = r;
     return rows;
   }
   std::set<int64_t> chosen{0, total - 1};
-  for (uint64_t k = 0; static_cast<int64_t>(chosen.size()) < samples; ++k)
+  for (uint64_t k = 0; static_cast<int64_t>(chosen.size()) < n; ++k)
     chosen.insert(static_cast<int64_t>(randomBits(s.seed, RandomStream::sample, k) % static_cast<uint64_t>(total)));
   return {chosen.begin(), chosen.end()};
 }
@@ -79,27 +98,43 @@ double toleranceFor(DType d) {
   return 0;
 }
 
-Accuracy checkAccuracy(const WorkloadSpec& s, const HostInputs& in, const std::vector<float>& output) {
+Accuracy checkAccuracy(const WorkloadSpec& s, const HostInputs& in, const std::vector<float>& output,
+                       const std::atomic<bool>* cancel) {
   Accuracy a;
   const int64_t D = s.headDim();
-  std::vector<int64_t> rows = accuracyRows(s);
+  const std::vector<int64_t> rows = accuracyRows(s);
+  a.rows_checked = static_cast<int64_t>(rows.size());
+  a.rows_total = s.batch * s.heads * s.seq_q;
+  a.tolerance = toleranceFor(s.dtype);
+  a.checked = true;
+  if (static_cast<int64_t>(output.size()) != a.rows_total * D) {
+    a.max_abs_error = a.rel_l2_error = INFINITY;
+    a.problem = "the output has " + std::to_string(output.size()) + " values, expected " + std::to_string(a.rows_total * D);
+    return a;
+  }
   std::vector<double> ref;
-  referenceRows(s, in, rows, ref);
+  referenceRows(s, in, rows, ref, cancel);
   double err2 = 0, ref2 = 0;
   for (size_t r = 0; r < rows.size(); ++r)
     for (int64_t d = 0; d < D; ++d) {
       const double want = ref[r * static_cast<size_t>(D) + d];
       const double got = output[static_cast<size_t>(rows[r] * D + d)];
-      const double e = std::isfinite(got) ? std::fabs(got - want) : INFINITY;
-      a.max_abs_error = std::max(a.max_abs_error, e);
+      double e = std::fabs(got - want);
+      if (!std::isfinite(want) || !std::isfinite(got)) {
+        e = INFINITY;
+        if (a.problem.empty()) {
+          std::ostringstream os;
+          os << (std::isfinite(want) ? "output" : "reference") << " row " << rows[r] << " element " << d << " is "
+             << (std::isfinite(want) ? got : want)
+             << (std::isfinite(want) ? "" : " (the inputs or the scale overflow float64)");
+          a.problem = os.str();
+        }
+      }
+      if (!(e <= a.max_abs_error)) a.max_abs_error = e;
       err2 += e * e;
-      ref2 += want * want;
+      ref2 += std::isfinite(want) ? want * want : 0.0;
     }
-  a.checked = true;
   a.rel_l2_error = ref2 > 0 ? std::sqrt(err2 / ref2) : std::sqrt(err2);
-  a.rows_checked = static_cast<int64_t>(rows.size());
-  a.rows_total = s.batch * s.heads * s.seq_q;
-  a.tolerance = toleranceFor(s.dtype);
   return a;
 }
 

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
+#include <new>
 
 #include "core/clock.h"
 #include "core/format.h"
@@ -33,84 +35,63 @@ std::string joinReasons(const std::vector<std::string>& reasons) {
   return out;
 }
 
-}  // namespace
+std::string shortNumber(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3g", v);
+  return buf;
+}
 
-RunResult runPoint(Backend& backend, const WorkloadSpec& spec, const RunOptions& opt) {
-  const int64_t t0 = nowNs();
-  RunResult r;
-  r.spec = spec;
-  r.backend = backend.id();
-  r.device = backend.device();
-  r.started_unix_ms = unixMs();
-  r.timing.warmup = opt.warmup;
-  r.timing.reps = opt.reps;
-  auto finish = [&]() -> RunResult {
-    r.wall_s = static_cast<double>(nowNs() - t0) * 1e-9;
-    return r;
-  };
+void addNote(RunResult& r, const std::string& note) { r.message += (r.message.empty() ? "" : "; ") + note; }
 
-  if (auto errs = validate(spec); !errs.empty()) {
-    r.status = RunStatus::error;
-    r.message = "invalid spec: " + describe(errs);
-    return finish();
-  }
-  r.flops = forwardFlops(spec);
-  r.memory.io_bytes = spec.ioBytes();
-  if (Support sup = backend.support(spec); !sup.ok()) {
-    r.status = RunStatus::unsupported;
-    r.message = joinReasons(sup.reasons);
-    return finish();
-  }
-  r.plan = backend.plan(spec);
-  r.memory.predicted_peak = r.plan.peakBytes();
-  if (opt.memory_budget >= 0 && r.memory.predicted_peak > opt.memory_budget) {
-    r.status = RunStatus::skipped;
-    r.message = "predicted peak " + formatBytes(r.memory.predicted_peak) + " exceeds the memory budget " +
-                formatBytes(opt.memory_budget);
-    return finish();
-  }
-  r.memory.available = backend.memoryAvailable();
-  std::unique_ptr<TrackingAllocator> alloc = backend.makeAllocator();
-  if (opt.guard_memory && r.memory.available >= 0) {
-    // Host-side staging (inputs, the output copy) sits beside the device buffers; on the CPU it
-    // competes for the same memory, so count it there.
-    int64_t need = r.memory.predicted_peak;
-    if (alloc->kind() == MemoryKind::host)
-      need += (opt.inputs ? 0 : spec.ioBytes()) + spec.qElements() * 4;
-    if (need > r.memory.available) {
-      r.status = RunStatus::oom;
-      r.message = "predicted peak " + formatBytes(need) + " exceeds the " + formatBytes(r.memory.available) +
-                  " available on " + backend.device() + "; not run";
-      return finish();
-    }
-  }
-  if (opt.cancel && opt.cancel->load()) {
-    r.status = RunStatus::cancelled;
-    r.message = "cancelled before start";
-    return finish();
-  }
+// Host bytes runPoint itself holds beside the backend's buffers: generated inputs (unless the
+// caller passes them) and the float copy of the output.
+int64_t hostStagingBytes(const WorkloadSpec& spec, const RunOptions& opt) {
+  return (opt.inputs ? 0 : spec.ioBytes()) + spec.qElements() * 4;
+}
 
-  HostInputs generated;
-  const HostInputs* inputs = opt.inputs;
-  if (!inputs) {
-    generated = HostInputs::generate(spec);
-    inputs = &generated;
-  }
+// The time window during which recording was off: CUPTI events inside it are dropped too.
+struct UntracedWindow {
+  int64_t begin_ns = -1;
+  int64_t end_ns = -1;
+  bool contains(int64_t t) const { return begin_ns >= 0 && t >= begin_ns && (end_ns < 0 || t < end_ns); }
+};
 
-  RunContext ctx(*alloc, opt.cancel, opt.phase_listener);
+struct PassState {
   std::vector<float> out;
-  if (opt.capture && opt.capture->active()) opt.capture->beginRun();
+  UntracedWindow untraced;
+  int64_t passes = 0;
+};
+
+void setRecording(TrackingAllocator& alloc, RunContext& ctx, bool on) {
+  alloc.setRecording(on);
+  ctx.setRecording(on);
+}
+
+// Inputs, prepare, warm-up, timed repetitions, output. Failures become the result's status.
+void execute(Backend& backend, const WorkloadSpec& spec, const RunOptions& opt, TrackingAllocator& alloc,
+             RunContext& ctx, const HostInputs*& inputs, HostInputs& generated, PassState& ex, RunResult& r) {
   try {
+    if (!inputs) {
+      generated = HostInputs::generate(spec, opt.cancel);
+      inputs = &generated;
+    }
     std::unique_ptr<Execution> exec = backend.prepare(spec, *inputs, ctx);
-    for (int i = 0; i < opt.warmup; ++i) {
+    const int64_t total = static_cast<int64_t>(opt.warmup) + std::max(1, opt.reps);
+    for (int64_t pass = 0; pass < total; ++pass) {
       ctx.throwIfCancelled();
-      exec->run();
+      if (pass == kTracedPasses) {
+        ex.untraced.begin_ns = nowNs();
+        setRecording(alloc, ctx, false);
+      }
+      const double seconds = exec->run();
+      if (pass >= opt.warmup) r.timing.samples_s.push_back(seconds);
+      ++ex.passes;
     }
-    for (int i = 0; i < std::max(1, opt.reps); ++i) {
-      ctx.throwIfCancelled();
-      r.timing.samples_s.push_back(exec->run());
+    if (ex.untraced.begin_ns >= 0) {
+      ex.untraced.end_ns = nowNs();
+      setRecording(alloc, ctx, true);
     }
-    exec->output(out);
+    exec->output(ex.out);
     exec.reset();
   } catch (const Cancelled&) {
     r.status = RunStatus::cancelled;
@@ -118,21 +99,46 @@ RunResult runPoint(Backend& backend, const WorkloadSpec& spec, const RunOptions&
   } catch (const OutOfMemory& e) {
     r.status = RunStatus::oom;
     r.message = e.what();
+  } catch (const std::bad_alloc&) {
+    // Host memory ran out outside the tracking allocator (inputs, staging, the backend's own
+    // containers): the point is oom, not a crash of the sweep.
+    r.status = RunStatus::oom;
+    r.message = "out of host memory (allocation failed; " + formatBytes(std::max<int64_t>(0, hostMemoryAvailable())) +
+                " available)";
+  } catch (const std::length_error& e) {
+    r.status = RunStatus::oom;
+    r.message = std::string("out of host memory (") + e.what() + ")";
   } catch (const std::exception& e) {
     r.status = RunStatus::error;
     r.message = e.what();
   }
-  r.memory.measured_peak = alloc->peakBytes();
-  r.trace.events = alloc->takeEvents();
+  if (ex.untraced.begin_ns >= 0 && ex.untraced.end_ns < 0) {
+    ex.untraced.end_ns = nowNs();
+    setRecording(alloc, ctx, true);
+  }
+}
+
+// Trace events from the allocator, the phases and the capture, bounded to the traced passes.
+void collectTrace(const RunOptions& opt, TrackingAllocator& alloc, RunContext& ctx, const PassState& ex,
+                  RunResult& r) {
+  r.memory.measured_peak = alloc.peakBytes();
+  r.trace.events = alloc.takeEvents();
   for (auto& e : ctx.takePhaseEvents()) r.trace.events.push_back(std::move(e));
+  int64_t dropped = alloc.droppedEvents() + ctx.droppedPhases();
   if (opt.capture) {
     if (opt.capture->active()) {
       Trace device = opt.capture->endRun();
       r.trace.dropped_records = device.dropped_records;
       r.trace.capture_note = device.capture_note;
-      for (auto& e : device.events) r.trace.events.push_back(std::move(e));
+      for (auto& e : device.events) {
+        if (ex.untraced.contains(e.start_ns)) {
+          ++dropped;
+          continue;
+        }
+        r.trace.events.push_back(std::move(e));
+      }
       // CUPTI's own view of device memory allocated during the run; meaningless for host backends.
-      if (alloc->kind() != MemoryKind::host)
+      if (alloc.kind() != MemoryKind::host)
         r.memory.cupti_peak =
             MemoryTimeline(r.trace.events, MemoryFilter{EventSource::cupti, MemoryKind::device, std::nullopt}).peakBytes();
     } else {
@@ -141,17 +147,134 @@ RunResult runPoint(Backend& backend, const WorkloadSpec& spec, const RunOptions&
   }
   std::stable_sort(r.trace.events.begin(), r.trace.events.end(),
                    [](const TraceEvent& a, const TraceEvent& b) { return a.start_ns < b.start_ns; });
-  summarise(r.timing);
+  if (ex.passes > kTracedPasses)
+    addNote(r, "trace: the first " + std::to_string(kTracedPasses) + " of " + std::to_string(ex.passes) +
+                   " forward passes kept in full; " + std::to_string(dropped) + " events of the other passes dropped");
+}
 
-  if (r.status == RunStatus::ok) {
-    if (opt.check_accuracy) {
-      r.accuracy = checkAccuracy(spec, *inputs, out);
-      if (!r.accuracy.passed())
-        r.message = "accuracy check failed: max abs error " + std::to_string(r.accuracy.max_abs_error) +
-                    " > tolerance " + std::to_string(r.accuracy.tolerance);
+// Accuracy against the float64 reference: a failure, or a NaN/Inf anywhere, is status wrong.
+void collectAccuracy(const WorkloadSpec& spec, const RunOptions& opt, const HostInputs& inputs, PassState& ex,
+                     RunResult& r) {
+  if (r.status != RunStatus::ok) return;
+  if (opt.check_accuracy) {
+    try {
+      r.accuracy = checkAccuracy(spec, inputs, ex.out, opt.cancel);
+    } catch (const Cancelled&) {
+      r.status = RunStatus::cancelled;
+      r.message = "cancelled during the accuracy check";
+      return;
+    } catch (const std::bad_alloc&) {
+      r.status = RunStatus::oom;
+      r.message = "out of host memory during the accuracy check";
+      return;
     }
-    if (opt.output) *opt.output = std::move(out);
+    if (!r.accuracy.passed()) {
+      r.status = RunStatus::wrong;
+      r.message = "accuracy check failed: " +
+                  (r.accuracy.problem.empty() ? "max abs error " + shortNumber(r.accuracy.max_abs_error) +
+                                                    " > tolerance " + shortNumber(r.accuracy.tolerance)
+                                              : r.accuracy.problem) +
+                  (r.message.empty() ? "" : "; " + r.message);
+    }
   }
+  if (opt.output) *opt.output = std::move(ex.out);
+}
+
+}  // namespace
+
+RunResult preflight(Backend& backend, const WorkloadSpec& spec, const RunOptions& opt) {
+  RunResult r;
+  r.spec = spec;
+  r.backend = backend.id();
+  r.device = backend.device();
+  r.started_unix_ms = unixMs();
+  r.timing.warmup = opt.warmup;
+  r.timing.reps = opt.reps;
+  if (auto errs = validate(spec); !errs.empty()) {
+    r.status = RunStatus::error;
+    r.message = "invalid spec: " + describe(errs);
+    return r;
+  }
+  if (opt.reps < 1 || opt.reps > kMaxReps || opt.warmup < 0 || opt.warmup > kMaxReps) {
+    r.status = RunStatus::error;
+    r.message = "reps must be in 1.." + std::to_string(kMaxReps) + " and warm-up in 0.." + std::to_string(kMaxReps);
+    return r;
+  }
+  r.flops = forwardFlops(spec);
+  r.memory.io_bytes = spec.ioBytes();
+  const Support sup = backend.support(spec);
+  try {
+    // Also for a point that will not run, so charts can place it at its prediction.
+    r.plan = backend.plan(spec);
+    r.memory.predicted_peak = r.plan.peakBytes();
+  } catch (const std::exception&) {
+    if (sup.ok()) throw;
+  }
+  if (!sup.ok()) {
+    r.status = RunStatus::unsupported;
+    r.message = joinReasons(sup.reasons);
+    return r;
+  }
+  if (opt.memory_budget >= 0 && r.memory.predicted_peak > opt.memory_budget) {
+    r.status = RunStatus::skipped;
+    r.message = "predicted peak " + formatBytes(r.memory.predicted_peak) + " exceeds the memory budget " +
+                formatBytes(opt.memory_budget);
+    return r;
+  }
+  r.memory.available = backend.memoryAvailable();
+  if (!opt.guard_memory) return r;
+  const std::unique_ptr<TrackingAllocator> probe = backend.makeAllocator();
+  const bool onHost = probe->kind() == MemoryKind::host;
+  const int64_t staging = hostStagingBytes(spec, opt);
+  const int64_t need = r.memory.predicted_peak + (onHost ? staging : 0);
+  if (r.memory.available >= 0 && need > r.memory.available) {
+    r.status = RunStatus::oom;
+    r.message = "predicted peak " + formatBytes(need) + (onHost ? " (inputs and output copy included)" : "") +
+                " exceeds the " + formatBytes(r.memory.available) + " available on " + backend.device() + "; not run";
+    return r;
+  }
+  if (!onHost) {
+    const int64_t host = hostMemoryAvailable();
+    if (host >= 0 && staging > host) {
+      r.status = RunStatus::oom;
+      r.message = "host staging (inputs and output copy) " + formatBytes(staging) + " exceeds the " +
+                  formatBytes(host) + " of host memory available; not run";
+    }
+  }
+  return r;
+}
+
+RunResult runPoint(Backend& backend, const WorkloadSpec& spec, const RunOptions& opt) {
+  const int64_t t0 = nowNs();
+  RunResult r;
+  try {
+    r = preflight(backend, spec, opt);
+  } catch (const std::exception& e) {
+    r.status = RunStatus::error;
+    r.message = std::string("preflight: ") + e.what();
+  }
+  auto finish = [&]() -> RunResult {
+    r.wall_s = static_cast<double>(nowNs() - t0) * 1e-9;
+    return r;
+  };
+  if (r.status != RunStatus::ok) return finish();
+  if (opt.cancel && opt.cancel->load()) {
+    r.status = RunStatus::cancelled;
+    r.message = "cancelled before start";
+    return finish();
+  }
+
+  std::unique_ptr<TrackingAllocator> alloc = backend.makeAllocator();
+  RunContext ctx(*alloc, opt.cancel, opt.phase_listener);
+  HostInputs generated;
+  const HostInputs* inputs = opt.inputs;
+  PassState ex;
+  if (opt.capture && opt.capture->active()) opt.capture->beginRun();
+  execute(backend, spec, opt, *alloc, ctx, inputs, generated, ex, r);
+  collectTrace(opt, *alloc, ctx, ex, r);
+  summarise(r.timing);
+  if (inputs) collectAccuracy(spec, opt, *inputs, ex, r);
+  if (opt.generated_inputs && inputs == &generated) *opt.generated_inputs = std::move(generated);
   return finish();
 }
 

@@ -1,8 +1,19 @@
 #include "core/run_result.h"
 
+#include <cmath>
+
 #include <nlohmann/json.hpp>
 
 namespace attnscope {
+namespace {
+// JSON has no Inf: a non-finite error is written as null and read back as +inf, so a failed
+// check never turns into a passing 0 on a round trip.
+double errorFromJson(const nlohmann::json& a, const char* key) {
+  auto it = a.find(key);
+  if (it == a.end()) return 0.0;
+  return it->is_number() ? it->get<double>() : INFINITY;
+}
+}  // namespace
 
 std::string_view toString(RunStatus s) {
   switch (s) {
@@ -12,13 +23,14 @@ std::string_view toString(RunStatus s) {
     case RunStatus::error: return "error";
     case RunStatus::cancelled: return "cancelled";
     case RunStatus::skipped: return "skipped";
+    case RunStatus::wrong: return "wrong";
   }
   return "?";
 }
 
 std::optional<RunStatus> parseRunStatus(std::string_view s) {
   for (auto st : {RunStatus::ok, RunStatus::unsupported, RunStatus::oom, RunStatus::error, RunStatus::cancelled,
-                  RunStatus::skipped})
+                  RunStatus::skipped, RunStatus::wrong})
     if (toString(st) == s) return st;
   return std::nullopt;
 }
@@ -78,8 +90,8 @@ RunResult runResultFromJson(const nlohmann::json& j) {
   if (auto p = j.find("plan"); p != j.end()) r.plan = memoryPlanFromJson(*p);
   if (auto a = j.find("accuracy"); a != j.end()) {
     r.accuracy.checked = a->value("checked", false);
-    r.accuracy.max_abs_error = a->value("max_abs_error", 0.0);
-    r.accuracy.rel_l2_error = a->value("rel_l2_error", 0.0);
+    r.accuracy.max_abs_error = errorFromJson(*a, "max_abs_error");
+    r.accuracy.rel_l2_error = errorFromJson(*a, "rel_l2_error");
     r.accuracy.rows_checked = a->value("rows_checked", int64_t{0});
     r.accuracy.rows_total = a->value("rows_total", int64_t{0});
     r.accuracy.tolerance = a->value("tolerance", 0.0);

@@ -15,7 +15,9 @@
 
 namespace attnscope {
 
-enum class RunStatus { ok, unsupported, oom, error, cancelled, skipped };
+// wrong: the run finished but its output failed the accuracy check (or was not finite); it is a
+// failed run everywhere: exit 1, excluded from ok counts, drawn as failed.
+enum class RunStatus { ok, unsupported, oom, error, cancelled, skipped, wrong };
 std::string_view toString(RunStatus s);
 std::optional<RunStatus> parseRunStatus(std::string_view s);
 
@@ -44,6 +46,8 @@ struct Accuracy {
   int64_t rows_checked = 0;
   int64_t rows_total = 0;
   double tolerance = 0;  // max_abs_error allowed for the dtype
+  std::string problem;   // why it failed, e.g. "output row 3 element 0 is nan"; not stored
+  // A NaN or Inf in the output or the reference makes max_abs_error +inf, so it never passes.
   bool passed() const { return checked && max_abs_error <= tolerance; }
 };
 

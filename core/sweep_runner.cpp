@@ -52,6 +52,9 @@ std::vector<RunResult> SweepRunner::run(const SweepSpec& spec, const SweepCallba
       report();
       RunResult r = runPoint(*b, point, opt);
       if (cb.result) cb.result(r);
+      // The callback had the trace (and stored it); the list kept for the summary does not hold
+      // every point's events, so a long sweep's memory stays bounded.
+      r.trace.events = {};
       results.push_back(std::move(r));
       ++progress.done;
       if (results.back().status == RunStatus::cancelled) {

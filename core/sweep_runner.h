@@ -30,7 +30,7 @@ class SweepRunner {
   explicit SweepRunner(const BackendRegistry& registry) : registry_(registry) {}
   void setCapture(TraceCapture* capture) { capture_ = capture; }
 
-  // Returns every finished point. A cancel stops within a point (CPU backends check often) and
+  // Returns every finished point, without its trace events (the result callback gets them). A cancel stops within a point (CPU backends check often) and
   // the point in flight is returned with status cancelled. Throws std::invalid_argument when the
   // spec has invalid points or names an unknown backend (nothing runs then).
   std::vector<RunResult> run(const SweepSpec& spec, const SweepCallbacks& callbacks,

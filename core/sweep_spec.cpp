@@ -1,10 +1,51 @@
 #include "core/sweep_spec.h"
 
+#include <algorithm>
+#include <cstdint>
+
 #include <nlohmann/json.hpp>
 
 namespace attnscope {
 
+namespace {
+
+// Problems of the grid as written, found before any point exists.
+std::vector<SpecError> gridProblems(const SweepSpec& sw) {
+  std::vector<SpecError> errs;
+  for (const auto& axis : sw.axes) {
+    if (axis.values.empty()) errs.push_back({axis.field, "", axis.field + " has no values"});
+    for (size_t i = 0; i < axis.values.size(); ++i) {
+      const std::string& v = axis.values[i];
+      if (v.empty()) errs.push_back({axis.field, v, axis.field + " has an empty value"});
+      else if (std::find(axis.values.begin(), axis.values.begin() + static_cast<std::ptrdiff_t>(i), v) !=
+               axis.values.begin() + static_cast<std::ptrdiff_t>(i))
+        errs.push_back({axis.field, v, axis.field + " value '" + v + "' is given twice"});
+    }
+  }
+  // Counted with at least one backend, so a grid too large is refused before backends are chosen.
+  SweepSpec counted = sw;
+  if (counted.backends.empty()) counted.backends = {""};
+  if (errs.empty() && counted.pointCount() > kMaxSweepPoints) {
+    std::string shape;
+    for (const auto& a : sw.axes) shape += a.field + " " + std::to_string(a.values.size()) + " x ";
+    shape += std::to_string(std::max<size_t>(1, sw.backends.size())) + " backends";
+    const size_t n = counted.pointCount();
+    errs.push_back({"sweep", std::to_string(n),
+                    "the sweep has " + (n == SIZE_MAX ? std::string("more than 2^64") : std::to_string(n)) + " points (" +
+                        shape + "); at most " + std::to_string(kMaxSweepPoints) + " points per sweep"});
+  }
+  return errs;
+}
+
+constexpr size_t kMaxReportedBadPoints = 10;
+
+}  // namespace
+
 std::vector<WorkloadSpec> SweepSpec::expand(std::vector<SpecError>* errors) const {
+  if (auto problems = gridProblems(*this); !problems.empty()) {
+    if (errors) errors->insert(errors->end(), problems.begin(), problems.end());
+    return {};
+  }
   std::vector<WorkloadSpec> points{base};
   for (const auto& axis : axes) {
     std::vector<WorkloadSpec> next;
@@ -19,19 +60,26 @@ std::vector<WorkloadSpec> SweepSpec::expand(std::vector<SpecError>* errors) cons
       }
     points = std::move(next);
   }
-  if (errors)
+  if (errors) {
+    size_t bad = 0;
     for (const auto& p : points)
       for (auto& e : validate(p)) {
+        if (++bad > kMaxReportedBadPoints) continue;
         e.message += " [point " + summary(p) + "]";
         errors->push_back(std::move(e));
       }
+    if (bad > kMaxReportedBadPoints)
+      errors->push_back({"sweep", std::to_string(bad), "... and " + std::to_string(bad - kMaxReportedBadPoints) +
+                                                           " more problems in other points"});
+  }
   return points;
 }
 
 size_t SweepSpec::pointCount() const {
-  size_t n = 1;
-  for (const auto& a : axes) n *= a.values.size();
-  return n * backends.size();
+  size_t n = backends.size();
+  for (const auto& a : axes)
+    if (__builtin_mul_overflow(n, a.values.size(), &n)) return SIZE_MAX;
+  return n;
 }
 
 nlohmann::json toJson(const SweepSpec& s) {

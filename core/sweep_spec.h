@@ -11,6 +11,9 @@
 
 namespace attnscope {
 
+// The most points (grid points x backends) one sweep may have; checked before the grid is expanded.
+inline constexpr size_t kMaxSweepPoints = 100000;
+
 struct SweepAxis {
   std::string field;                // a name from specFieldNames()
   std::vector<std::string> values;  // as written on the command line
@@ -27,8 +30,10 @@ struct SweepSpec {
 
   // Every grid point in order (backends not included). Errors name the field and value; a point
   // whose combination is invalid (e.g. width not divisible by heads) is reported, not dropped.
+  // An axis with no value, an empty value or a value given twice, and a grid of more than
+  // kMaxSweepPoints points, are errors found before anything is expanded (nothing is returned).
   std::vector<WorkloadSpec> expand(std::vector<SpecError>* errors = nullptr) const;
-  size_t pointCount() const;  // grid points x backends
+  size_t pointCount() const;  // grid points x backends, saturating at SIZE_MAX
 };
 
 nlohmann::json toJson(const SweepSpec& s);

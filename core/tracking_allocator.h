@@ -45,6 +45,10 @@ class TrackingAllocator {
   MemoryKind kind() const { return kind_; }
   // Events recorded so far (alloc and free, EventSource::allocator); leaves the list empty.
   std::vector<TraceEvent> takeEvents();
+  // While off, allocations and frees are counted instead of recorded; live and peak bytes are
+  // kept either way. The engine uses it to keep a long run's trace bounded.
+  void setRecording(bool on);
+  int64_t droppedEvents() const;
 
  protected:
   virtual void* rawAllocate(int64_t bytes) = 0;  // nullptr on failure
@@ -67,6 +71,8 @@ class TrackingAllocator {
   int64_t count_ = 0;
   std::unordered_map<void*, Live> blocks_;
   std::vector<TraceEvent> events_;
+  bool recording_ = true;
+  int64_t dropped_ = 0;
 };
 
 // Host memory, 64-byte aligned. Used by the CPU backends.
@@ -82,8 +88,9 @@ class HostAllocator final : public TrackingAllocator {
   std::string where() const override { return "host"; }
 };
 
-// Bytes the operating system reports as available for new allocations (MemAvailable), -1 if
-// unknown.
+// Bytes this process can still allocate: the least of MemAvailable, the cgroup's limit (v2
+// memory.max, v1 memory.limit_in_bytes, each level up to the root) minus its usage, and
+// RLIMIT_AS / RLIMIT_DATA minus the process's current address space / data size. -1 if unknown.
 int64_t hostMemoryAvailable();
 int64_t hostMemoryTotal();
 

@@ -1,5 +1,6 @@
 #include "core/workload_spec.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <limits>
@@ -34,12 +35,47 @@ bool parseDouble(std::string_view s, double& out) {
 
 bool mulOverflows(int64_t a, int64_t b, int64_t& out) { return __builtin_mul_overflow(a, b, &out); }
 
-// Product of the dims times `scale`, or nullopt on int64 overflow.
-std::optional<int64_t> checkedProduct(std::initializer_list<int64_t> dims, int64_t scale) {
-  int64_t acc = scale;
-  for (int64_t d : dims)
-    if (d <= 0 || mulOverflows(acc, d, acc)) return std::nullopt;
-  return acc;
+struct Dim {
+  const char* field;
+  int64_t value;
+};
+
+// Every tensor (Q/O, K/V and the [B,H,Lq,Lkv] scores some backends materialise) must stay within
+// kMaxTensorElements, so byte counts and sums of a few tensors never overflow int64. The largest
+// dimension of an oversized tensor is blamed, with the most it may be given the others.
+void checkSizes(const WorkloadSpec& s, std::vector<SpecError>& errs) {
+  const Dim headDim{s.width > 0 ? "width" : "head_dim", s.headDim()};
+  const Dim kvHeads{s.kv_heads > 0 ? "kv_heads" : "heads", s.kvHeads()};
+  const Dim seqKv{s.seq_kv > 0 ? "seq_kv" : "seq", s.seqKv()};
+  struct Tensor {
+    const char* name;
+    std::vector<Dim> dims;
+  };
+  const Tensor tensors[] = {{"Q/O", {{"batch", s.batch}, {"heads", s.heads}, {"seq", s.seq_q}, headDim}},
+                            {"K/V", {{"batch", s.batch}, kvHeads, seqKv, headDim}},
+                            {"scores", {{"batch", s.batch}, {"heads", s.heads}, {"seq", s.seq_q}, seqKv}}};
+  for (const auto& t : tensors) {
+    int64_t n = 1;
+    bool over = false;
+    for (const Dim& d : t.dims) over = over || mulOverflows(n, d.value, n) || n > kMaxTensorElements;
+    if (!over) continue;
+    size_t worst = 0;
+    for (size_t k = 1; k < t.dims.size(); ++k)
+      if (t.dims[k].value > t.dims[worst].value) worst = k;
+    int64_t others = 1;
+    std::string given;
+    for (size_t k = 0; k < t.dims.size(); ++k) {
+      if (k == worst) continue;
+      others = std::min<int64_t>(others * t.dims[k].value, kMaxTensorElements);
+      given += std::string(given.empty() ? "" : ", ") + t.dims[k].field + " " + std::to_string(t.dims[k].value);
+    }
+    const Dim& d = t.dims[worst];
+    errs.push_back({d.field, std::to_string(d.value),
+                    std::string(d.field) + " " + std::to_string(d.value) + " makes the " + t.name + " tensor larger than " +
+                        std::to_string(kMaxTensorElements) + " elements; with " + given + " it can be at most " +
+                        std::to_string(kMaxTensorElements / others)});
+    return;  // one size complaint is enough: the others follow from the same field
+  }
 }
 
 }  // namespace
@@ -174,18 +210,7 @@ std::vector<SpecError> validate(const WorkloadSpec& s) {
   }
   if (s.scale && !(std::isfinite(*s.scale) && *s.scale > 0.0))
     add("scale", fmtDouble(*s.scale), "scale must be a finite number > 0 (got " + fmtDouble(*s.scale) + ")");
-  if (errs.empty()) {
-    // Every tensor's byte count (fp32 compute buffers are the largest) must fit the int64 index type.
-    const int64_t d = s.headDim();
-    struct Tensor { const char* name; std::initializer_list<int64_t> dims; };
-    const Tensor tensors[] = {{"Q/O", {s.batch, s.heads, s.seq_q, d}},
-                              {"K/V", {s.batch, s.kvHeads(), s.seqKv(), d}},
-                              {"scores", {s.batch, s.heads, s.seq_q, s.seqKv()}}};
-    for (const auto& t : tensors)
-      if (!checkedProduct(t.dims, 8))
-        add("seq", str(s.seq_q),
-            std::string("the ") + t.name + " tensor of " + summary(s) + " has more elements than the 64-bit index type allows");
-  }
+  if (errs.empty()) checkSizes(s, errs);
   return errs;
 }
 
@@ -214,6 +239,10 @@ const std::vector<std::string>& specFieldNames() {
 
 std::optional<SpecError> setField(WorkloadSpec& s, std::string_view field, std::string_view text) {
   const std::string f(field), v(text);
+  // One rule for every field: values are taken as written, so whitespace anywhere is refused
+  // (strtod would skip a leading space that from_chars refuses, and "dense: 0.5" vs " 8" differed).
+  if (v.find_first_of(" \t\n\r\f\v") != std::string::npos)
+    return SpecError{f, v, f + " must not contain whitespace (got '" + v + "')"};
   auto intField = [&](int64_t& target) -> std::optional<SpecError> {
     int64_t x = 0;
     if (!parseInt(text, x)) return SpecError{f, v, f + " must be an integer (got '" + v + "')"};

@@ -77,6 +77,9 @@ struct WorkloadSpec {
 };
 
 inline constexpr int64_t kMaxHeadDim = 256;
+// The most elements any one tensor of a spec may have (2^50, i.e. 4 PiB of fp32): far beyond any
+// machine, and small enough that byte counts and sums of a few tensors never overflow int64.
+inline constexpr int64_t kMaxTensorElements = int64_t{1} << 50;
 
 // Every problem with the spec, in field order; empty when valid.
 std::vector<SpecError> validate(const WorkloadSpec& spec);

@@ -65,12 +65,41 @@ TEST(WorkloadSpec, EveryBadFieldIsNamedWithValueAndAllowed) {
   expectError(s, "scale", {"> 0"});
 }
 
-TEST(WorkloadSpec, OverflowingSizesAreRefused) {
+TEST(WorkloadSpec, OversizedTensorsBlameTheirLargestFieldWithItsMaximum) {
   WorkloadSpec s;
-  s.batch = 1 << 20;
-  s.heads = 1 << 16;
+  s.heads = int64_t{1} << 45;
+  expectError(s, "heads", {"Q/O tensor", "at most 17179869184"});  // 2^50 / (1 * 1024 * 64)
+  s = {};
+  s.batch = int64_t{1} << 30;
   s.seq_q = 1 << 20;
-  expectError(s, "seq", {"64-bit index"});
+  expectError(s, "batch", {"at most 2097152"});  // 2^50 / (8 * 2^20 * 64)
+  s = {};
+  s.seq_q = 1;
+  s.seq_kv = int64_t{1} << 50;
+  expectError(s, "seq_kv", {"K/V tensor"});
+  s = {};
+  s.heads = int64_t{1} << 62;  // would overflow int64 on the way, not just exceed the limit
+  s.seq_q = int64_t{1} << 40;
+  EXPECT_FALSE(validate(s).empty());
+  s = {};
+  s.heads = int64_t{1} << 40;  // 2^46 elements: valid (the memory guard refuses it, not validation)
+  s.seq_q = 1;
+  EXPECT_TRUE(validate(s).empty());
+}
+
+TEST(WorkloadSpec, WhitespaceIsRefusedInEveryField) {
+  // One rule for every field: values are taken as written.
+  for (const auto& [field, text] : std::vector<std::pair<std::string, std::string>>{
+           {"heads", " 8"}, {"heads", "8 "}, {"mask", "dense: 0.5"}, {"mask", "window: 4"}, {"scale", " 0.5"},
+           {"dtype", "fp32 "}, {"seed", "\t1"}}) {
+    WorkloadSpec s;
+    auto e = setField(s, field, text);
+    ASSERT_TRUE(e) << field << "='" << text << "' was accepted";
+    EXPECT_NE(e->message.find("whitespace"), std::string::npos) << e->message;
+  }
+  WorkloadSpec s;
+  EXPECT_FALSE(setField(s, "mask", "dense:0.5"));
+  EXPECT_FALSE(setField(s, "scale", "0.5"));
 }
 
 TEST(WorkloadSpec, ParsesFieldsAndRefusesBadText) {
