@@ -2,6 +2,7 @@
 // Exit status: 0 success, 2 bad input (reason on stderr), 1 any other failure.
 #include <cstdlib>
 #include <cstring>
+#include <string>
 #include <iostream>
 
 #include "app/cli_common.h"
@@ -29,11 +30,24 @@ const Command kCommands[] = {{&kBackendsDef, cmdBackends}, {&kRunDef, cmdRun},  
 
 const CommandDef kGuiDef{"gui", "gui [--db FILE]", "Open the desktop application on a database.", {dbOption()}, 0, {}};
 
+// The summary up to its first ". " (a summary of one sentence is whole).
+std::string firstSentence(const std::string& summary) {
+  const size_t end = summary.find(". ");
+  return end == std::string::npos ? summary : summary.substr(0, end + 1);
+}
+
+#ifdef ATTNSCOPE_HAVE_GUI
+bool envSet(const char* name) {
+  const char* v = std::getenv(name);
+  return v && *v;
+}
+#endif
+
 void printUsage(std::ostream& os) {
   os << "AttnScope " << appVersion() << ": profile attention memory and time across backends.\n\n"
      << "usage: attnscope                 open the desktop application\n"
      << "       attnscope COMMAND [OPTIONS]\n\ncommands:\n";
-  for (const auto& c : kCommands) os << "  " << c.def->name << std::string(10 - c.def->name.size(), ' ') << c.def->summary.substr(0, c.def->summary.find(". ") + 1) << "\n";
+  for (const auto& c : kCommands) os << "  " << c.def->name << std::string(10 - c.def->name.size(), ' ') << firstSentence(c.def->summary) << "\n";
   os << "  gui       " << kGuiDef.summary << "\n\n"
      << "Run 'attnscope COMMAND --help' for a command's options. Results are saved to " << defaultDatabasePath()
      << "\n(override with --db or ATTNSCOPE_DB).\n";
@@ -42,6 +56,13 @@ void printUsage(std::ostream& os) {
 int runGuiCommand(int argc, char** argv, const std::vector<std::string>& rest) {
   Args args(kGuiDef, rest);
 #ifdef ATTNSCOPE_HAVE_GUI
+  // Qt aborts (exit 134) when it finds no display; say what to do instead.
+  if (!envSet("QT_QPA_PLATFORM") && !envSet("DISPLAY") && !envSet("WAYLAND_DISPLAY")) {
+    std::cerr << "error: no display (DISPLAY and WAYLAND_DISPLAY are not set), so the desktop application cannot "
+                 "open.\nRun headless commands instead (attnscope --help: run, sweep, report, export), or set "
+                 "QT_QPA_PLATFORM=offscreen for a window without a screen.\n";
+    return 2;
+  }
   const bool explicitPath = args.value("db").has_value() || std::getenv("ATTNSCOPE_DB") != nullptr;
   return runGui(argc, argv, databasePath(args), explicitPath);
 #else

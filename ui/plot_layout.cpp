@@ -106,6 +106,7 @@ int failedMarkerShape(RunStatus s) {
     case RunStatus::unsupported: return QCPScatterStyle::ssTriangle;
     case RunStatus::skipped: return QCPScatterStyle::ssSquare;
     case RunStatus::cancelled: return QCPScatterStyle::ssStar;
+    case RunStatus::wrong: return QCPScatterStyle::ssCrossCircle;  // ran, but failed its accuracy check
     default: return QCPScatterStyle::ssDiamond;  // error, and any failed status added later
   }
 }

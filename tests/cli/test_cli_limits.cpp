@@ -1,0 +1,189 @@
+// The real binary against hostile sizes, files and lists: a wrong result is never ok, sizes from
+// outside cost nothing until checked, allocation failures are a point's oom, and every bad list or
+// number is refused with the option and its limit (exit 2).
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "cli_process.h"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+class CliLimits : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = tempDir("clilimits");
+    db_ = dir_ + "/runs.sqlite";
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  CliResult run(std::vector<std::string> args) {
+    args.push_back("--db");
+    args.push_back(db_);
+    return runCli(args);
+  }
+  std::string dir_, db_;
+};
+
+void expectUsageError(const CliResult& r, std::initializer_list<std::string> fragments) {
+  EXPECT_EQ(r.code, 2) << r.err;
+  for (const auto& f : fragments) EXPECT_NE(r.err.find(f), std::string::npos) << "stderr lacks '" << f << "': " << r.err;
+}
+
+// Runs attnscope under an address-space limit (what `ulimit -v` sets), in a forked child.
+CliResult runUnderAddressLimit(const std::vector<std::string>& args, int64_t bytes, const std::string& dir) {
+  const std::string out = dir + "/limited.out", err = dir + "/limited.err";
+  const pid_t pid = fork();
+  if (pid == 0) {
+    rlimit rl{static_cast<rlim_t>(bytes), static_cast<rlim_t>(bytes)};
+    setrlimit(RLIMIT_AS, &rl);
+    if (!freopen(out.c_str(), "w", stdout) || !freopen(err.c_str(), "w", stderr)) _exit(99);
+    std::vector<std::string> storage{ATTNSCOPE_BIN};
+    storage.insert(storage.end(), args.begin(), args.end());
+    std::vector<char*> argv;
+    for (auto& a : storage) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    execv(argv[0], argv.data());
+    _exit(98);
+  }
+  int st = 0;
+  waitpid(pid, &st, 0);
+  return {WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st), readFile(out), readFile(err)};
+}
+
+}  // namespace
+
+TEST_F(CliLimits, AWrongResultIsStatusWrongExitOneAndNotCountedOk) {
+  CliResult r = run({"run", "--backend", "cpu.flash", "--heads", "2", "--seq", "64", "--scale", "3e38", "--json"});
+  EXPECT_EQ(r.code, 1) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["status"], "wrong");
+  EXPECT_EQ(j["accuracy"]["passed"], false);
+  EXPECT_NE(r.err.find("accuracy check failed"), std::string::npos) << r.err;
+  CliResult sw = run({"sweep", "--backends", "cpu.flash", "--heads", "2", "--seq", "64", "--scale", "3e38,1", "--quiet"});
+  EXPECT_EQ(sw.code, 0) << sw.err;  // the sweep itself finished; one point is wrong
+  auto runs = nlohmann::json::parse(run({"runs", "--json"}).out);
+  ASSERT_EQ(runs.size(), 2u);
+  for (const auto& s : runs) {
+    int wrong = 0;
+    for (const auto& p : s["runs"]) wrong += p["status"] == "wrong";
+    EXPECT_EQ(s["ok_count"].get<int>(), static_cast<int>(s["runs"].size()) - wrong) << s.dump();
+    EXPECT_EQ(wrong, 1) << s.dump();
+  }
+}
+
+TEST_F(CliLimits, HugeSpecsAreRefusedAtOnceWithoutAllocating) {
+  // Each would take gigabytes if anything were allocated before the checks; under a 1 GiB
+  // address-space limit an allocation would fail instead of passing unnoticed.
+  CliResult r = runUnderAddressLimit({"run", "--no-db", "--backend", "cpu.reference", "--heads", "64", "--seq", "65536"},
+                                     int64_t{1} << 30, dir_);
+  EXPECT_EQ(r.code, 1) << r.err;
+  EXPECT_NE(r.err.find("oom"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("not run"), std::string::npos) << r.err;
+  r = runUnderAddressLimit({"run", "--no-db", "--backend", "cpu.flash", "--batch", "100000", "--heads", "64", "--seq", "1024"},
+                           int64_t{1} << 30, dir_);
+  EXPECT_EQ(r.code, 1) << r.err;
+  EXPECT_NE(r.err.find("not run"), std::string::npos) << r.err;
+  r = runUnderAddressLimit({"run", "--no-db", "--backend", "cpu.flash", "--heads", "1099511627776", "--seq", "1"},
+                           int64_t{1} << 30, dir_);
+  EXPECT_EQ(r.code, 1) << r.err;
+  EXPECT_NE(r.err.find("not run"), std::string::npos) << r.err;
+  expectUsageError(run({"run", "--backend", "cpu.flash", "--heads", "35184372088832", "--seq", "4096"}),
+                   {"heads", "at most"});
+  expectUsageError(run({"run", "--backend", "cpu.flash", "--batch", "35184372088832", "--seq", "4096"}),
+                   {"batch", "at most"});
+}
+
+TEST_F(CliLimits, AllocationFailureIsThatPointsOomAndTheSweepGoesOn) {
+  CliResult r = runUnderAddressLimit({"sweep", "--backends", "cpu.flash", "--heads", "64", "--seq", "65536,64", "--reps",
+                                      "1", "--quiet", "--json", "--db", db_},
+                                     int64_t{2500000} * 1024, dir_);
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["runs"].size(), 2u);
+  EXPECT_EQ(j["runs"][0]["status"], "oom");
+  EXPECT_GT(j["runs"][0]["memory"]["predicted_peak"].get<int64_t>(), 0);
+  EXPECT_EQ(j["runs"][1]["status"], "ok");
+  auto runs = nlohmann::json::parse(run({"runs", "--json"}).out);
+  ASSERT_EQ(runs.size(), 1u);
+  EXPECT_EQ(runs[0]["state"], "finished");
+}
+
+TEST_F(CliLimits, HostileNpyFilesAreRefusedFastNamingTheFile) {
+  const std::string in = dir_ + "/in";
+  fs::create_directories(in);
+  ASSERT_EQ(mkfifo((in + "/q.npy").c_str(), 0600), 0);
+  const std::vector<std::string> spec{"run", "--no-db", "--backend", "cpu.flash", "--heads", "1", "--seq", "4",
+                                      "--head-dim", "4", "--inputs", in};
+  expectUsageError(runCli(spec), {"q.npy", "not a regular file"});
+  fs::remove(in + "/q.npy");
+  // An 8 KB file claiming a 4 GiB array: refused from the header and the file size.
+  std::string h = "{'descr': '<f4', 'fortran_order': False, 'shape': (1, 1, 1024, 1048576), }";
+  h.append((64 - (10 + h.size() + 1) % 64) % 64, ' ');
+  h += '\n';
+  std::ofstream(in + "/q.npy", std::ios::binary)
+      << std::string("\x93NUMPY\x01\x00", 8) << static_cast<char>(h.size() & 0xff) << static_cast<char>(h.size() >> 8) << h
+      << std::string(8000, '\0');
+  expectUsageError(runCli(spec), {"q.npy", "truncated", "4294967296", "8000"});
+}
+
+TEST_F(CliLimits, ListsAndNumbersAreRefusedWithTheOptionAndItsLimit) {
+  const std::vector<std::string> sweep{"sweep", "--backends", "cpu.flash", "--seq", "8", "--head-dim", "8"};
+  auto with = [&](std::vector<std::string> extra) {
+    std::vector<std::string> a = sweep;
+    a.insert(a.end(), extra.begin(), extra.end());
+    return run(a);
+  };
+  expectUsageError(with({"--heads", "2,2"}), {"--heads", "'2' is given twice"});
+  expectUsageError(with({"--heads", "2,,4"}), {"--heads", "empty item"});
+  expectUsageError(with({"--heads", "2,"}), {"--heads", "empty item"});
+  expectUsageError(run({"sweep", "--backends", "cpu.flash,cpu.flash", "--seq", "8"}), {"--backends", "given twice"});
+  expectUsageError(run({"sweep", "--backends", "cpu.nope", "--seq", "8"}), {"--backends: unknown backend 'cpu.nope'"});
+  expectUsageError(with({"--budget", "1e30"}), {"--budget", "at most"});
+  expectUsageError(with({"--budget", " 8GiB"}), {"--budget"});
+  expectUsageError(with({"--reps", "2147483647"}), {"--reps", "1..100000"});
+  expectUsageError(run({"run", "--backend", "cpu.flash", "--reps", "2147483647"}), {"--reps", "1..100000"});
+  expectUsageError(run({"run", "--backend", "cpu.flash", "--scale", ""}), {"--scale needs a value"});
+  expectUsageError(run({"run", "--backend", "cpu.flash", "--heads", " 8"}), {"heads", "whitespace"});
+  expectUsageError(run({"run", "--backend", "cpu.flash", "--mask", "dense: 0.5"}), {"mask", "whitespace"});
+  // 100^4 = 10^8 points: refused before anything is expanded.
+  std::string hundred;
+  for (int i = 1; i <= 100; ++i) hundred += (i > 1 ? "," : "") + std::to_string(i);
+  expectUsageError(run({"sweep", "--backends", "cpu.flash", "--heads", hundred, "--seq", hundred, "--batch", hundred,
+                        "--seed", hundred}),
+                   {"100000000 points", "at most 100000"});
+  EXPECT_FALSE(fs::exists(db_));  // nothing ran, nothing was saved
+}
+
+TEST_F(CliLimits, DumpTargetIsCheckedBeforeTheRun) {
+  const std::string file = dir_ + "/afile";
+  std::ofstream(file) << "x";
+  expectUsageError(run({"run", "--backend", "cpu.flash", "--heads", "1", "--seq", "4", "--dump", file}),
+                   {"--dump", "not a folder"});
+  EXPECT_FALSE(fs::exists(db_));
+}
+
+TEST(CliTopLevel, HelpDescribesEveryCommandAndGuiWithoutDisplayExitsTwo) {
+  CliResult top = runCli({"--help"});
+  ASSERT_EQ(top.code, 0);
+  for (const char* cmd : {"backends", "run", "sweep", "runs", "show", "compare", "export", "report", "gui"}) {
+    const size_t at = top.out.find(std::string("\n  ") + cmd + " ");
+    ASSERT_NE(at, std::string::npos) << cmd;
+    const std::string line = top.out.substr(at + 3, top.out.find('\n', at + 1) - at - 3);
+    EXPECT_GT(line.size(), std::string(cmd).size() + 12) << "no description for " << cmd << ": '" << line << "'";
+  }
+  CliResult gui = runCli({"gui"}, {"DISPLAY=", "WAYLAND_DISPLAY=", "QT_QPA_PLATFORM="});
+  EXPECT_NE(gui.code, 134) << gui.err;
+  EXPECT_TRUE(gui.code == 2 || gui.err.find("no GUI") != std::string::npos) << gui.code << gui.err;
+  EXPECT_TRUE(gui.err.find("no display") != std::string::npos || gui.err.find("no GUI") != std::string::npos) << gui.err;
+}
