@@ -99,8 +99,9 @@ double toleranceFor(DType d) {
 }
 
 Accuracy checkAccuracy(const WorkloadSpec& s, const HostInputs& in, const std::vector<float>& output,
-                       const std::atomic<bool>* cancel) {
+                       const std::atomic<bool>* cancel, std::string* problemOut) {
   Accuracy a;
+  std::string problem;
   const int64_t D = s.headDim();
   const std::vector<int64_t> rows = accuracyRows(s);
   a.rows_checked = static_cast<int64_t>(rows.size());
@@ -109,7 +110,7 @@ Accuracy checkAccuracy(const WorkloadSpec& s, const HostInputs& in, const std::v
   a.checked = true;
   if (static_cast<int64_t>(output.size()) != a.rows_total * D) {
     a.max_abs_error = a.rel_l2_error = INFINITY;
-    a.problem = "the output has " + std::to_string(output.size()) + " values, expected " + std::to_string(a.rows_total * D);
+    if (problemOut) *problemOut = "the output has " + std::to_string(output.size()) + " values, expected " + std::to_string(a.rows_total * D);
     return a;
   }
   std::vector<double> ref;
@@ -122,12 +123,12 @@ Accuracy checkAccuracy(const WorkloadSpec& s, const HostInputs& in, const std::v
       double e = std::fabs(got - want);
       if (!std::isfinite(want) || !std::isfinite(got)) {
         e = INFINITY;
-        if (a.problem.empty()) {
+        if (problem.empty()) {
           std::ostringstream os;
           os << (std::isfinite(want) ? "output" : "reference") << " row " << rows[r] << " element " << d << " is "
              << (std::isfinite(want) ? got : want)
              << (std::isfinite(want) ? "" : " (the inputs or the scale overflow float64)");
-          a.problem = os.str();
+          problem = os.str();
         }
       }
       if (!(e <= a.max_abs_error)) a.max_abs_error = e;
@@ -135,6 +136,7 @@ Accuracy checkAccuracy(const WorkloadSpec& s, const HostInputs& in, const std::v
       ref2 += std::isfinite(want) ? want * want : 0.0;
     }
   a.rel_l2_error = ref2 > 0 ? std::sqrt(err2 / ref2) : std::sqrt(err2);
+  if (problemOut) *problemOut = problem;
   return a;
 }
 

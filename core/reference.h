@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "core/host_inputs.h"
@@ -40,9 +41,9 @@ std::vector<int64_t> accuracyRows(const WorkloadSpec& spec, int64_t budget = kAc
 double toleranceFor(DType dtype);
 
 // Compares `output` ([B,H,Lq,D] float) with the reference on accuracyRows(spec). A NaN or Inf in
-// the output or the reference fails the check (max_abs_error = +inf) and says where in `problem`.
-// Throws Cancelled when `cancel` is set during the check.
+// the output or the reference fails the check (max_abs_error = +inf) and says where in `problem`
+// (e.g. "output row 3 element 0 is nan"), when given. Throws Cancelled when `cancel` is set.
 Accuracy checkAccuracy(const WorkloadSpec& spec, const HostInputs& inputs, const std::vector<float>& output,
-                       const std::atomic<bool>* cancel = nullptr);
+                       const std::atomic<bool>* cancel = nullptr, std::string* problem = nullptr);
 
 }  // namespace attnscope

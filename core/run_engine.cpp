@@ -157,8 +157,9 @@ void collectAccuracy(const WorkloadSpec& spec, const RunOptions& opt, const Host
                      RunResult& r) {
   if (r.status != RunStatus::ok) return;
   if (opt.check_accuracy) {
+    std::string problem;
     try {
-      r.accuracy = checkAccuracy(spec, inputs, ex.out, opt.cancel);
+      r.accuracy = checkAccuracy(spec, inputs, ex.out, opt.cancel, &problem);
     } catch (const Cancelled&) {
       r.status = RunStatus::cancelled;
       r.message = "cancelled during the accuracy check";
@@ -171,9 +172,9 @@ void collectAccuracy(const WorkloadSpec& spec, const RunOptions& opt, const Host
     if (!r.accuracy.passed()) {
       r.status = RunStatus::wrong;
       r.message = "accuracy check failed: " +
-                  (r.accuracy.problem.empty() ? "max abs error " + shortNumber(r.accuracy.max_abs_error) +
-                                                    " > tolerance " + shortNumber(r.accuracy.tolerance)
-                                              : r.accuracy.problem) +
+                  (problem.empty() ? "max abs error " + shortNumber(r.accuracy.max_abs_error) + " > tolerance " +
+                                         shortNumber(r.accuracy.tolerance)
+                                   : problem) +
                   (r.message.empty() ? "" : "; " + r.message);
     }
   }

@@ -46,7 +46,6 @@ struct Accuracy {
   int64_t rows_checked = 0;
   int64_t rows_total = 0;
   double tolerance = 0;  // max_abs_error allowed for the dtype
-  std::string problem;   // why it failed, e.g. "output row 3 element 0 is nan"; not stored
   // A NaN or Inf in the output or the reference makes max_abs_error +inf, so it never passes.
   bool passed() const { return checked && max_abs_error <= tolerance; }
 };

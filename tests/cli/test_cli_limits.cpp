@@ -11,6 +11,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -171,6 +172,22 @@ TEST_F(CliLimits, DumpTargetIsCheckedBeforeTheRun) {
   expectUsageError(run({"run", "--backend", "cpu.flash", "--heads", "1", "--seq", "4", "--dump", file}),
                    {"--dump", "not a folder"});
   EXPECT_FALSE(fs::exists(db_));
+}
+
+TEST_F(CliLimits, CtrlCDuringARunSavesItAsCancelled) {
+  // Seconds of work in total, the accuracy check included; interrupted well before the end.
+  const int pid = startCli({"run", "--backend", "cpu.flash", "--heads", "1", "--seq", "4096", "--seq-kv", "16384",
+                            "--reps", "50", "--warmup", "0", "--db", db_});
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  kill(pid, SIGINT);
+  int st = 0;
+  for (int i = 0; i < 600 && waitpid(pid, &st, WNOHANG) == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  ASSERT_TRUE(WIFEXITED(st)) << "attnscope did not exit after SIGINT";
+  EXPECT_EQ(WEXITSTATUS(st), 1);
+  auto runs = nlohmann::json::parse(run({"runs", "--json"}).out);
+  ASSERT_EQ(runs.size(), 1u);
+  EXPECT_EQ(runs[0]["runs"][0]["status"], "cancelled");
+  EXPECT_EQ(runs[0]["ok_count"], 0);
 }
 
 TEST(CliTopLevel, HelpDescribesEveryCommandAndGuiWithoutDisplayExitsTwo) {
