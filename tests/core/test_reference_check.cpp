@@ -34,13 +34,13 @@ std::vector<float> exactOutput(const WorkloadSpec& s, const HostInputs& in) {
 
 }  // namespace
 
-TEST(AccuracyCheck, TolerancesAreTheReadmeNumbers) {
+TEST(ReferenceCheck, TolerancesAreTheReadmeNumbers) {
   EXPECT_EQ(toleranceFor(DType::fp32), 1e-4);
   EXPECT_EQ(toleranceFor(DType::fp16), 4e-3);
   EXPECT_EQ(toleranceFor(DType::bf16), 3e-2);
 }
 
-TEST(AccuracyCheck, ExactPassesAndWrongNanInfFail) {
+TEST(ReferenceCheck, ExactPassesAndWrongNanInfFail) {
   const WorkloadSpec s = tiny();
   const HostInputs in = HostInputs::generate(s);
   std::vector<float> out = exactOutput(s, in);
@@ -67,7 +67,7 @@ TEST(AccuracyCheck, ExactPassesAndWrongNanInfFail) {
   EXPECT_FALSE(checkAccuracy(s, in, std::vector<float>(3, 0.0f)).passed());  // wrong length
 }
 
-TEST(AccuracyCheck, NonFiniteInputMakesTheReferenceFailNotPass) {
+TEST(ReferenceCheck, NonFiniteInputMakesTheReferenceFailNotPass) {
   const WorkloadSpec s = tiny();
   HostInputs in = HostInputs::generate(s);
   const std::vector<float> out = exactOutput(s, in);
@@ -81,7 +81,7 @@ TEST(AccuracyCheck, NonFiniteInputMakesTheReferenceFailNotPass) {
   EXPECT_FALSE(checkAccuracy(s, nanKey, exactOutput(s, HostInputs::generate(s))).passed());
 }
 
-TEST(AccuracyCheck, ReferenceMaskRulesAreTheReadmeTable) {
+TEST(ReferenceCheck, ReferenceMaskRulesAreTheReadmeTable) {
   // Written out by hand from the table (off = Lkv - Lq), not computed with any shared code.
   MaskSpec causal{MaskKind::causal, 0, 1.0};
   EXPECT_TRUE(referenceAttends(causal, 0, 2, 3, 5));   // j <= i + 2
@@ -102,7 +102,7 @@ TEST(AccuracyCheck, ReferenceMaskRulesAreTheReadmeTable) {
   EXPECT_TRUE(referenceAttends(MaskSpec{}, 0, 99, 1, 100));
 }
 
-TEST(AccuracyCheck, BackendMaskRangesAgreeWithTheReferenceRules) {
+TEST(ReferenceCheck, BackendMaskRangesAgreeWithTheReferenceRules) {
   // core/mask.h (used by every backend) against the reference's own rules, over awkward sizes:
   // a wrong rule on either side fails here and in every backend accuracy test.
   for (const char* m : {"causal", "window:1", "window:3", "window:8", "block:1", "block:3", "block:5", "none"})
@@ -116,7 +116,7 @@ TEST(AccuracyCheck, BackendMaskRangesAgreeWithTheReferenceRules) {
     }
 }
 
-TEST(AccuracyCheck, RowsFollowTheCostBudget) {
+TEST(ReferenceCheck, RowsFollowTheCostBudget) {
   WorkloadSpec s;
   s.heads = 1;
   s.seq_q = 4096;
@@ -141,7 +141,7 @@ TEST(AccuracyCheck, RowsFollowTheCostBudget) {
   }
 }
 
-TEST(AccuracyCheck, CancelStopsTheCheck) {
+TEST(ReferenceCheck, CancelStopsTheCheck) {
   const WorkloadSpec s = tiny();
   const HostInputs in = HostInputs::generate(s);
   std::atomic<bool> cancel{true};
