@@ -306,6 +306,7 @@ int cmdExport(const std::vector<std::string>& argv) {
     std::cout << "wrote " << printable(*out) << "\n";
     return 0;
 #else
+    (void)width, (void)height, (void)dpi;  // checked above all the same, so a script fails the same way in every build
     throw std::runtime_error("this build has no GUI (ATTNSCOPE_GUI=OFF): chart export needs it; use csv or json");
 #endif
   }
