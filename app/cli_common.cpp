@@ -5,8 +5,11 @@
 #include <iostream>
 
 #include "kernels/builtin_session.h"
+#include "kernels/torch/torch_python.h"
 
 namespace attnscope::cli {
+
+using torch::setCommandLinePython;
 
 namespace {
 struct SpecOption {
@@ -73,6 +76,17 @@ WorkloadSpec specFromArgs(const Args& args) {
 
 OptionDef dbOption() { return {"db", "FILE", "database file (default: $ATTNSCOPE_DB or " + defaultDatabasePath() + ")"}; }
 OptionDef jsonOption() { return {"json", "", "print JSON for scripts instead of tables"}; }
+OptionDef pythonOption() {
+  return {"python", "PATH", "Python with torch for the torch.* backends (default: $ATTNSCOPE_PYTHON, the GUI's setting, "
+                            "python3 on PATH)"};
+}
+
+void applyPythonOption(const Args& args) {
+  if (auto p = args.value("python")) {
+    if (p->empty()) throw UsageError("--python: give the path of a Python executable (or a name on PATH)");
+    setCommandLinePython(*p);
+  }
+}
 
 std::string databasePath(const Args& args) {
   if (auto v = args.value("db")) return *v;

@@ -23,6 +23,10 @@ void throwIfInvalid(const WorkloadSpec& spec);
 
 OptionDef dbOption();
 OptionDef jsonOption();
+// --python PATH: the Python (with torch) the torch.* backends run in. Must be applied before the
+// first use of session().
+OptionDef pythonOption();
+void applyPythonOption(const Args& args);
 // --db, else ATTNSCOPE_DB, else the default path.
 std::string databasePath(const Args& args);
 // Opens the store; refusals (not a database, newer, read-only for a write, a folder) become

@@ -29,6 +29,8 @@ Table resultsTable(const std::vector<RunResult>& runs) {
     char gf[32] = "-";
     if (r.status == RunStatus::ok && r.flopsPerSecond() > 0) std::snprintf(gf, sizeof gf, "%.1f", r.flopsPerSecond() / 1e9);
     std::string note = r.status == RunStatus::ok ? r.message : r.message.substr(0, 70);
+    if (auto ran = r.facts.find("torch.ran"); ran != r.facts.end())
+      note = "torch ran: " + ran->second + (note.empty() ? "" : "; " + note);
     t.add({r.id ? "R" + std::to_string(r.id) : "-", r.backend, std::to_string(s.batch), std::to_string(s.heads),
            std::to_string(s.kvHeads()), std::to_string(s.seq_q), std::to_string(s.seqKv()), std::to_string(s.headDim()),
            std::string(toString(s.dtype)), toString(s.mask), std::string(toString(r.status)), timeCell(r), gf,
@@ -50,9 +52,14 @@ void printRunDetails(const RunResult& r, std::ostream& os) {
                               std::to_string(r.timing.reps) + " reps)");
     line("throughput", formatFlops(r.flopsPerSecond()));
   }
+  if (auto ran = r.facts.find("torch.ran"); ran != r.facts.end()) line("torch ran", ran->second);
+  for (const auto& [key, value] : r.facts)
+    if (key != "torch.ran") line(key, value);
   os << "  memory\n";
-  line("  predicted peak", bytesCell(r.memory.predicted_peak));
-  line("  allocator peak", bytesCell(r.memory.measured_peak) +
+  line("  predicted peak", r.plan.known ? bytesCell(r.memory.predicted_peak) : "unknown (" + r.plan.unknown_reason + ")");
+  // A torch run's peak is torch's own (profiler memory events on the CPU, max_memory_allocated on a GPU).
+  const bool torchRun = r.facts.count("torch") > 0;
+  line(torchRun ? (r.device == "cpu" ? "  torch peak" : "  torch max alloc") : "  allocator peak", bytesCell(r.memory.measured_peak) +
                                (r.memory.measured_peak >= 0 && r.memory.predicted_peak >= 0
                                     ? "  (measured - predicted = " + std::to_string(r.memory.measured_peak - r.memory.predicted_peak) + " B)"
                                     : ""));

@@ -18,6 +18,7 @@
 #include "core/npy.h"
 #include "core/run_engine.h"
 #include "core/sweep_runner.h"
+#include "kernels/torch/torch_backends.h"
 
 namespace attnscope::cli {
 namespace {
@@ -55,11 +56,13 @@ Backend& findBackend(const std::string& option, const std::string& id) {
 
 const CommandDef kBackendsDef{
     "backends", "backends [SPEC] [--json]", "List the backends of this build and whether each can run SPEC, and why not.",
-    withSpec({jsonOption()}, false), 0,
-    "SPEC defaults to B=1, 8 heads, seq 1024, head_dim 64, fp32, no mask."};
+    withSpec({pythonOption(), jsonOption()}, false), 0,
+    "SPEC defaults to B=1, 8 heads, seq 1024, head_dim 64, fp32, no mask. The torch.* backends run PyTorch's SDPA in "
+    "your Python (--python)."};
 
 int cmdBackends(const std::vector<std::string>& argv) {
   Args args(kBackendsDef, argv);
+  applyPythonOption(args);
   WorkloadSpec spec = specFromArgs(args);
   Session& s = session();
   if (args.flag("json")) {
@@ -76,6 +79,7 @@ int cmdBackends(const std::vector<std::string>& argv) {
                                  {"reasons", sup.reasons},
                                  {"predicted_peak", sup.ok() ? b->plan(spec).peakBytes() : -1}});
     }
+    out["torch_mask_passing"] = torchMaskPassingNote();
     std::cout << out.dump(2) << "\n";
     return 0;
   }
@@ -85,10 +89,12 @@ int cmdBackends(const std::vector<std::string>& argv) {
   for (Backend* b : s.registry.all()) {
     Availability av = b->availability();
     Support sup = b->support(spec);
+    const int64_t peak = sup.ok() ? b->plan(spec).peakBytes() : -1;
     t.add({b->id(), b->device(), av.available ? "yes" : "no", sup.ok() ? "yes" : "no",
-           sup.ok() ? formatBytes(b->plan(spec).peakBytes()) : "-", sup.ok() ? b->description() : join(sup.reasons, "; ")});
+           peak >= 0 ? formatBytes(peak) : sup.ok() ? "unknown" : "-", sup.ok() ? b->description() : join(sup.reasons, "; ")});
   }
   std::cout << t.render();
+  std::cout << "\n" << torchMaskPassingNote() << "\n";
   return 0;
 }
 
@@ -103,6 +109,7 @@ const CommandDef kRunDef{
               {"inputs", "DIR", "read q.npy k.npy v.npy (and mask.npy) instead of generating inputs"},
               {"no-check", "", "skip the accuracy check against the float64 reference"},
               {"name", "NAME", "name of the saved run's sweep (default: run <backend>)"},
+              pythonOption(),
               dbOption(),
               {"no-db", "", "do not save the run"},
               jsonOption()},
@@ -129,6 +136,7 @@ void checkDumpFolder(const std::string& dir) {
 
 int cmdRun(const std::vector<std::string>& argv) {
   Args args(kRunDef, argv);
+  applyPythonOption(args);
   auto backendId = args.value("backend");
   if (!backendId) throw UsageError("--backend is required (allowed: " + join(session().registry.ids(), ", ") + ")");
   WorkloadSpec spec = specFromArgs(args);
@@ -200,6 +208,7 @@ const CommandDef kSweepDef{
               {"reps", "N", "timed repetitions per point (default 3)"},
               {"warmup", "N", "warm-up runs per point (default 1)"},
               {"quiet", "", "no per-point progress on stderr"},
+              pythonOption(),
               dbOption(),
               jsonOption()},
              true),
@@ -209,6 +218,7 @@ const CommandDef kSweepDef{
 
 int cmdSweep(const std::vector<std::string>& argv) {
   Args args(kSweepDef, argv);
+  applyPythonOption(args);
   Session& s = session();
   SweepSpec sw;
   if (args.value("width") && args.value("head-dim")) throw UsageError("--width and --head-dim are exclusive");

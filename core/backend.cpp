@@ -34,4 +34,14 @@ void RunContext::endPhase() {
   if (listener_) listener_->phaseEnd(e.name);
 }
 
+void RunContext::addMeasuredEvents(std::vector<TraceEvent> events) {
+  for (auto& e : events) measured_events_.push_back(std::move(e));
+}
+
+void RunContext::addWarning(std::string text) {
+  for (const auto& w : warnings_)
+    if (w == text) return;  // a warning repeated by every repetition is said once
+  warnings_.push_back(std::move(text));
+}
+
 }  // namespace attnscope

@@ -1,6 +1,6 @@
 #pragma once
-// The backend interface. A backend may live in this process (CPU, CUDA) or, later, drive another
-// process (PyTorch through the user's Python); the engine only sees this interface.
+// The backend interface. A backend may live in this process (CPU, CUDA) or drive another process
+// (PyTorch through the user's Python, kernels/torch/); the engine only sees this interface.
 //
 // Life of one run, driven by RunEngine:
 //   alloc = backend.makeAllocator();  RunContext ctx(*alloc, cancel);
@@ -8,11 +8,17 @@
 //   exec->run() x (warm-up + repetitions);       // returns the device-measured seconds
 //   exec->output(out);                           // O as float, [B, H, Lq, D]
 //   exec.reset();                                // releases every buffer
-// Every byte a backend uses goes through ctx.allocator(), so the allocator's peak can be held
-// against plan(spec).peakBytes().
+// Every byte an in-process backend uses goes through ctx.allocator(), so the allocator's peak can
+// be held against plan(spec).peakBytes(). A backend whose memory lives in another process cannot
+// allocate through it: it reports its own measured peak and trace through the RunContext
+// (reportMeasuredPeak, addMeasuredEvents), and those replace the allocator's. The same context
+// carries facts about the run (setFact: e.g. which kernel PyTorch chose, torch's version) and the
+// device's warnings (addWarning), kept even when the run fails.
 
 #include <atomic>
 #include <functional>
+#include <map>
+#include <optional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -32,6 +38,16 @@ struct Cancelled : std::runtime_error {
   Cancelled() : std::runtime_error("cancelled") {}
 };
 
+// Thrown by a backend whose device refused the run in a way that is not an error of ours, keeping
+// the device's own words: PyTorch's "No available kernel. Aborting execution." for a forced
+// kernel whose checks fail (status unsupported), or "CUDA out of memory. Tried to allocate ..."
+// from torch's caching allocator (status oom, the requested size being known only to torch).
+struct DeviceRefusal : std::runtime_error {
+  enum class Kind { unsupported, oom };
+  DeviceRefusal(Kind k, const std::string& message) : std::runtime_error(message), kind(k) {}
+  Kind kind;
+};
+
 // Receives phase begin/end, e.g. to emit NVTX ranges for CUPTI. Optional.
 class PhaseListener {
  public:
@@ -48,6 +64,8 @@ class RunContext {
 
   TrackingAllocator& allocator() { return alloc_; }
   bool cancelled() const { return cancel_ && cancel_->load(std::memory_order_relaxed); }
+  // For waits outside our own loops (e.g. on another process), which poll the flag themselves.
+  const std::atomic<bool>* cancelFlag() const { return cancel_; }
   void throwIfCancelled() const {
     if (cancelled()) throw Cancelled();
   }
@@ -60,6 +78,19 @@ class RunContext {
   void setRecording(bool on) { recording_ = on; }
   int64_t droppedPhases() const { return dropped_; }
 
+  // Out-of-process backends: the peak (inputs and output included) and the trace as the other
+  // process measured them. When a peak is reported it replaces the tracking allocator's.
+  void reportMeasuredPeak(int64_t bytes) { measured_peak_ = bytes; }
+  std::optional<int64_t> measuredPeak() const { return measured_peak_; }
+  void addMeasuredEvents(std::vector<TraceEvent> events);
+  std::vector<TraceEvent> takeMeasuredEvents() { return std::exchange(measured_events_, {}); }
+  // Facts stored with the run (key -> value, e.g. "torch.ran" -> "math") and the device's
+  // warnings, reported even when the run fails.
+  void setFact(std::string key, std::string value) { facts_[std::move(key)] = std::move(value); }
+  std::map<std::string, std::string> takeFacts() { return std::exchange(facts_, {}); }
+  void addWarning(std::string text);
+  std::vector<std::string> takeWarnings() { return std::exchange(warnings_, {}); }
+
  private:
   TrackingAllocator& alloc_;
   const std::atomic<bool>* cancel_;
@@ -68,6 +99,10 @@ class RunContext {
   std::vector<size_t> open_;  // kNotRecorded for a phase begun while not recording
   bool recording_ = true;
   int64_t dropped_ = 0;
+  std::optional<int64_t> measured_peak_;
+  std::vector<TraceEvent> measured_events_;
+  std::map<std::string, std::string> facts_;
+  std::vector<std::string> warnings_;
 };
 
 // RAII phase range.
@@ -110,7 +145,10 @@ class Backend {
   virtual std::string description() const = 0;  // one line for people
   virtual Availability availability() const = 0;
   // Reasons this backend cannot run the spec on this machine (availability included).
+  // support() and plan() must stay cheap: the GUI calls them on every edit of the spec. A backend
+  // that needs another process to answer probes it once and answers from the cached result.
   virtual Support support(const WorkloadSpec& spec) const = 0;
+  // The predicted memory; MemoryPlan::unknown(reason) when the backend cannot predict it.
   virtual MemoryPlan plan(const WorkloadSpec& spec) const = 0;
   // Memory available to this backend's device right now, in bytes; -1 if unknown.
   virtual int64_t memoryAvailable() const = 0;

@@ -22,7 +22,15 @@ int64_t MemoryPlan::bytesAt(int step) const {
   return sum;
 }
 
+MemoryPlan MemoryPlan::unknown(std::string reason) {
+  MemoryPlan p;
+  p.known = false;
+  p.unknown_reason = std::move(reason);
+  return p;
+}
+
 int64_t MemoryPlan::peakBytes() const {
+  if (!known) return -1;
   int64_t peak = 0;
   for (int s = 0; s < std::max(1, stepCount()); ++s) peak = std::max(peak, bytesAt(s));
   return peak;
@@ -60,12 +68,19 @@ nlohmann::json toJson(const MemoryPlan& plan) {
   for (const auto& b : plan.buffers)
     buffers.push_back({{"name", b.name}, {"bytes", b.bytes}, {"first_step", b.first_step},
                        {"last_step", b.last_step}, {"role", toString(b.role)}});
-  return {{"steps", plan.steps}, {"buffers", buffers}, {"peak_bytes", plan.peakBytes()}};
+  nlohmann::json j = {{"steps", plan.steps}, {"buffers", buffers}, {"peak_bytes", plan.peakBytes()}};
+  if (!plan.known) {
+    j["known"] = false;
+    j["unknown_reason"] = plan.unknown_reason;
+  }
+  return j;
 }
 
 MemoryPlan memoryPlanFromJson(const nlohmann::json& j) {
   MemoryPlan p;
   p.steps = j.value("steps", std::vector<std::string>{});
+  p.known = j.value("known", true);
+  p.unknown_reason = j.value("unknown_reason", "");
   for (const auto& b : j.value("buffers", nlohmann::json::array())) {
     PlannedBuffer pb;
     pb.name = b.value("name", "");

@@ -25,10 +25,15 @@ struct PlannedBuffer {
 struct MemoryPlan {
   std::vector<std::string> steps;  // e.g. {"inputs", "scores", "softmax", "output"}
   std::vector<PlannedBuffer> buffers;
+  // False when the backend cannot predict its memory (e.g. PyTorch without a dispatch model for
+  // the installed version); then peakBytes() is -1 and unknown_reason says why.
+  bool known = true;
+  std::string unknown_reason;
+  static MemoryPlan unknown(std::string reason);
 
   int stepCount() const { return static_cast<int>(steps.size()); }
   int64_t bytesAt(int step) const;
-  int64_t peakBytes() const;
+  int64_t peakBytes() const;  // -1 when unknown
   int peakStep() const;  // first step where the peak is reached
   // Bytes of inputs, outputs and masks (what overhead is measured against).
   int64_t ioBytes() const;

@@ -108,6 +108,9 @@ void execute(Backend& backend, const WorkloadSpec& spec, const RunOptions& opt, 
   } catch (const std::length_error& e) {
     r.status = RunStatus::oom;
     r.message = std::string("out of host memory (") + e.what() + ")";
+  } catch (const DeviceRefusal& e) {
+    r.status = e.kind == DeviceRefusal::Kind::oom ? RunStatus::oom : RunStatus::unsupported;
+    r.message = e.what();
   } catch (const std::exception& e) {
     r.status = RunStatus::error;
     r.message = e.what();
@@ -121,9 +124,13 @@ void execute(Backend& backend, const WorkloadSpec& spec, const RunOptions& opt, 
 // Trace events from the allocator, the phases and the capture, bounded to the traced passes.
 void collectTrace(const RunOptions& opt, TrackingAllocator& alloc, RunContext& ctx, const PassState& ex,
                   RunResult& r) {
-  r.memory.measured_peak = alloc.peakBytes();
+  // An out-of-process backend's own measurement replaces the allocator's, which saw none of it.
+  r.memory.measured_peak = ctx.measuredPeak().value_or(alloc.peakBytes());
   r.trace.events = alloc.takeEvents();
   for (auto& e : ctx.takePhaseEvents()) r.trace.events.push_back(std::move(e));
+  for (auto& e : ctx.takeMeasuredEvents()) r.trace.events.push_back(std::move(e));
+  r.facts = ctx.takeFacts();
+  for (const auto& w : ctx.takeWarnings()) r.message += (r.message.empty() ? "" : "; ") + w;
   int64_t dropped = alloc.droppedEvents() + ctx.droppedPhases();
   if (opt.capture) {
     if (opt.capture->active()) {
@@ -227,7 +234,8 @@ RunResult preflight(Backend& backend, const WorkloadSpec& spec, const RunOptions
   const std::unique_ptr<TrackingAllocator> probe = backend.makeAllocator();
   const bool onHost = probe->kind() == MemoryKind::host;
   const int64_t staging = hostStagingBytes(spec, opt);
-  const int64_t need = r.memory.predicted_peak + (onHost ? staging : 0);
+  // An unknown plan (-1) guards the staging alone.
+  const int64_t need = std::max<int64_t>(0, r.memory.predicted_peak) + (onHost ? staging : 0);
   if (r.memory.available >= 0 && need > r.memory.available) {
     r.status = RunStatus::oom;
     r.message = "predicted peak " + formatBytes(need) + (onHost ? " (inputs and output copy included)" : "") +

@@ -58,6 +58,7 @@ nlohmann::json toJson(const RunResult& r) {
                    {"passed", r.accuracy.passed()}};
   j["trace"] = {{"events", r.trace.events.size()}, {"capture_note", r.trace.capture_note},
                 {"dropped_records", r.trace.dropped_records}};
+  j["facts"] = r.facts;
   j["started_unix_ms"] = r.started_unix_ms;
   j["wall_s"] = r.wall_s;
   return j;
@@ -100,6 +101,7 @@ RunResult runResultFromJson(const nlohmann::json& j) {
     r.trace.capture_note = t->value("capture_note", "");
     r.trace.dropped_records = t->value("dropped_records", int64_t{0});
   }
+  r.facts = j.value("facts", std::map<std::string, std::string>{});
   r.started_unix_ms = j.value("started_unix_ms", int64_t{0});
   r.wall_s = j.value("wall_s", 0.0);
   return r;

@@ -2,6 +2,7 @@
 // The outcome of one (spec, backend) point: plain values, safe to copy across threads.
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -64,6 +65,10 @@ struct RunResult {
   MemoryPlan plan;
   Accuracy accuracy;
   Trace trace;
+  // What the backend reported about itself for this run (RunContext::setFact), e.g. for PyTorch
+  // "torch.ran" (the kernel SDPA ran), "torch" (version), "torch.cuda", "torch.cudnn",
+  // "torch.device", "torch.capability", "python". Empty for in-process backends.
+  std::map<std::string, std::string> facts;
   int64_t started_unix_ms = 0;
   double wall_s = 0;  // whole point, set-up and checks included
 };

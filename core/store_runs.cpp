@@ -116,6 +116,14 @@ std::vector<double> samplesFromJson(std::string_view text, const std::string& pa
   throw StoreError(StoreError::Kind::corrupt, path + ": " + what + " (the database file is damaged)");
 }
 
+// The plan column also carries the backend's facts about the run ("run_facts": which kernel
+// PyTorch ran, torch's versions), so out-of-process backends needed no schema migration.
+std::string planColumn(const RunResult& r) {
+  nlohmann::json j = toJson(r.plan);
+  if (!r.facts.empty()) j["run_facts"] = r.facts;
+  return j.dump();
+}
+
 void bindRun(SqliteStatement& s, int64_t sweep_id, const RunResult& r) {
   Binder b{s, 1};
   b.i(sweep_id);
@@ -133,7 +141,7 @@ void bindRun(SqliteStatement& s, int64_t sweep_id, const RunResult& r) {
   b.i(r.memory.available);
   b.i(r.accuracy.checked ? 1 : 0), b.d(r.accuracy.max_abs_error), b.d(r.accuracy.rel_l2_error);
   b.i(r.accuracy.rows_checked), b.i(r.accuracy.rows_total), b.d(r.accuracy.tolerance);
-  b.t(toJson(r.plan).dump()), b.t(r.trace.capture_note), b.i(r.trace.dropped_records);
+  b.t(planColumn(r)), b.t(r.trace.capture_note), b.i(r.trace.dropped_records);
   b.i(static_cast<int64_t>(r.trace.events.size())), b.i(r.started_unix_ms), b.d(r.wall_s);
 }
 
@@ -183,7 +191,9 @@ RunResult readRun(const SqliteStatement& s, const std::string& path) {
   r.accuracy.max_abs_error = c.d(), r.accuracy.rel_l2_error = c.d();
   r.accuracy.rows_checked = c.i(), r.accuracy.rows_total = c.i(), r.accuracy.tolerance = c.d();
   try {
-    r.plan = memoryPlanFromJson(parseJsonColumn(c.view(), path, "run " + std::to_string(r.id) + " plan"));
+    const nlohmann::json plan = parseJsonColumn(c.view(), path, "run " + std::to_string(r.id) + " plan");
+    r.plan = memoryPlanFromJson(plan);
+    r.facts = plan.value("run_facts", std::map<std::string, std::string>{});
   } catch (const nlohmann::json::exception& e) {
     corrupt(path, "run " + std::to_string(r.id) + " plan: " + jsonProblem(e));
   }

@@ -1,6 +1,7 @@
 #include "kernels/builtin_backends.h"
 
 #include "kernels/cpu/cpu_backends.h"
+#include "kernels/torch/torch_backends.h"
 #ifdef ATTNSCOPE_HAVE_CUDA
 #include "kernels/cuda/cuda_backends.h"
 #endif
@@ -12,6 +13,7 @@ void registerBuiltinBackends(BackendRegistry& registry) {
 #ifdef ATTNSCOPE_HAVE_CUDA
   registerCudaBackends(registry);
 #endif
+  registerTorchBackends(registry);
 }
 
 }  // namespace attnscope

@@ -2,7 +2,8 @@
 #include "core/backend_registry.h"
 
 namespace attnscope {
-// Registers the CPU backends and, in CUDA builds, the CUDA backends (listed as unavailable, with
-// the CUDA runtime's reason, on machines without a usable GPU; the reason is added as a note).
+// Registers the CPU backends, in CUDA builds the CUDA backends (listed as unavailable, with the
+// CUDA runtime's reason, on machines without a usable GPU; the reason is added as a note), and the
+// PyTorch backends (unavailable, with the reason, when the user's Python has no usable torch).
 void registerBuiltinBackends(BackendRegistry& registry);
 }  // namespace attnscope

@@ -1,0 +1,182 @@
+#include "kernels/torch/torch_backend.h"
+
+#include <algorithm>
+
+#include "core/clock.h"
+#include "kernels/torch/torch_files.h"
+#include "kernels/torch/torch_trace.h"
+
+namespace attnscope::torch {
+namespace {
+
+// Per request. Generous: one CPU math call at a large size can take minutes, and the limit is
+// only there to catch a hung worker. ATTNSCOPE_TORCH_TIMEOUT overrides it.
+constexpr double kRequestTimeout = 600;
+// Events kept from the profiled call (allocations always; ops up to the rest).
+constexpr int kMaxTraceEvents = 20000;
+
+nlohmann::json specRequest(const WorkloadSpec& s) {
+  return {{"batch", s.batch},       {"heads", s.heads},       {"kv_heads", s.kvHeads()},
+          {"seq_q", s.seq_q},       {"seq_kv", s.seqKv()},    {"head_dim", s.headDim()},
+          {"dtype", std::string(toString(s.dtype))}, {"mask", maskPassing(s)}, {"scale", s.effectiveScale()}};
+}
+
+std::string deviceFact(const TorchHello& h, bool cuda) {
+  if (!cuda) return "cpu, " + std::to_string(h.threads) + " threads";
+  return h.cuda_devices.empty() ? "cuda" : h.cuda_devices[0].name;
+}
+
+class TorchExecution final : public Execution {
+ public:
+  TorchExecution(TorchSession& session, std::shared_ptr<TorchWorker> worker, RunContext& ctx, const WorkloadSpec& spec)
+      : session_(session), worker_(std::move(worker)), ctx_(ctx), spec_(spec) {}
+
+  ~TorchExecution() override {
+    if (!worker_->alive()) return;
+    try {
+      worker_->request({{"op", "release"}}, 30, nullptr);
+    } catch (const std::exception&) {
+      session_.discard();
+    }
+  }
+
+  void load(const std::string& device, const std::string& kernel, const HostInputs& inputs) {
+    PhaseScope phase(ctx_, "load inputs into torch");
+    writeTorchInputs(folder_, spec_, inputs);
+    nlohmann::json r = ask({{"op", "load"}, {"device", device}, {"kernel", kernel}, {"dir", folder_.path()},
+                            {"spec", specRequest(spec_)}});
+    choice_ = r.value("choice", "");
+    if (!choice_.empty()) ctx_.setFact("torch.choice", choice_);
+    std::string call;
+    for (const auto& n : r.value("notes", std::vector<std::string>{})) call += (call.empty() ? "" : "; ") + n;
+    if (!call.empty()) ctx_.setFact("torch.call", call);
+  }
+
+  double run() override {
+    PhaseScope phase(ctx_, "sdpa call");
+    return ask({{"op", "run"}}).value("seconds", 0.0);
+  }
+
+  void output(std::vector<float>& out) override {
+    PhaseScope phase(ctx_, "profiled call");
+    nlohmann::json r = ask({{"op", "finish"}, {"dir", folder_.path()}, {"out", folder_.file("out.npy")},
+                            {"max_events", kMaxTraceEvents}});
+    const std::string ran = r.value("ran", "");
+    ctx_.setFact("torch.ran", ran.empty() ? choice_ : ran);
+    if (auto p = r.find("peak_bytes"); p != r.end() && p->is_number()) ctx_.reportMeasuredPeak(p->get<int64_t>());
+    ctx_.addMeasuredEvents(traceFromWorker(r.value("events", nlohmann::json::array())));
+    if (int64_t dropped = r.value("dropped_events", int64_t{0}); dropped > 0)
+      ctx_.addWarning("trace: " + std::to_string(dropped) + " profiler ops beyond the first " +
+                      std::to_string(kMaxTraceEvents) + " events were left out");
+    out = readTorchOutput(folder_.file("out.npy"), spec_);
+  }
+
+ private:
+  // One request; torch's refusals become the point's status, protocol failures kill the worker.
+  nlohmann::json ask(nlohmann::json req) {
+    nlohmann::json r;
+    try {
+      r = worker_->request(std::move(req), workerTimeout(kRequestTimeout), ctxCancel());
+    } catch (...) {
+      session_.discard();
+      throw;
+    }
+    for (const auto& w : r.value("warnings", std::vector<std::string>{})) ctx_.addWarning("torch: " + w);
+    if (r.value("ok", false)) return r;
+    const std::string status = r.value("status", "error"), message = r.value("message", "torch failed");
+    if (status == "unsupported") throw DeviceRefusal(DeviceRefusal::Kind::unsupported, message);
+    if (status == "oom") throw DeviceRefusal(DeviceRefusal::Kind::oom, message);
+    throw std::runtime_error(message);
+  }
+  const std::atomic<bool>* ctxCancel() const { return ctx_.cancelFlag(); }
+
+  TorchSession& session_;
+  std::shared_ptr<TorchWorker> worker_;  // shared: a discarded worker stays valid (dead) for us
+  RunContext& ctx_;
+  WorkloadSpec spec_;
+  RunFolder folder_;
+  std::string choice_;
+};
+
+}  // namespace
+
+std::shared_ptr<TorchWorker> TorchSession::worker(const std::atomic<bool>* cancel) {
+  if (worker_ && worker_->alive()) return worker_;
+  worker_.reset();
+  const PythonChoice python = choosePython();
+  if (!python.problem.empty()) throw WorkerFailure(python.problem);
+  auto script = workerScript();
+  if (!script) throw WorkerFailure(TorchProbe::instance().result() ? TorchProbe::instance().result()->problem
+                                                                   : "attnscope_torch_worker.py not found");
+  worker_ = TorchProbe::instance().takeSpare(python.path);
+  if (!worker_) worker_ = std::make_shared<TorchWorker>(python, *script, cancel);
+  if (!worker_->hello().usable) {
+    const std::string problem = worker_->hello().problem;
+    worker_.reset();
+    throw WorkerFailure(problem);
+  }
+  return worker_;
+}
+
+std::string TorchBackend::description() const {
+  const std::string where = device_ == "cuda" ? "GPU" : "CPU";
+  if (kernel_ == "auto") return "PyTorch SDPA on the " + where + " in your Python; torch chooses the kernel";
+  return "PyTorch SDPA on the " + where + " in your Python, forced to the " + kernel_ + " kernel";
+}
+
+Availability TorchBackend::availability() const {
+  auto r = TorchProbe::instance().result();
+  if (!r) return {false, "checking " + choosePython().command + " for torch..."};
+  if (!r->problem.empty()) return {false, r->problem};
+  if (onCuda() && !r->hello.cuda_available)
+    return {false, "CUDA is not available in torch " + r->hello.torch_version + ": " + r->hello.cuda_reason};
+  return {};
+}
+
+Support TorchBackend::support(const WorkloadSpec&) const {
+  // Whether a forced kernel accepts the spec is torch's to say when it runs (its own message
+  // becomes the point's status); here only what is known without running.
+  Support s;
+  if (Availability a = availability(); !a.available) s.reasons.push_back(a.reason);
+  return s;
+}
+
+MemoryPlan TorchBackend::plan(const WorkloadSpec&) const {
+  return MemoryPlan::unknown("PyTorch's memory is predicted by the SDPA dispatch explainer, not in this build yet");
+}
+
+int64_t TorchBackend::memoryAvailable() const { return onCuda() ? -1 : hostMemoryAvailable(); }
+
+std::unique_ptr<TrackingAllocator> TorchBackend::makeAllocator() const {
+  // Nothing of ours is allocated for a torch run (torch allocates in its own process); the
+  // worker reports its peak and trace through the RunContext instead.
+  return std::make_unique<HostAllocator>();
+}
+
+std::unique_ptr<Execution> TorchBackend::prepare(const WorkloadSpec& spec, const HostInputs& inputs, RunContext& ctx) {
+  std::shared_ptr<TorchWorker> worker;
+  try {
+    worker = session_->worker(ctx.cancelFlag());
+  } catch (const Cancelled&) {
+    throw;
+  } catch (const std::exception&) {
+    session_->discard();
+    throw;
+  }
+  const TorchHello& h = worker->hello();
+  ctx.setFact("python", h.executable + " (Python " + h.python_version + ")");
+  ctx.setFact("torch", h.torch_version);
+  ctx.setFact("torch.cuda", h.torch_cuda.empty() ? "none (CPU-only build)" : h.torch_cuda);
+  if (!h.torch_cudnn.empty()) ctx.setFact("torch.cudnn", h.torch_cudnn);
+  ctx.setFact("torch.device", deviceFact(h, onCuda()));
+  if (onCuda() && !h.cuda_devices.empty()) ctx.setFact("torch.capability", "sm" + [&] {
+    std::string c = h.cuda_devices[0].capability;
+    c.erase(std::remove(c.begin(), c.end(), '.'), c.end());
+    return c;
+  }());
+  auto exec = std::make_unique<TorchExecution>(*session_, worker, ctx, spec);
+  exec->load(onCuda() ? "cuda:0" : "cpu", kernel_, inputs);
+  return exec;
+}
+
+}  // namespace attnscope::torch

@@ -1,0 +1,41 @@
+#pragma once
+// The files one torch run exchanges with the worker: the exact inputs our backends use, written
+// as .npy (core/npy), and the output read back the same way, so the float64 accuracy check
+// applies unchanged. Masks the worker cannot express as is_causal become boolean tensors here,
+// from the same mask rules every backend uses (core/mask.h).
+
+#include <string>
+#include <vector>
+
+#include "core/host_inputs.h"
+#include "core/workload_spec.h"
+
+namespace attnscope::torch {
+
+// How the spec's mask reaches torch: "none", "causal" (is_causal=True, or causal_lower_right
+// when Lq != Lkv and torch has it) or "tensor" (mask.npy, a boolean tensor).
+std::string maskPassing(const WorkloadSpec& spec);
+// The same, for people: the `backends` command and the README say it.
+std::string maskPassingNote();
+
+// A private temporary folder, removed with everything in it on destruction.
+class RunFolder {
+ public:
+  RunFolder();
+  ~RunFolder();
+  RunFolder(const RunFolder&) = delete;
+  RunFolder& operator=(const RunFolder&) = delete;
+  const std::string& path() const { return path_; }
+  std::string file(const char* name) const { return path_ + "/" + name; }
+
+ private:
+  std::string path_;
+};
+
+// Writes q.npy, k.npy, v.npy ([B,H,L,D]; bf16 as float32 holding the exact bf16 values) and, for
+// masks passed as tensors, mask.npy (bool, [1,1,Lq,Lkv] or [B,H,Lq,Lkv] per the spec's layout).
+void writeTorchInputs(const RunFolder& dir, const WorkloadSpec& spec, const HostInputs& inputs);
+// Reads the worker's out.npy (float32, [B,H,Lq,D]) and checks its shape.
+std::vector<float> readTorchOutput(const std::string& path, const WorkloadSpec& spec);
+
+}  // namespace attnscope::torch

@@ -1,0 +1,111 @@
+#include "kernels/torch/torch_probe.h"
+
+#include <thread>
+
+#include "core/backend.h"
+
+namespace attnscope::torch {
+
+TorchProbe& TorchProbe::instance() {
+  static TorchProbe* probe = new TorchProbe;  // never destroyed: background threads may outlive main
+  return *probe;
+}
+
+std::string TorchProbe::keyOf(const PythonChoice& p, const std::string& script) {
+  return p.path + "\n" + p.problem + "\n" + script;
+}
+
+std::shared_ptr<const ProbeResult> TorchProbe::probe(const PythonChoice& python, const std::string& script,
+                                                     std::unique_ptr<TorchWorker>* spare) {
+  auto r = std::make_shared<ProbeResult>();
+  r->python = python;
+  r->script = script;
+  if (!python.problem.empty()) {
+    r->problem = python.problem;
+    return r;
+  }
+  if (script.empty()) {
+    std::string searched;
+    workerScript(&searched);
+    r->problem = "attnscope_torch_worker.py not found (looked in " + searched +
+                 "; reinstall AttnScope or set ATTNSCOPE_TORCH_WORKER)";
+    return r;
+  }
+  try {
+    auto worker = std::make_unique<TorchWorker>(python, script, nullptr);
+    r->hello = worker->hello();
+    if (!r->hello.usable) r->problem = r->hello.problem;
+    else if (spare) *spare = std::move(worker);
+  } catch (const std::exception& e) {
+    r->problem = e.what();
+  }
+  return r;
+}
+
+std::shared_ptr<const ProbeResult> TorchProbe::result() {
+  const PythonChoice python = choosePython();
+  const std::string script = workerScript().value_or("");
+  const std::string key = keyOf(python, script);
+  std::unique_lock lock(mu_);
+  if (key != key_) {
+    key_ = key;
+    cached_.reset();
+    spare_.reset();
+    ++generation_;
+    running_ = false;
+  }
+  if (cached_) return cached_;
+  if (!background_) {
+    // Blocking: probe under the lock so concurrent callers wait for one probe, not start two.
+    std::unique_ptr<TorchWorker> spare;
+    cached_ = probe(python, script, &spare);
+    spare_ = std::move(spare);
+    return cached_;
+  }
+  if (!running_) {
+    running_ = true;
+    const uint64_t gen = generation_;
+    std::thread([this, python, script, gen] {
+      auto r = probe(python, script, nullptr);
+      std::function<void()> notify;
+      {
+        std::lock_guard l(mu_);
+        if (gen != generation_) return;  // the Python changed meanwhile: a newer probe answers
+        cached_ = r;
+        running_ = false;
+        notify = listener_;
+      }
+      if (notify) notify();
+    }).detach();
+  }
+  return nullptr;
+}
+
+void TorchProbe::setBackground(bool background) {
+  std::lock_guard lock(mu_);
+  background_ = background;
+  if (background) spare_.reset();  // an idle torch process would sit in the GUI's memory
+}
+
+void TorchProbe::setListener(std::function<void()> listener) {
+  std::lock_guard lock(mu_);
+  listener_ = std::move(listener);
+}
+
+void TorchProbe::invalidate() {
+  std::lock_guard lock(mu_);
+  key_.clear();
+  cached_.reset();
+  spare_.reset();
+  ++generation_;
+  running_ = false;
+}
+
+std::unique_ptr<TorchWorker> TorchProbe::takeSpare(const std::string& python_path) {
+  std::lock_guard lock(mu_);
+  if (spare_ && spare_->alive() && spare_->python().path == python_path) return std::move(spare_);
+  spare_.reset();
+  return nullptr;
+}
+
+}  // namespace attnscope::torch

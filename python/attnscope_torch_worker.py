@@ -1,0 +1,455 @@
+#!/usr/bin/env python3
+"""AttnScope's PyTorch worker: runs torch.nn.functional.scaled_dot_product_attention for the
+torch.* backends, in the user's own Python, talking JSON lines over stdin/stdout.
+
+Protocol (version 1, documented in docs/TORCH_WORKER.md): on start the worker prints one
+"hello" line; then it answers each request line with exactly one response line carrying the
+request's id. stdout carries nothing else; Python's and torch's chatter goes to stderr.
+Only the standard library and torch are used (numpy is optional for torch and not needed).
+"""
+
+import ast
+import contextlib
+import ctypes
+import json
+import os
+import platform
+import sys
+import time
+import traceback
+import warnings
+
+PROTOCOL = 1
+MIN_TORCH = (2, 0)
+
+# Keep stdout for protocol lines only: anything a library prints goes to stderr.
+_protocol_out = sys.stdout
+sys.stdout = sys.stderr
+
+
+def send(obj):
+    _protocol_out.write(json.dumps(obj, separators=(",", ":")) + "\n")
+    _protocol_out.flush()
+
+
+def version_tuple(text):
+    parts = []
+    for piece in text.split("+")[0].split(".")[:2]:
+        digits = "".join(ch for ch in piece if ch.isdigit())
+        parts.append(int(digits or 0))
+    return tuple(parts)
+
+
+torch = None
+F = None
+import_error = None
+try:
+    import torch  # noqa: E402  (the import is what the hello reports on)
+    import torch.nn.functional as F  # noqa: E402
+except Exception as e:  # ModuleNotFoundError, or a broken install raising anything
+    import_error = "%s: %s" % (type(e).__name__, e) if not isinstance(e, ModuleNotFoundError) else str(e)
+
+
+def cuda_state():
+    """(available, reason) as torch sees CUDA."""
+    if torch.version.cuda is None and getattr(torch.version, "hip", None) is None:
+        return False, "this torch %s is a CPU-only build (torch.version.cuda is None)" % torch.__version__
+    try:
+        if torch.cuda.is_available():
+            return True, ""
+        torch.cuda.init()  # raises with torch's own reason
+        return False, "torch.cuda.is_available() is False"
+    except Exception as e:
+        return False, str(e).strip().splitlines()[0]
+
+
+def hello():
+    msg = {"type": "hello", "protocol": PROTOCOL, "python": platform.python_version(),
+           "executable": sys.executable, "pid": os.getpid()}
+    if torch is None:
+        msg["error"] = import_error
+        return msg
+    msg["torch"] = torch.__version__
+    if version_tuple(torch.__version__) < MIN_TORCH:
+        msg["error"] = "torch %s is too old: AttnScope needs torch 2.0 or newer (scaled_dot_product_attention)" % (
+            torch.__version__)
+        return msg
+    msg["torch_cuda"] = torch.version.cuda or ""
+    try:
+        cudnn = torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None
+    except Exception:
+        cudnn = None
+    msg["torch_cudnn"] = str(cudnn) if cudnn else ""
+    ok, reason = cuda_state()
+    msg["cuda_available"] = ok
+    msg["cuda_reason"] = reason
+    devices = []
+    if ok:
+        for i in range(torch.cuda.device_count()):
+            p = torch.cuda.get_device_properties(i)
+            devices.append({"index": i, "name": p.name, "capability": "%d.%d" % (p.major, p.minor),
+                            "memory": int(p.total_memory)})
+    msg["cuda_devices"] = devices
+    msg["threads"] = torch.get_num_threads()
+    msg["sdpa_kernel"] = has_sdpa_kernel()
+    msg["enable_gqa"] = has_enable_gqa()
+    msg["causal_lower_right"] = has_causal_lower_right()
+    return msg
+
+
+def has_sdpa_kernel():
+    try:
+        from torch.nn.attention import sdpa_kernel  # noqa: F401  (2.3+)
+        return True
+    except Exception:
+        return False
+
+
+def has_enable_gqa():
+    return version_tuple(torch.__version__) >= (2, 5)
+
+
+def has_causal_lower_right():
+    try:
+        from torch.nn.attention.bias import causal_lower_right  # noqa: F401  (2.3+)
+        return True
+    except Exception:
+        return False
+
+
+# ---------------------------------------------------------------------------------------------
+# .npy without numpy: the files come from AttnScope's own writer (core/npy.cpp), C order,
+# little-endian, descr <f4, <f2 or |b1.
+
+NPY_DTYPES = {"<f4": "float32", "<f2": "float16", "|b1": "bool"}
+
+
+def read_npy(path):
+    with open(path, "rb") as f:
+        data = f.read()
+    if data[:6] != b"\x93NUMPY":
+        raise ValueError("%s: not a .npy file" % path)
+    major = data[6]
+    if major == 1:
+        hlen = int.from_bytes(data[8:10], "little")
+        start = 10
+    else:
+        hlen = int.from_bytes(data[8:12], "little")
+        start = 12
+    header = ast.literal_eval(data[start:start + hlen].decode("latin1"))
+    descr = header["descr"]
+    if descr not in NPY_DTYPES or header.get("fortran_order"):
+        raise ValueError("%s: unsupported array %r" % (path, header))
+    dtype = getattr(torch, NPY_DTYPES[descr])
+    shape = tuple(header["shape"])
+    body = bytearray(data[start + hlen:])
+    if len(body) == 0:
+        return torch.empty(shape, dtype=dtype)
+    return torch.frombuffer(body, dtype=dtype).reshape(shape).clone()
+
+
+def write_npy(path, tensor):
+    t = tensor.detach().to("cpu", torch.float32).contiguous()
+    shape = tuple(t.shape)
+    shape_text = "(%s)" % (", ".join(str(d) for d in shape) + ("," if len(shape) == 1 else ""))
+    header = "{'descr': '<f4', 'fortran_order': False, 'shape': %s, }" % shape_text
+    pad = (64 - (10 + len(header) + 1) % 64) % 64
+    header = header + " " * pad + "\n"
+    with open(path, "wb") as f:
+        f.write(b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little") + header.encode("latin1"))
+        if t.numel():
+            f.write(ctypes.string_at(t.data_ptr(), t.numel() * 4))
+
+
+# ---------------------------------------------------------------------------------------------
+# Kernels and their names.
+
+KERNEL_OPS = [
+    ("_scaled_dot_product_flash_attention_for_cpu", "flash"),
+    ("_scaled_dot_product_flash_attention", "flash"),
+    ("_flash_attention_forward", "flash"),
+    ("_scaled_dot_product_efficient_attention", "efficient"),
+    ("_efficient_attention_forward", "efficient"),
+    ("_scaled_dot_product_cudnn_attention", "cudnn"),
+    ("_scaled_dot_product_fused_attention_overrideable", "overrideable"),
+    ("_scaled_dot_product_attention_math", "math"),
+]
+CHOICE_NAMES = {-1: "error", 0: "math", 1: "flash", 2: "efficient", 3: "cudnn", 4: "overrideable"}
+
+
+def kernel_context(kernel):
+    """A context manager that lets only `kernel` run (auto: torch's own choice)."""
+    if kernel == "auto":
+        return contextlib.nullcontext()
+    if has_sdpa_kernel():
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+        names = {"math": "MATH", "flash": "FLASH_ATTENTION", "efficient": "EFFICIENT_ATTENTION",
+                 "cudnn": "CUDNN_ATTENTION"}
+        if not hasattr(SDPBackend, names[kernel]):
+            raise Unsupported("torch %s cannot force the %s kernel (SDPBackend.%s does not exist)" % (
+                torch.__version__, kernel, names[kernel]))
+        if kernel == "cudnn" and version_tuple(torch.__version__) < (2, 4):
+            raise Unsupported("torch %s's sdpa_kernel ignores CUDNN_ATTENTION (2.4+ forces cuDNN)" % torch.__version__)
+        return sdpa_kernel(getattr(SDPBackend, names[kernel]))
+    if kernel == "cudnn":
+        raise Unsupported("torch %s has no cuDNN attention (2.3+)" % torch.__version__)
+    return torch.backends.cuda.sdp_kernel(enable_flash=kernel == "flash", enable_math=kernel == "math",
+                                          enable_mem_efficient=kernel == "efficient")
+
+
+class Unsupported(Exception):
+    pass
+
+
+def classify(exc):
+    """(status, message) for an exception raised by torch."""
+    text = str(exc).strip()
+    oom_type = getattr(torch.cuda, "OutOfMemoryError", None) if torch is not None else None
+    if (oom_type is not None and isinstance(exc, oom_type)) or "out of memory" in text.lower():
+        return "oom", text
+    if isinstance(exc, Unsupported) or "No available kernel" in text or "No viable backend" in text:
+        return "unsupported", text
+    if isinstance(exc, MemoryError):
+        return "oom", "MemoryError: " + text
+    return "error", "%s: %s" % (type(exc).__name__, text)
+
+
+# ---------------------------------------------------------------------------------------------
+# One loaded workload.
+
+class Workload:
+    def __init__(self, req):
+        spec = req["spec"]
+        self.kernel = req["kernel"]
+        self.device = torch.device(req["device"])
+        self.notes = []
+        dtype = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}[spec["dtype"]]
+        d = req["dir"]
+        load = lambda name: read_npy(os.path.join(d, name)).to(self.device, dtype).contiguous()
+        self.q, self.k, self.v = load("q.npy"), load("k.npy"), load("v.npy")
+        self.kwargs = {"scale": spec["scale"]}
+        if version_tuple(torch.__version__) < (2, 1):
+            # 2.0 has no scale argument: fold the scale into q (SDPA multiplies by 1/sqrt(D)).
+            del self.kwargs["scale"]
+            self.q = self.q * (spec["scale"] * spec["head_dim"] ** 0.5)
+            self.notes.append("scale folded into q (torch 2.0 has no scale argument)")
+        hq, hkv = spec["heads"], spec["kv_heads"]
+        if hq != hkv:
+            if has_enable_gqa():
+                self.kwargs["enable_gqa"] = True
+                self.notes.append("GQA via enable_gqa=True")
+            else:
+                rep = hq // hkv
+                self.k = self.k.repeat_interleave(rep, dim=1).contiguous()
+                self.v = self.v.repeat_interleave(rep, dim=1).contiguous()
+                self.notes.append("GQA: K/V repeated to %d heads (torch %s has no enable_gqa)" % (hq, torch.__version__))
+        self.mask = None  # the tensor we hold (counted as an input)
+        self.choice_mask = None  # what _fused_sdp_choice is asked about
+        self.is_causal = False
+        mask = spec["mask"]
+        lq, lkv = spec["seq_q"], spec["seq_kv"]
+        if mask == "causal" and lq == lkv:
+            self.is_causal = True
+            self.notes.append("mask: is_causal=True")
+        elif mask == "causal" and has_causal_lower_right():
+            from torch.nn.attention.bias import causal_lower_right
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # "will produce NaNs when seq_len_q > seq_len_kv": we check
+                self.kwargs["attn_mask"] = causal_lower_right(lq, lkv)
+            self.choice_mask = self.kwargs["attn_mask"]._materialize(self.device)
+            self.notes.append("mask: causal_lower_right(%d, %d)" % (lq, lkv))
+        elif mask in ("causal", "tensor"):
+            self.mask = read_npy(os.path.join(d, "mask.npy")).to(self.device)
+            self.kwargs["attn_mask"] = self.mask
+            self.choice_mask = self.mask
+            shape = "x".join(str(x) for x in self.mask.shape)
+            self.notes.append("mask: boolean tensor [%s]" % shape if mask == "tensor" else
+                              "mask: causal as a boolean tensor [%s] (torch %s has no causal_lower_right)" % (
+                                  shape, torch.__version__))
+        self.input_bytes = sum(t.numel() * t.element_size() for t in (self.q, self.k, self.v, self.mask)
+                               if t is not None)
+        self.choice = self.fused_choice()
+
+    def fused_choice(self):
+        args = (self.q, self.k, self.v, self.choice_mask, 0.0, self.is_causal)
+        kw = {"scale": self.kwargs["scale"]} if "scale" in self.kwargs else {}
+        if "enable_gqa" in self.kwargs:
+            kw["enable_gqa"] = True
+        try:
+            with kernel_context(self.kernel):
+                return CHOICE_NAMES.get(int(torch._fused_sdp_choice(*args, **kw)), "unknown")
+        except Unsupported:
+            raise
+        except Exception:
+            return ""  # no kernel can run: the call itself will say why
+
+    def call(self):
+        return F.scaled_dot_product_attention(self.q, self.k, self.v, is_causal=self.is_causal, **self.kwargs)
+
+    def synchronize(self):
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+
+
+def run_once(w):
+    """One timed call; seconds by perf_counter on the CPU, CUDA events on a GPU."""
+    with kernel_context(w.kernel):
+        if w.device.type == "cuda":
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            w.synchronize()
+            start.record()
+            out = w.call()
+            end.record()
+            end.synchronize()
+            seconds = start.elapsed_time(end) / 1000.0
+        else:
+            t0 = time.perf_counter()
+            out = w.call()
+            seconds = time.perf_counter() - t0
+    del out
+    return seconds
+
+
+def profiled_call(w, out_path, trace_dir, max_events):
+    """One extra call under the profiler: memory, the kernel that ran, the trace, the output."""
+    from torch.profiler import ProfilerActivity, profile, record_function
+    activities = [ProfilerActivity.CPU]
+    if w.device.type == "cuda":
+        activities.append(ProfilerActivity.CUDA)
+    w.synchronize()
+    cuda_base = None
+    if w.device.type == "cuda":
+        torch.cuda.reset_peak_memory_stats(w.device)
+        cuda_base = torch.cuda.memory_allocated(w.device)
+    with kernel_context(w.kernel):
+        with profile(activities=activities, profile_memory=True) as prof:
+            t_start = time.monotonic_ns()
+            with record_function("attnscope.sdpa"):
+                out = w.call()
+                w.synchronize()
+    result = {}
+    if w.device.type == "cuda":
+        result["peak_bytes"] = int(torch.cuda.max_memory_allocated(w.device))
+        result["cuda_base_bytes"] = int(cuda_base)
+        result["reserved_bytes"] = int(torch.cuda.max_memory_reserved(w.device))
+    write_npy(out_path, out)
+    del out
+    path = os.path.join(trace_dir, "torch_trace.json")
+    prof.export_chrome_trace(path)
+    with open(path) as f:
+        trace = json.load(f)
+    os.unlink(path)
+    result.update(convert_trace(w, trace, t_start, max_events))
+    return result
+
+
+def convert_trace(w, trace, t_start, max_events):
+    events = trace.get("traceEvents", [])
+    anchor = next((e for e in events if e.get("name") == "attnscope.sdpa" and e.get("ph") == "X"), None)
+    offset = t_start - int(anchor["ts"] * 1000) if anchor else t_start
+    ns = lambda ts: int(ts * 1000) + offset
+    threads, out, ran, memory = {}, [], "", []
+    for e in events:
+        ph, cat, name = e.get("ph"), e.get("cat", ""), e.get("name", "")
+        if ph == "X" and cat in ("cpu_op", "user_annotation", "kernel", "gpu_memcpy", "gpu_memset"):
+            if name == "attnscope.sdpa":
+                out.append({"k": "phase", "n": "profiled sdpa call", "s": ns(e["ts"]), "e": ns(e["ts"] + e["dur"])})
+                continue
+            short = name[6:] if name.startswith("aten::") else name
+            if not ran:
+                for op, kernel in KERNEL_OPS:
+                    if short == op:
+                        ran = kernel
+                        break
+            gpu = cat != "cpu_op" and cat != "user_annotation"
+            key = ("gpu", e.get("args", {}).get("stream", e.get("tid"))) if gpu else ("cpu", e.get("tid"))
+            stream = threads.setdefault(key, len(threads))
+            out.append({"k": {"gpu_memcpy": "memcpy", "gpu_memset": "memset"}.get(cat, "kernel"), "n": name,
+                        "s": ns(e["ts"]), "e": ns(e["ts"] + e["dur"]), "t": stream, "g": gpu})
+        elif ph == "i" and name == "[memory]":
+            a = e.get("args", {})
+            memory.append(a)
+            b = int(a.get("Bytes", 0))
+            out.append({"k": "alloc" if b >= 0 else "free", "s": ns(e["ts"]), "b": abs(b), "a": int(a.get("Addr", 0)),
+                        "d": int(a.get("Device Type", 0))})
+    # The inputs were allocated before the profiled call; they are live throughout it.
+    inputs = [("q", w.q), ("k", w.k), ("v", w.v), ("mask", w.mask)]
+    for name, t in inputs:
+        if t is not None:
+            out.append({"k": "alloc", "n": name, "s": t_start - 1, "b": t.numel() * t.element_size(),
+                        "a": t.data_ptr(), "d": 1 if t.is_cuda else 0})
+    dropped = max(0, len(out) - max_events)
+    if dropped:
+        out = [e for e in out if e["k"] not in ("kernel", "memcpy", "memset")] + \
+              [e for e in out if e["k"] in ("kernel", "memcpy", "memset")][:max(0, max_events - len(memory))]
+    result = {"events": out, "ran": ran, "dropped_events": dropped}
+    cpu_mem = [a for a in memory if int(a.get("Device Type", 0)) == 0]
+    if w.device.type == "cpu":
+        # Reference §6.2: the running total persists across sessions, so subtract the base.
+        extra = 0
+        if cpu_mem:
+            base = int(cpu_mem[0]["Total Allocated"]) - int(cpu_mem[0]["Bytes"])
+            extra = max(0, max(int(a["Total Allocated"]) for a in cpu_mem) - base)
+        result["peak_bytes"] = w.input_bytes + extra
+    return result
+
+
+# ---------------------------------------------------------------------------------------------
+
+def main():
+    h = hello()
+    send(h)
+    if "error" in h:
+        return 0
+    workload = None
+    for line in sys.stdin:
+        line = line.strip()
+        if not line:
+            continue
+        req = json.loads(line)
+        rid, op = req.get("id"), req.get("op")
+        reply = {"id": rid, "ok": True}
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
+                if op == "load":
+                    workload = None
+                    if req["device"].startswith("cuda"):
+                        torch.cuda.empty_cache()
+                    workload = Workload(req)
+                    reply.update({"choice": workload.choice, "notes": workload.notes,
+                                  "input_bytes": workload.input_bytes})
+                elif op == "run":
+                    reply["seconds"] = run_once(workload)
+                elif op == "finish":
+                    reply.update(profiled_call(workload, req["out"], req["dir"], int(req.get("max_events", 20000))))
+                elif op == "release":
+                    workload = None
+                    if torch.cuda.is_initialized():
+                        torch.cuda.empty_cache()
+                elif op == "quit":
+                    send(reply)
+                    return 0
+                else:
+                    reply = {"id": rid, "ok": False, "status": "error", "message": "unknown op %r" % op}
+            except Exception as e:  # every failure goes back to AttnScope as the point's status
+                status, message = classify(e)
+                reply = {"id": rid, "ok": False, "status": status, "message": message}
+                if status == "error":
+                    traceback.print_exc(file=sys.stderr)
+                if op == "load":
+                    workload = None
+        texts = []
+        for wmsg in caught:
+            text = str(wmsg.message).strip()
+            if "rofiler" in text:  # the profiler's own notes are not torch's words about the workload
+                continue
+            if text and text not in texts:
+                texts.append(text)
+        reply["warnings"] = texts
+        send(reply)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
