@@ -77,6 +77,7 @@ int cmdBackends(const std::vector<std::string>& argv) {
                                  {"unavailable_reason", av.reason},
                                  {"supported", sup.ok()},
                                  {"reasons", sup.reasons},
+                                 {"note", sup.note},
                                  {"predicted_peak", sup.ok() ? b->plan(spec).peakBytes() : -1}});
     }
     out["torch_mask_passing"] = torchMaskPassingNote();
@@ -91,7 +92,8 @@ int cmdBackends(const std::vector<std::string>& argv) {
     Support sup = b->support(spec);
     const int64_t peak = sup.ok() ? b->plan(spec).peakBytes() : -1;
     t.add({b->id(), b->device(), av.available ? "yes" : "no", sup.ok() ? "yes" : "no",
-           peak >= 0 ? formatBytes(peak) : sup.ok() ? "unknown" : "-", sup.ok() ? b->description() : join(sup.reasons, "; ")});
+           peak >= 0 ? formatBytes(peak) : sup.ok() ? "unknown" : "-",
+           sup.ok() ? (sup.note.empty() ? b->description() : sup.note) : join(sup.reasons, "; ")});
   }
   std::cout << t.render();
   std::cout << "\n" << torchMaskPassingNote() << "\n";

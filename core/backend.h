@@ -124,6 +124,8 @@ struct Availability {
 
 struct Support {
   std::vector<std::string> reasons;  // empty: supported
+  // A remark for people when supported, e.g. for PyTorch "torch would pick math (flash: ...)".
+  std::string note;
   bool ok() const { return reasons.empty(); }
 };
 

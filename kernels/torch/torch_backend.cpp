@@ -4,6 +4,7 @@
 
 #include "core/clock.h"
 #include "kernels/torch/torch_files.h"
+#include "kernels/torch/torch_prediction.h"
 #include "kernels/torch/torch_trace.h"
 
 namespace attnscope::torch {
@@ -133,16 +134,23 @@ Availability TorchBackend::availability() const {
   return {};
 }
 
-Support TorchBackend::support(const WorkloadSpec&) const {
+Support TorchBackend::support(const WorkloadSpec& spec) const {
   // Whether a forced kernel accepts the spec is torch's to say when it runs (its own message
-  // becomes the point's status); here only what is known without running.
+  // becomes the point's status); the explainer's prediction is only a note.
   Support s;
-  if (Availability a = availability(); !a.available) s.reasons.push_back(a.reason);
+  if (Availability a = availability(); !a.available) {
+    s.reasons.push_back(a.reason);
+    return s;
+  }
+  if (auto r = TorchProbe::instance().result()) s.note = predictTorch(spec, r->hello, onCuda(), kernel_).hint;
   return s;
 }
 
-MemoryPlan TorchBackend::plan(const WorkloadSpec&) const {
-  return MemoryPlan::unknown("PyTorch's memory is predicted by the SDPA dispatch explainer, not in this build yet");
+MemoryPlan TorchBackend::plan(const WorkloadSpec& spec) const {
+  auto r = TorchProbe::instance().result();
+  if (!r) return MemoryPlan::unknown("still checking the Python for torch");
+  if (!r->problem.empty()) return MemoryPlan::unknown(r->problem);
+  return predictTorch(spec, r->hello, onCuda(), kernel_).plan;
 }
 
 int64_t TorchBackend::memoryAvailable() const { return onCuda() ? -1 : hostMemoryAvailable(); }

@@ -1,0 +1,26 @@
+#pragma once
+// What the SDPA dispatch explainer (core/torch_dispatch) predicts for a torch backend on the torch
+// the worker reported: the kernel torch would pick, with the first rule that rejects the ones
+// before it, and that kernel's memory as named buffers (inputs included, like our measured peak).
+
+#include <optional>
+#include <string>
+
+#include "core/memory_plan.h"
+#include "core/torch_dispatch/torch_target.h"
+#include "core/workload_spec.h"
+#include "kernels/torch/torch_worker.h"
+
+namespace attnscope::torch {
+
+// The explainer's target for the installed torch, or nullopt with the reason in `why`.
+std::optional<torch_dispatch::TorchTarget> targetFor(const TorchHello& hello, bool cuda, std::string* why);
+
+struct TorchPrediction {
+  MemoryPlan plan;   // MemoryPlan::unknown(reason) when the explainer has no answer
+  std::string hint;  // "torch would pick flash" / "torch would refuse flash: <torch's message>"
+};
+// kernel: "auto" (torch's choice) or the forced one.
+TorchPrediction predictTorch(const WorkloadSpec& spec, const TorchHello& hello, bool cuda, const std::string& kernel);
+
+}  // namespace attnscope::torch
