@@ -179,6 +179,9 @@ void WorkerProcess::reap(bool block) {
 
 void WorkerProcess::kill() {
   if (pid_ > 0) {
+    // The whole process group: whatever the worker started (a shell's children, compile
+    // workers) goes with it.
+    ::kill(-pid_, SIGKILL);
     ::kill(pid_, SIGKILL);
     reap(true);
   }

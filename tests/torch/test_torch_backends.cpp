@@ -1,0 +1,205 @@
+// The torch backends with the real torch of ATTNSCOPE_TEST_PYTHON (scripts/torch-venv.sh: a PyPI
+// torch used on the CPU). Without it the test exits 77 (skipped) and says why.
+//
+// Accuracy: every torch.cpu backend against the float64 reference through the real run engine,
+// on awkward shapes and every mask kind. Memory: torch's measured peak against the explainer's
+// prediction. Dispatch: the kernel recorded for torch.cpu.auto against torch._fused_sdp_choice
+// asked independently. Failures: a forced kernel torch cannot run, a worker killed mid-run,
+// cancel.
+#include <gtest/gtest.h>
+
+#include <csignal>
+#include <cstdio>
+#include <thread>
+
+#include "kernels/torch/torch_python.h"
+#include "tests/torch/torch_test_support.h"
+
+namespace attnscope {
+namespace {
+
+using namespace torchtest;
+
+const char* testPython() { return std::getenv("ATTNSCOPE_TEST_PYTHON"); }
+
+struct TorchBackends : ::testing::Test {
+  static void SetUpTestSuite() { torch::setCommandLinePython(testPython()); }
+  static std::shared_ptr<torch::TorchSession> session() {
+    static auto s = std::make_shared<torch::TorchSession>();
+    return s;
+  }
+  torch::TorchBackend autoB{"cpu", "auto", session()};
+  torch::TorchBackend mathB{"cpu", "math", session()};
+  torch::TorchBackend flashB{"cpu", "flash", session()};
+};
+
+struct Case {
+  const char* what;
+  WorkloadSpec spec;
+};
+
+std::vector<Case> awkwardCases() {
+  std::vector<Case> c = {
+      {"seq 1", spec(2, 1, 1, 8)},
+      {"seq 97, head_dim 59", spec(2, 97, 97, 59)},
+      {"head_dim 8, Lq < Lkv", spec(2, 33, 97, 8)},
+      {"GQA 4/2", spec(4, 64, 64, 16, "none", 2)},
+      {"MQA 4/1, Lq != Lkv", spec(4, 40, 72, 16, "none", 1)},
+      {"causal", spec(2, 97, 97, 16, "causal")},
+      {"causal Lq < Lkv (bottom-right)", spec(2, 33, 97, 16, "causal")},
+      {"causal Lq > Lkv (rows without keys)", spec(2, 97, 33, 16, "causal")},
+      {"window:16", spec(2, 97, 97, 16, "window:16")},
+      {"window:8, Lq != Lkv", spec(2, 40, 97, 8, "window:8")},
+      {"block:32", spec(2, 97, 97, 16, "block:32")},
+      {"dense:0.5 broadcast", spec(2, 97, 97, 16, "dense:0.5")},
+      {"dense:0.5 per head, GQA", spec(4, 64, 80, 8, "dense:0.5", 2)},
+      {"bf16", spec(2, 97, 97, 59, "causal", 0, DType::bf16)},
+      {"fp16", spec(2, 97, 64, 16, "dense:0.7", 0, DType::fp16)},
+  };
+  c[12].spec.mask_layout = MaskLayout::per_head;
+  return c;
+}
+
+TEST_F(TorchBackends, EveryCpuBackendMatchesTheFloat64Reference) {
+  for (torch::TorchBackend* b : {&autoB, &mathB, &flashB}) {
+    for (const Case& c : awkwardCases()) {
+      RunResult r = runOnce(*b, c.spec);
+      SCOPED_TRACE(b->id() + " " + c.what + " " + summary(c.spec) + ": " + r.message);
+      ASSERT_EQ(r.status, RunStatus::ok);
+      EXPECT_TRUE(r.accuracy.checked);
+      EXPECT_TRUE(r.accuracy.passed()) << r.accuracy.max_abs_error << " > " << r.accuracy.tolerance;
+      EXPECT_EQ(r.accuracy.rows_checked, r.accuracy.rows_total);
+      // A forced kernel is the one that ran.
+      if (b->kernel() != "auto") {
+        EXPECT_EQ(r.facts["torch.ran"], b->kernel());
+      }
+      EXPECT_EQ(r.facts["torch"].substr(0, 2), "2.");
+      EXPECT_FALSE(r.trace.events.empty());
+    }
+  }
+}
+
+// Measured (the profiler's memory events, inputs added) against the explainer's plan for the
+// installed torch. Tolerance: 1 KiB. The plans model every tensor the composite allocates; what
+// they leave out are torch's 4-byte scalar tensors (scalar_tensor in the mask conversion and
+// _safe_softmax) — a few bytes per call, far below 1 KiB and far below any buffer that matters.
+TEST_F(TorchBackends, MeasuredPeakMatchesTheExplainersPrediction) {
+  constexpr int64_t kTolerance = 1024;
+  const std::vector<WorkloadSpec> specs = {spec(2, 256, 256, 64), spec(4, 512, 512, 64), spec(8, 256, 256, 8, "dense"),
+                                           spec(4, 300, 300, 32, "causal"), spec(4, 128, 256, 16, "causal"),
+                                           spec(4, 256, 256, 16, "window:64"), spec(8, 128, 128, 32, "none", 2),
+                                           spec(4, 256, 256, 64, "none", 0, DType::bf16)};
+  for (torch::TorchBackend* b : {&autoB, &mathB, &flashB}) {
+    for (const WorkloadSpec& s : specs) {
+      RunResult r = runOnce(*b, s);
+      SCOPED_TRACE(b->id() + " " + summary(s) + ": " + r.message);
+      ASSERT_EQ(r.status, RunStatus::ok);
+      ASSERT_TRUE(r.plan.known) << r.plan.unknown_reason;
+      ASSERT_GT(r.memory.predicted_peak, 0);
+      std::printf("%-16s %-40s predicted %10lld measured %10lld (diff %+lld B)\n", b->id().c_str(), summary(s).c_str(),
+                  static_cast<long long>(r.memory.predicted_peak), static_cast<long long>(r.memory.measured_peak),
+                  static_cast<long long>(r.memory.measured_peak - r.memory.predicted_peak));
+      EXPECT_LE(std::llabs(r.memory.measured_peak - r.memory.predicted_peak), kTolerance);
+    }
+  }
+}
+
+// What torch._fused_sdp_choice says for these inputs, asked in a separate Python of our own.
+std::string fusedChoiceOf(const WorkloadSpec& s) {
+  const bool causal = s.mask.kind == MaskKind::causal;
+  const bool tensorMask = s.mask.kind == MaskKind::dense || s.mask.kind == MaskKind::window;
+  char code[1024];
+  std::snprintf(code, sizeof code,
+                "import torch; dt={'fp32':torch.float32,'bf16':torch.bfloat16,'fp16':torch.float16}['%s']; "
+                "q=torch.rand(%lld,%lld,%lld,%lld,dtype=dt); k=torch.rand(%lld,%lld,%lld,%lld,dtype=dt); v=k.clone(); "
+                "m=torch.ones(1,1,%lld,%lld,dtype=torch.bool) if %d else None; "
+                "print({0:'math',1:'flash',2:'efficient',3:'cudnn'}[torch._fused_sdp_choice(q,k,v,m,0.0,%s,enable_gqa=%s)])",
+                std::string(toString(s.dtype)).c_str(), (long long)s.batch, (long long)s.heads, (long long)s.seq_q,
+                (long long)s.headDim(), (long long)s.batch, (long long)s.kvHeads(), (long long)s.seqKv(),
+                (long long)s.headDim(), (long long)s.seq_q, (long long)s.seqKv(), tensorMask ? 1 : 0,
+                causal ? "True" : "False", s.kvHeads() != s.heads ? "True" : "False");
+  std::string cmd = std::string(testPython()) + " -c \"" + code + "\" 2>/dev/null";
+  FILE* p = ::popen(cmd.c_str(), "r");
+  char buf[64] = {0};
+  if (p && std::fgets(buf, sizeof buf, p)) {
+  }
+  if (p) ::pclose(p);
+  std::string out = buf;
+  while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
+  return out;
+}
+
+TEST_F(TorchBackends, AutoRecordsTheKernelFusedSdpChoiceNames) {
+  for (const WorkloadSpec& s : {spec(2, 64, 64, 16), spec(2, 64, 64, 16, "causal"), spec(2, 64, 96, 8, "dense"),
+                                spec(4, 64, 64, 16, "none", 2), spec(2, 64, 64, 16, "window:8", 0, DType::bf16),
+                                spec(2, 64, 64, 16, "none", 0, DType::fp16)}) {
+    RunResult r = runOnce(autoB, s);
+    SCOPED_TRACE(summary(s) + ": " + r.message);
+    ASSERT_EQ(r.status, RunStatus::ok);
+    const std::string expected = fusedChoiceOf(s);
+    ASSERT_FALSE(expected.empty());
+    EXPECT_EQ(r.facts["torch.choice"], expected);  // the worker's own _fused_sdp_choice
+    EXPECT_EQ(r.facts["torch.ran"], expected);     // the op the profiler saw run
+  }
+}
+
+TEST_F(TorchBackends, ForcedKernelTorchCannotRunGivesItsStatusAndMessage) {
+  // The CPU has no memory-efficient kernel: forcing it disables flash and math, and torch refuses.
+  torch::TorchBackend efficientOnCpu{"cpu", "efficient", session()};
+  RunResult r = runOnce(efficientOnCpu, spec(2, 64, 64, 16));
+  EXPECT_EQ(r.status, RunStatus::unsupported);
+  EXPECT_NE(r.message.find("No viable backend for scaled_dot_product_attention was found"), std::string::npos)
+      << r.message;
+  // The worker survives a refusal: the next point runs on it.
+  EXPECT_EQ(runOnce(autoB, spec(2, 64, 64, 16)).status, RunStatus::ok);
+}
+
+TEST_F(TorchBackends, CudaBackendsSayCudaIsNotAvailableInTorch) {
+  torch::TorchBackend cudaAuto{"cuda", "auto", session()};
+  Availability a = cudaAuto.availability();
+  if (a.available) GTEST_SKIP() << "this machine's torch has CUDA";
+  EXPECT_EQ(a.reason.rfind("CUDA is not available in torch 2.", 0), 0u) << a.reason;
+  EXPECT_EQ(runOnce(cudaAuto, spec(2, 64, 64, 16)).status, RunStatus::unsupported);
+}
+
+TEST_F(TorchBackends, WorkerKilledMidRunFailsThePointAndIsRestarted) {
+  ASSERT_EQ(runOnce(autoB, spec(2, 64, 64, 16)).status, RunStatus::ok);  // a worker is up
+  std::thread killer([] {
+    // Kill the worker while the run is busy (the repetitions below take far longer than this).
+    std::this_thread::sleep_for(std::chrono::milliseconds(800));
+    for (pid_t p : workerPids()) ::kill(p, SIGKILL);
+  });
+  RunResult r = runOnce(mathB, spec(8, 512, 512, 64), nullptr, 100000);
+  killer.join();
+  EXPECT_EQ(r.status, RunStatus::error);
+  EXPECT_NE(r.message.find("killed by signal 9"), std::string::npos) << r.message;
+  RunResult next = runOnce(autoB, spec(2, 64, 64, 16));
+  EXPECT_EQ(next.status, RunStatus::ok) << next.message;
+}
+
+TEST_F(TorchBackends, CancelStopsTheRunAndKillsTheWorker) {
+  ASSERT_EQ(runOnce(autoB, spec(2, 64, 64, 16)).status, RunStatus::ok);
+  ASSERT_FALSE(workerPids().empty());
+  std::atomic<bool> cancel{false};
+  std::thread canceller([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(800));
+    cancel = true;
+  });
+  RunResult r = runOnce(mathB, spec(8, 512, 512, 64), &cancel, 100000);
+  canceller.join();
+  EXPECT_EQ(r.status, RunStatus::cancelled) << r.message;
+  EXPECT_TRUE(workerPids().empty());  // killed, not left computing
+  EXPECT_EQ(runOnce(autoB, spec(2, 64, 64, 16)).status, RunStatus::ok);
+}
+
+}  // namespace
+}  // namespace attnscope
+
+int main(int argc, char** argv) {
+  if (!attnscope::testPython() || !*attnscope::testPython()) {
+    std::printf("skipped: ATTNSCOPE_TEST_PYTHON is not set (bash scripts/torch-venv.sh prints a Python with torch)\n");
+    return 77;
+  }
+  ::testing::InitGoogleTest(&argc, argv);
+  return RUN_ALL_TESTS();
+}

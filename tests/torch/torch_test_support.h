@@ -1,0 +1,82 @@
+#pragma once
+// Shared by the torch backend tests: specs, a run through the real engine, fake Pythons, and the
+// worker processes this test process has started (found in /proc, so the tests see what a user
+// would: a process that is or is not there).
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "core/run_engine.h"
+#include "core/workload_spec.h"
+#include "kernels/torch/torch_backend.h"
+
+namespace attnscope::torchtest {
+
+inline WorkloadSpec spec(int64_t heads, int64_t seq_q, int64_t seq_kv, int64_t head_dim, const std::string& mask = "none",
+                         int64_t kv_heads = 0, DType dtype = DType::fp32) {
+  WorkloadSpec s;
+  s.heads = heads;
+  s.kv_heads = kv_heads;
+  s.seq_q = seq_q;
+  s.seq_kv = seq_kv;
+  s.head_dim = head_dim;
+  s.dtype = dtype;
+  s.mask = *parseMask(mask).mask;
+  s.seed = 7;
+  return s;
+}
+
+inline RunResult runOnce(Backend& b, const WorkloadSpec& s, const std::atomic<bool>* cancel = nullptr, int reps = 1) {
+  RunOptions opt;
+  opt.warmup = 0;
+  opt.reps = reps;
+  opt.cancel = cancel;
+  return runPoint(b, s, opt);
+}
+
+// A fake "python": a shell script that ignores the worker script and plays `body`.
+inline std::string fakePython(const std::string& name, const std::string& body) {
+  const std::string path = std::string(ATTNSCOPE_TORCH_TEST_DIR) + "/" + name;
+  std::ofstream(path) << "#!/bin/sh\n" << body << "\n";
+  ::chmod(path.c_str(), 0755);
+  return path;
+}
+
+// The hello of a usable torch 2.15 without CUDA, as the real worker prints it.
+inline std::string fakeHello() {
+  return R"({"type":"hello","protocol":1,"python":"3.11.7","executable":"/fake/python","pid":1,"torch":"2.15.0",)"
+         R"("torch_cuda":"","torch_cudnn":"","cuda_available":false,"cuda_reason":"fake","cuda_devices":[],)"
+         R"("threads":1,"sdpa_kernel":true,"enable_gqa":true,"causal_lower_right":true})";
+}
+
+// Live children of this process whose command line mentions the worker script or `marker`.
+inline std::vector<pid_t> workerPids(const std::string& marker = "attnscope_torch_worker.py") {
+  std::vector<pid_t> out;
+  const std::string self = std::to_string(::getpid());
+  for (const auto& e : std::filesystem::directory_iterator("/proc")) {
+    const std::string name = e.path().filename();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream stat(e.path() / "stat");
+    std::string line;
+    std::getline(stat, line);
+    // pid (comm) state ppid ...
+    auto close = line.rfind(')');
+    if (close == std::string::npos) continue;
+    char state = 0;
+    long ppid = 0;
+    if (std::sscanf(line.c_str() + close + 1, " %c %ld", &state, &ppid) != 2 || std::to_string(ppid) != self) continue;
+    if (state == 'Z') continue;
+    std::ifstream cmd(e.path() / "cmdline");
+    std::string args((std::istreambuf_iterator<char>(cmd)), std::istreambuf_iterator<char>());
+    if (args.find(marker) != std::string::npos) out.push_back(static_cast<pid_t>(std::stol(name)));
+  }
+  return out;
+}
+
+}  // namespace attnscope::torchtest
