@@ -162,6 +162,21 @@ const CommandDef kCompareDef{"compare", "compare ID ID [--db FILE] [--json]",
                              "by side, or two runs field by field.",
                              {dbOption(), jsonOption()}, 2, {}};
 
+namespace {
+// The torch environment a side's torch runs saw (version, CUDA, cuDNN, device as torch reports
+// them), from its first torch run: stored with each run, not with the sweep's environment.
+nlohmann::json torchEnvironment(const std::vector<RunResult>& runs) {
+  nlohmann::json out = nlohmann::json::object();
+  for (const auto& r : runs) {
+    if (!r.facts.count("torch")) continue;
+    for (const char* k : {"python", "torch", "torch.cuda", "torch.cudnn", "torch.device", "torch.capability"})
+      if (auto it = r.facts.find(k); it != r.facts.end()) out[k] = it->second;
+    break;
+  }
+  return out;
+}
+}  // namespace
+
 int cmdCompare(const std::vector<std::string>& argv) {
   Args args(kCompareDef, argv);
   if (args.positionals().size() != 2) throw UsageError("compare needs two ids (S<n> or R<n>)");
@@ -190,8 +205,10 @@ int cmdCompare(const std::vector<std::string>& argv) {
     const SweepComparison cmp = compareSweeps({&ra, &rb});
     for (const auto& p : cmp.points) pairs.push_back({p.runs[0], p.runs[1], p.label});
   }
+  const nlohmann::json torch_a = torchEnvironment(ra), torch_b = torchEnvironment(rb);
   if (args.flag("json")) {
     nlohmann::json out = {{"a", a.text()}, {"b", b.text()}, {"environments", envs}, {"points", nlohmann::json::array()}};
+    if (!torch_a.empty() || !torch_b.empty()) out["torch_environments"] = {torch_a, torch_b};
     for (const auto& p : pairs) {
       nlohmann::json j = {{"point", p.label}, {"a", p.a ? toJson(*p.a) : nlohmann::json()},
                           {"b", p.b ? toJson(*p.b) : nlohmann::json()}};
@@ -213,6 +230,16 @@ int cmdCompare(const std::vector<std::string>& argv) {
       env.add({it.key(), va, vb, va == vb ? "" : "differs"});
     }
     std::cout << env.render() << "\n";
+  }
+  if (!torch_a.empty() || !torch_b.empty()) {
+    Table te({"torch (as the runs saw it)", a.text(), b.text(), ""});
+    nlohmann::json keys = torch_a;
+    keys.update(torch_b);
+    for (auto it = keys.begin(); it != keys.end(); ++it) {
+      const std::string va = torch_a.value(it.key(), "-"), vb = torch_b.value(it.key(), "-");
+      te.add({it.key(), va, vb, va == vb ? "" : "differs"});
+    }
+    std::cout << te.render() << "\n";
   }
   Table t({"point", "status " + a.text(), "status " + b.text(), "time " + a.text(), "time " + b.text(), "B/A time",
            "peak " + a.text(), "peak " + b.text(), "peak B-A"});

@@ -102,9 +102,10 @@ class TorchExecution final : public Execution {
 }  // namespace
 
 std::shared_ptr<TorchWorker> TorchSession::worker(const std::atomic<bool>* cancel) {
-  if (worker_ && worker_->alive()) return worker_;
-  worker_.reset();
   const PythonChoice python = choosePython();
+  // A worker of another Python (the GUI's setting changed between sweeps) is not reused.
+  if (worker_ && worker_->alive() && worker_->python().path == python.path) return worker_;
+  worker_.reset();
   if (!python.problem.empty()) throw WorkerFailure(python.problem);
   auto script = workerScript();
   if (!script) throw WorkerFailure(TorchProbe::instance().result() ? TorchProbe::instance().result()->problem

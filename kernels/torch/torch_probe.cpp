@@ -42,6 +42,13 @@ std::shared_ptr<const ProbeResult> TorchProbe::probe(const PythonChoice& python,
   return r;
 }
 
+namespace {
+thread_local int t_blocking = 0;
+}  // namespace
+
+TorchProbe::BlockingScope::BlockingScope() { ++t_blocking; }
+TorchProbe::BlockingScope::~BlockingScope() { --t_blocking; }
+
 std::shared_ptr<const ProbeResult> TorchProbe::result() {
   const PythonChoice python = choosePython();
   const std::string script = workerScript().value_or("");
@@ -53,31 +60,43 @@ std::shared_ptr<const ProbeResult> TorchProbe::result() {
     spare_.reset();
     ++generation_;
     running_ = false;
+    done_.notify_all();  // waiters for the old Python's probe give up
   }
   if (cached_) return cached_;
-  if (!background_) {
-    // Blocking: probe under the lock so concurrent callers wait for one probe, not start two.
-    std::unique_ptr<TorchWorker> spare;
-    cached_ = probe(python, script, &spare);
-    spare_ = std::move(spare);
-    return cached_;
-  }
-  if (!running_) {
-    running_ = true;
+  const bool wait = !background_ || t_blocking > 0;
+  if (running_) {
+    if (!wait) return nullptr;
     const uint64_t gen = generation_;
-    std::thread([this, python, script, gen] {
-      auto r = probe(python, script, nullptr);
-      std::function<void()> notify;
-      {
-        std::lock_guard l(mu_);
-        if (gen != generation_) return;  // the Python changed meanwhile: a newer probe answers
+    done_.wait(lock, [&] { return !running_ || gen != generation_; });
+    return cached_;  // nullptr only if the Python changed meanwhile
+  }
+  // Start a probe. It never runs under the lock: a GUI thread asking meanwhile must not wait.
+  running_ = true;
+  const uint64_t gen = generation_;
+  const bool keep_spare = !background_;
+  auto work = [this, python, script, gen, keep_spare] {
+    std::unique_ptr<TorchWorker> spare;
+    auto r = probe(python, script, keep_spare ? &spare : nullptr);
+    std::function<void()> notify;
+    {
+      std::lock_guard l(mu_);
+      if (gen == generation_) {  // else the Python changed meanwhile: a newer probe answers
         cached_ = r;
+        spare_ = std::move(spare);
         running_ = false;
         notify = listener_;
       }
-      if (notify) notify();
-    }).detach();
+    }
+    done_.notify_all();
+    if (notify) notify();
+  };
+  if (wait) {
+    lock.unlock();
+    work();
+    lock.lock();
+    return cached_;
   }
+  std::thread(work).detach();
   return nullptr;
 }
 
@@ -93,12 +112,15 @@ void TorchProbe::setListener(std::function<void()> listener) {
 }
 
 void TorchProbe::invalidate() {
-  std::lock_guard lock(mu_);
-  key_.clear();
-  cached_.reset();
-  spare_.reset();
-  ++generation_;
-  running_ = false;
+  {
+    std::lock_guard lock(mu_);
+    key_.clear();
+    cached_.reset();
+    spare_.reset();
+    ++generation_;
+    running_ = false;
+  }
+  done_.notify_all();
 }
 
 std::unique_ptr<TorchWorker> TorchProbe::takeSpare(const std::string& python_path) {

@@ -8,6 +8,7 @@
 // Background mode (the GUI): questions never wait; while the probe runs the torch backends say
 // "checking ...", and a listener is told when the answer arrives (or when the Python changes).
 
+#include <condition_variable>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -36,6 +37,15 @@ class TorchProbe {
   void setListener(std::function<void()> listener);
   // Forget the cached answer (e.g. the GUI's Python setting changed).
   void invalidate();
+  // While one lives, result() waits on this thread even in background mode: for a sweep's
+  // worker thread in the GUI, which must know before it runs a point.
+  class BlockingScope {
+   public:
+    BlockingScope();
+    ~BlockingScope();
+    BlockingScope(const BlockingScope&) = delete;
+    BlockingScope& operator=(const BlockingScope&) = delete;
+  };
   // The worker the probe started, if it is still alive and belongs to this Python.
   std::unique_ptr<TorchWorker> takeSpare(const std::string& python_path);
 
@@ -47,6 +57,7 @@ class TorchProbe {
                                                   std::unique_ptr<TorchWorker>* spare);
 
   std::mutex mu_;
+  std::condition_variable done_;
   bool background_ = false;
   std::string key_;  // the Python and script the cached result belongs to
   std::shared_ptr<const ProbeResult> cached_;

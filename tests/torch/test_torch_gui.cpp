@@ -1,0 +1,126 @@
+// The done-when of the torch backends in the desktop application: the Python comes from the GUI's
+// setting, the torch backends turn available when the background probe answers (the GUI thread
+// never waits for it), and a sweep of torch.cpu.auto, torch.cpu.math and cpu.flash over heads x
+// seq runs on the worker thread and stores torch's measured memory beside the prediction, with the
+// kernel torch ran. With ATTNSCOPE_TORCH_SCREENSHOT_DIR set it also saves screenshots.
+#include <QSettings>
+#include <QSignalSpy>
+#include <QSpinBox>
+#include <QTabWidget>
+#include <QTableView>
+#include <QtTest>
+
+#include "core/store.h"
+#include "ui/backend_list_model.h"
+#include "ui/main_window.h"
+#include "ui/results_table_model.h"
+#include "ui/sweep_panel.h"
+#include "ui_test_support.h"
+#include "ui/workload_form.h"
+
+using namespace attnscope;
+using namespace attnscope::ui;
+
+namespace {
+
+const char* testPython() { return std::getenv("ATTNSCOPE_TEST_PYTHON"); }
+
+int rowOf(BackendListModel* m, const QString& id) {
+  for (int i = 0; i < m->rowCount(); ++i)
+    if (m->index(i).data(BackendListModel::IdRole).toString() == id) return i;
+  return -1;
+}
+
+void save(QWidget& w, const QString& name) {
+  const QString dir = qEnvironmentVariable("ATTNSCOPE_TORCH_SCREENSHOT_DIR");
+  if (dir.isEmpty()) return;
+  QDir().mkpath(dir);
+  for (int i = 0; i < 5; ++i) {
+    QApplication::processEvents();
+    QThread::msleep(30);
+  }
+  w.grab().save(QDir(dir).filePath(name));
+}
+
+}  // namespace
+
+class TorchGuiTest : public QObject {
+  Q_OBJECT
+  QTemporaryDir dir_;
+
+ private Q_SLOTS:
+  void sweepTorchBesideOurs() {
+    QSettings().setValue("torch/python", QString::fromLocal8Bit(testPython()));
+    const QString db = dir_.filePath("torch.sqlite");
+    MainWindow w(db);
+    w.setInteractive(false);
+    w.resize(1680, 1000);
+    w.show();
+    BackendListModel* model = w.backendModel();
+    const int autoRow = rowOf(model, "torch.cpu.auto"), cudaRow = rowOf(model, "torch.cuda.auto");
+    QVERIFY(autoRow >= 0 && cudaRow >= 0);
+    // The probe answers in the background; the dock re-checks itself when it does.
+    QTRY_VERIFY_WITH_TIMEOUT(model->index(autoRow).data(BackendListModel::StateRole).toInt() ==
+                                 BackendListModel::Supported,
+                             240000);
+    QVERIFY(model->index(cudaRow).data(BackendListModel::DetailRole).toString().contains("CUDA is not available in torch"));
+
+    WorkloadForm* form = w.workloadForm();
+    QVERIFY(form->setFieldText("batch", "1"));
+    QVERIFY(form->setFieldText("head_dim", "64"));
+    QVERIFY(form->setFieldText("mask", "none"));
+    model->setCheckedIds({"torch.cpu.auto", "torch.cpu.math", "cpu.flash"});
+    w.sweepPanel()->setAxisText("heads", "2, 4");
+    w.sweepPanel()->setAxisText("seq", "256, 512");
+    w.sweepPanel()->setAxisText("other", "");
+    w.sweepPanel()->findChild<QSpinBox*>("sweepReps")->setValue(1);
+    QCOMPARE(static_cast<int>(w.sweepPanel()->sweep().pointCount()), 12);
+    QVERIFY(model->index(autoRow).data(BackendListModel::DetailRole).toString().contains("torch would pick flash"));
+    save(w, "torch-backends-dock.png");
+
+    QSignalSpy finished(&w, &MainWindow::sweepFinished);
+    w.runAction()->trigger();
+    QVERIFY(w.isRunning());
+    QVERIFY(finished.wait(600000));
+    QCOMPARE(finished.front().at(1).toString(), QString("finished"));
+    const int64_t id = finished.front().at(0).toLongLong();
+
+    Store store(db.toStdString(), false);
+    const auto runs = store.runs(id);
+    QCOMPARE(static_cast<int>(runs.size()), 12);
+    for (const auto& r : runs) {
+      QVERIFY2(r.status == RunStatus::ok, (r.backend + ": " + r.message).c_str());
+      if (r.backend == "cpu.flash") continue;
+      QCOMPARE(QString::fromStdString(r.facts.at("torch.ran")), r.backend == "torch.cpu.math" ? QString("math") : QString("flash"));
+      QVERIFY(r.memory.predicted_peak > 0);
+      QVERIFY2(std::llabs(r.memory.measured_peak - r.memory.predicted_peak) <= 1024, r.backend.c_str());
+      QVERIFY(store.events(r.id).size() > 10);  // the profiler's ops and allocations: the Timeline has a trace
+    }
+    save(w, "torch-memory.png");
+    for (int i = 0; i < w.tabs()->count(); ++i) {
+      if (w.tabs()->tabText(i) == "Results") {
+        w.tabs()->setCurrentIndex(i);
+        save(w, "torch-results.png");
+      }
+    }
+    bool noted = false;
+    auto* table = w.findChild<QTableView*>("resultsView");
+    for (int row = 0; table && row < table->model()->rowCount(); ++row)
+      noted |= table->model()->index(row, ResultsTableModel::MessageColumn).data().toString().startsWith("torch ran: math");
+    QVERIFY(noted);
+  }
+};
+
+int main(int argc, char** argv) {
+  if (!testPython() || !*testPython()) {
+    std::printf("skipped: ATTNSCOPE_TEST_PYTHON is not set (bash scripts/torch-venv.sh prints a Python with torch)\n");
+    return 77;
+  }
+  qunsetenv("ATTNSCOPE_PYTHON");  // the GUI's setting must be what chooses the Python here
+  attnscope::ui::test::prepareEnvironment();
+  QApplication app(argc, argv);
+  app.setAttribute(Qt::AA_Use96Dpi, true);
+  TorchGuiTest tc;
+  return QTest::qExec(&tc, argc, argv);
+}
+#include "test_torch_gui.moc"
