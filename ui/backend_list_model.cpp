@@ -92,6 +92,7 @@ void BackendListModel::setSpec(const WorkloadSpec& spec) {
     for (const auto& why : s.reasons) reasons << QString::fromStdString(why);
     r.detail = s.ok() ? tr("can run %1").arg(QString::fromStdString(summary(spec)))
                       : tr("cannot run this spec: %1").arg(reasons.join("; "));
+    if (s.ok() && !s.note.empty()) r.detail += "; " + QString::fromStdString(s.note);
   }
   if (!rows_.empty())
     Q_EMIT dataChanged(index(0), index(static_cast<int>(rows_.size()) - 1),

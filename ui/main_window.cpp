@@ -13,6 +13,7 @@
 #include <QPushButton>
 #include <QScrollArea>
 #include <QScreen>
+#include <QPointer>
 #include <QSettings>
 #include <QStatusBar>
 #include <QTabWidget>
@@ -23,6 +24,8 @@
 #include <nlohmann/json.hpp>
 
 #include "kernels/builtin_session.h"
+#include "kernels/torch/torch_probe.h"
+#include "kernels/torch/torch_python.h"
 #include "ui/backend_list_model.h"
 #include "ui/backends_panel.h"
 #include "ui/chart_view.h"
@@ -61,6 +64,10 @@ QDockWidget* dock(QMainWindow* w, const QString& title, const char* name, QWidge
 MainWindow::MainWindow(const QString& db_path, QWidget* parent)
     : QMainWindow(parent), registry_(builtinSession().registry()) {
   registerUiMetaTypes();
+  // The torch backends probe the user's Python in the background, never on this thread; the
+  // Backends dock is re-checked when the answer arrives. (Registering them probes nothing.)
+  torch::TorchProbe::instance().setBackground(true);
+  torch::setGuiPython(QSettings().value("torch/python").toString().toStdString());
   setWindowTitle(tr("AttnScope"));
   setAcceptDrops(true);
   setDockOptions(AnimatedDocks | AllowTabbedDocks);
@@ -125,6 +132,12 @@ MainWindow::MainWindow(const QString& db_path, QWidget* parent)
   connect(worker_, &SweepWorker::pointFinished, this, &MainWindow::onPoint);
   connect(worker_, &SweepWorker::finished, this, &MainWindow::onFinished);
   thread_->start();
+
+  QPointer<MainWindow> self(this);
+  torch::TorchProbe::instance().setListener([self] {
+    if (QCoreApplication* app = QCoreApplication::instance())
+      QMetaObject::invokeMethod(app, [self] { if (self) self->updateRunnable(); }, Qt::QueuedConnection);
+  });
 
   restoreSettings();
   if (!db_path.isEmpty()) openDatabase(db_path, true);

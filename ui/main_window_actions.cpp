@@ -6,6 +6,7 @@
 #include <QFileInfo>
 #include <QDockWidget>
 #include <QFileDialog>
+#include <QInputDialog>
 #include <QItemSelectionModel>
 #include <QKeySequence>
 #include <QMenuBar>
@@ -24,6 +25,8 @@
 #include "core/environment.h"
 #include "core/output_file.h"
 #include "core/store.h"
+#include "kernels/torch/torch_probe.h"
+#include "kernels/torch/torch_python.h"
 #include "ui/chart_export.h"
 #include "ui/chart_view.h"
 #include "ui/compare_view.h"
@@ -80,6 +83,22 @@ void MainWindow::buildMenus() {
     QList<qint64> ids;
     for (int64_t id : runs_panel_->selectedSweepIds()) ids << id;
     compare(ids);
+  });
+
+  QMenu* settings = menuBar()->addMenu(tr("&Settings"));
+  settings->addAction(tr("&Python for torch backends..."), this, [this] {
+    bool ok = false;
+    const QString current = QSettings().value("torch/python").toString();
+    const QString python = QInputDialog::getText(
+        this, tr("Python for torch backends"),
+        tr("Python with torch for the torch.* backends (a path, or a name on PATH; empty: python3).\n"
+           "--python and ATTNSCOPE_PYTHON take precedence over this setting."),
+        QLineEdit::Normal, current, &ok);
+    if (!ok) return;
+    QSettings().setValue("torch/python", python.trimmed());
+    torch::setGuiPython(python.trimmed().toStdString());
+    torch::TorchProbe::instance().invalidate();
+    updateRunnable();  // the torch backends say "checking ..." until the new probe answers
   });
 
   QMenu* view = menuBar()->addMenu(tr("&View"));

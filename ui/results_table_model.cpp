@@ -67,7 +67,12 @@ QVariant ResultsTableModel::data(const QModelIndex& index, int role) const {
     case ErrorColumn:
       if (raw) return r.accuracy.max_abs_error;
       return r.accuracy.checked ? QString::number(r.accuracy.max_abs_error, 'g', 3) : QStringLiteral("-");
-    case MessageColumn: return QString::fromStdString(r.message);
+    case MessageColumn: {
+      // The kernel PyTorch ran leads the note of a torch run, as in the CLI's table.
+      auto ran = r.facts.find("torch.ran");
+      if (ran == r.facts.end()) return QString::fromStdString(r.message);
+      return QString::fromStdString("torch ran: " + ran->second + (r.message.empty() ? "" : "; " + r.message));
+    }
   }
   return {};
 }

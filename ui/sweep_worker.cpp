@@ -5,6 +5,7 @@
 #include "core/environment.h"
 #include "core/store.h"
 #include "kernels/builtin_session.h"
+#include "kernels/torch/torch_probe.h"
 
 namespace attnscope::ui {
 
@@ -18,6 +19,8 @@ SweepWorker::SweepWorker(QObject* parent) : QObject(parent) { registerUiMetaType
 SweepWorker::~SweepWorker() = default;
 
 void SweepWorker::run(quint64 job, const QString& db_path, const SweepSpec& spec_in) {
+  // This thread may wait for the torch probe (the GUI thread never does).
+  torch::TorchProbe::BlockingScope may_wait_for_torch;
   SweepSpec spec = spec_in;
   if (spec.name.empty())
     spec.name = "sweep " + QDateTime::currentDateTime().toString("yyyy-MM-dd hh:mm:ss").toStdString();
