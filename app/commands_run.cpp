@@ -19,6 +19,7 @@
 #include "core/run_engine.h"
 #include "core/sweep_runner.h"
 #include "kernels/torch/torch_backends.h"
+#include "kernels/torch/torch_probe.h"
 
 namespace attnscope::cli {
 namespace {
@@ -156,6 +157,7 @@ int cmdRun(const std::vector<std::string>& argv) {
   if (!args.flag("json")) s.printNotes();
   opt.capture = s.capture;
   InterruptGuard guard;
+  torch::TorchProbe::instance().setCancel(&g_cancel);  // Ctrl-C also stops a torch import in progress
   opt.cancel = &g_cancel;
   // The memory guard runs before any input is read or generated, counting the inputs.
   RunResult r = preflight(backend, spec, opt);
@@ -264,6 +266,7 @@ int cmdSweep(const std::vector<std::string>& argv) {
   SweepRunner runner(s.registry);
   runner.setCapture(s.capture);
   InterruptGuard guard;
+  torch::TorchProbe::instance().setCancel(&g_cancel);  // Ctrl-C also stops a torch import in progress
   size_t total = sw.pointCount();
   SweepCallbacks cb;
   std::vector<RunResult> saved;  // for the summary when saving fails part-way (a full disk)

@@ -139,6 +139,8 @@ Support TorchBackend::support(const WorkloadSpec& spec) const {
   // Whether a forced kernel accepts the spec is torch's to say when it runs (its own message
   // becomes the point's status); the explainer's prediction is only a note.
   Support s;
+  // A probe cancelled by Ctrl-C knows nothing: let the engine see the cancel and say so.
+  if (auto r = TorchProbe::instance().result(); r && r->cancelled) return s;
   if (Availability a = availability(); !a.available) {
     s.reasons.push_back(a.reason);
     return s;

@@ -1,6 +1,7 @@
 #include "kernels/torch/torch_probe.h"
 
 #include <thread>
+#include <utility>
 
 #include "core/backend.h"
 
@@ -16,7 +17,8 @@ std::string TorchProbe::keyOf(const PythonChoice& p, const std::string& script) 
 }
 
 std::shared_ptr<const ProbeResult> TorchProbe::probe(const PythonChoice& python, const std::string& script,
-                                                     std::unique_ptr<TorchWorker>* spare) {
+                                                     std::unique_ptr<TorchWorker>* spare,
+                                                     const std::atomic<bool>* cancel) {
   auto r = std::make_shared<ProbeResult>();
   r->python = python;
   r->script = script;
@@ -32,10 +34,13 @@ std::shared_ptr<const ProbeResult> TorchProbe::probe(const PythonChoice& python,
     return r;
   }
   try {
-    auto worker = std::make_unique<TorchWorker>(python, script, nullptr);
+    auto worker = std::make_unique<TorchWorker>(python, script, cancel);
     r->hello = worker->hello();
     if (!r->hello.usable) r->problem = r->hello.problem;
     else if (spare) *spare = std::move(worker);
+  } catch (const Cancelled&) {
+    r->cancelled = true;
+    r->problem = "cancelled while " + python.command + " was importing torch";
   } catch (const std::exception& e) {
     r->problem = e.what();
   }
@@ -74,13 +79,17 @@ std::shared_ptr<const ProbeResult> TorchProbe::result() {
   running_ = true;
   const uint64_t gen = generation_;
   const bool keep_spare = !background_;
-  auto work = [this, python, script, gen, keep_spare] {
+  const std::atomic<bool>* cancel = wait ? cancel_ : nullptr;
+  auto work = [this, python, script, gen, keep_spare, cancel] {
     std::unique_ptr<TorchWorker> spare;
-    auto r = probe(python, script, keep_spare ? &spare : nullptr);
+    auto r = probe(python, script, keep_spare ? &spare : nullptr, cancel);
     std::function<void()> notify;
     {
       std::lock_guard l(mu_);
-      if (gen == generation_) {  // else the Python changed meanwhile: a newer probe answers
+      if (r->cancelled) {
+        running_ = false;  // not cached: the next question probes again
+        last_cancelled_ = r;
+      } else if (gen == generation_) {  // else the Python changed meanwhile: a newer probe answers
         cached_ = r;
         spare_ = std::move(spare);
         running_ = false;
@@ -94,7 +103,7 @@ std::shared_ptr<const ProbeResult> TorchProbe::result() {
     lock.unlock();
     work();
     lock.lock();
-    return cached_;
+    return cached_ ? cached_ : std::exchange(last_cancelled_, nullptr);
   }
   std::thread(work).detach();
   return nullptr;
@@ -104,6 +113,11 @@ void TorchProbe::setBackground(bool background) {
   std::lock_guard lock(mu_);
   background_ = background;
   if (background) spare_.reset();  // an idle torch process would sit in the GUI's memory
+}
+
+void TorchProbe::setCancel(const std::atomic<bool>* cancel) {
+  std::lock_guard lock(mu_);
+  cancel_ = cancel;
 }
 
 void TorchProbe::setListener(std::function<void()> listener) {

@@ -8,6 +8,7 @@
 // Background mode (the GUI): questions never wait; while the probe runs the torch backends say
 // "checking ...", and a listener is told when the answer arrives (or when the Python changes).
 
+#include <atomic>
 #include <condition_variable>
 #include <functional>
 #include <memory>
@@ -23,6 +24,7 @@ struct ProbeResult {
   std::string script;
   TorchHello hello;
   std::string problem;  // empty when torch is usable; else the reason every torch backend gives
+  bool cancelled = false;  // the probe was cancelled: nothing is known
 };
 
 class TorchProbe {
@@ -35,6 +37,9 @@ class TorchProbe {
   void setBackground(bool background);
   // Called (from the probe's thread) whenever a background probe finishes.
   void setListener(std::function<void()> listener);
+  // A blocking probe gives up when this flag is set (the CLI's Ctrl-C): importing torch takes
+  // seconds. A cancelled probe is not cached; its result says `cancelled`.
+  void setCancel(const std::atomic<bool>* cancel);
   // Forget the cached answer (e.g. the GUI's Python setting changed).
   void invalidate();
   // While one lives, result() waits on this thread even in background mode: for a sweep's
@@ -54,7 +59,8 @@ class TorchProbe {
   static std::string keyOf(const PythonChoice& p, const std::string& script);
   // Runs the probe for `python`; returns the result and possibly a live worker.
   static std::shared_ptr<const ProbeResult> probe(const PythonChoice& python, const std::string& script,
-                                                  std::unique_ptr<TorchWorker>* spare);
+                                                  std::unique_ptr<TorchWorker>* spare,
+                                                  const std::atomic<bool>* cancel);
 
   std::mutex mu_;
   std::condition_variable done_;
@@ -65,6 +71,8 @@ class TorchProbe {
   uint64_t generation_ = 0;
   std::unique_ptr<TorchWorker> spare_;
   std::function<void()> listener_;
+  const std::atomic<bool>* cancel_ = nullptr;
+  std::shared_ptr<const ProbeResult> last_cancelled_;
 };
 
 }  // namespace attnscope::torch
