@@ -33,6 +33,12 @@ class TorchExecution final : public Execution {
       : session_(session), worker_(std::move(worker)), ctx_(ctx), spec_(spec) {}
 
   ~TorchExecution() override {
+    if (ctx_.cancelled()) {
+      // Cancel means the worker goes, even when the engine noticed it between two requests.
+      worker_->kill();
+      session_.discard();
+      return;
+    }
     if (!worker_->alive()) return;
     try {
       worker_->request({{"op", "release"}}, 30, nullptr);
