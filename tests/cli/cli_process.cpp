@@ -15,8 +15,17 @@ extern char** environ;
 
 namespace {
 
+// The inherited environment with `extra` ("NAME=value") replacing variables of the same name:
+// getenv returns the first match, so appending alone would not override (QT_QPA_PLATFORM= under
+// a test runner that exports QT_QPA_PLATFORM=offscreen would still open an offscreen window).
 std::vector<char*> buildEnv(const std::vector<std::string>& extra, std::vector<std::string>& storage) {
-  for (char** e = environ; *e; ++e) storage.emplace_back(*e);
+  auto nameOf = [](const std::string& entry) { return entry.substr(0, entry.find('=')); };
+  for (char** e = environ; *e; ++e) {
+    const std::string entry(*e);
+    bool replaced = false;
+    for (const auto& x : extra) replaced = replaced || nameOf(x) == nameOf(entry);
+    if (!replaced) storage.push_back(entry);
+  }
   for (const auto& x : extra) storage.push_back(x);
   std::vector<char*> out;
   for (auto& s : storage) out.push_back(s.data());
