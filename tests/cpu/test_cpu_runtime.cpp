@@ -39,7 +39,9 @@ void expectCancelsQuickly(Backend& backend, const WorkloadSpec& spec, int reps) 
   const Clock::time_point returned = Clock::now();
   canceller.join();
   EXPECT_EQ(r.status, RunStatus::cancelled) << backend.id() << ": " << r.message;
-  EXPECT_LT(std::chrono::duration<double>(returned - cancelled_at).count(), 1.0) << backend.id();
+  // The promise is under a second; the bound is looser so that a loaded 2-core CI machine does not
+  // fail it, and still far below the many seconds a run that ignores the flag would take.
+  EXPECT_LT(std::chrono::duration<double>(returned - cancelled_at).count(), 3.0) << backend.id();
   // Everything was released on the way out.
   EXPECT_GT(r.memory.measured_peak, 0);
 }
