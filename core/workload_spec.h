@@ -19,6 +19,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "core/dtype.h"
+#include "core/workload_kind.h"
 
 namespace attnscope {
 
@@ -58,6 +59,10 @@ struct WorkloadSpec {
   MaskLayout mask_layout = MaskLayout::broadcast;
   std::optional<double> scale;  // default 1 / sqrt(head_dim)
   uint64_t seed = 0;
+  // What is computed (core/workload_kind.h); checkpoint matters only with pass = train.
+  WorkloadKind kind = WorkloadKind::attention;
+  Pass pass = Pass::forward;
+  Checkpoint checkpoint = Checkpoint::none;
 
   // Resolved values (after the 0 = "same as" defaults and the width rule).
   int64_t kvHeads() const { return kv_heads > 0 ? kv_heads : heads; }
