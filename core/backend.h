@@ -117,6 +117,11 @@ class PhaseScope {
   RunContext& ctx_;
 };
 
+// The gradients a train pass produces for kind = attention.
+struct AttentionGradients {
+  std::vector<float> dq, dk, dv;
+};
+
 struct Availability {
   bool available = true;
   std::string reason;  // why not, e.g. "GPU backends unavailable: no CUDA-capable device is detected"
@@ -137,6 +142,9 @@ class Execution {
   virtual double run() = 0;
   // The output O as float, [B, H, Lq, D] (values rounded to the spec's dtype).
   virtual void output(std::vector<float>& out) = 0;
+  // pass = train: dQ, dK, dV of the loss sum(O * G) as float, in Q's and K's layouts (GQA: dK and
+  // dV summed over the query heads of a group). False when the execution computed none.
+  virtual bool gradients(AttentionGradients& /*out*/) { return false; }
 };
 
 class Backend {

@@ -80,6 +80,7 @@ HostInputs HostInputs::generate(const WorkloadSpec& s, const std::atomic<bool>* 
   in.k = randomTensor(s, RandomStream::k, {s.batch, s.kvHeads(), s.seqKv(), d}, cancel);
   in.v = randomTensor(s, RandomStream::v, {s.batch, s.kvHeads(), s.seqKv(), d}, cancel);
   if (s.mask.kind == MaskKind::dense) in.mask = makeDenseMask(s);
+  if (s.pass == Pass::train) in.g = randomTensor(s, RandomStream::grad_out, {s.batch, s.heads, s.seq_q, d}, cancel);
   return in;
 }
 

@@ -27,6 +27,9 @@ struct HostTensor {
 struct HostInputs {
   HostTensor q, k, v;
   std::vector<uint8_t> mask;  // dense masks only; layout per spec.mask_layout
+  // pass = train only: G [B,H,Lq,D] in the spec's dtype, the gradient of the loss sum(O * G)
+  // with respect to O (drawn like Q from its own stream); empty for a forward pass.
+  HostTensor g;
 
   // Throws Cancelled (core/backend.h) when `cancel` is set while generating.
   static HostInputs generate(const WorkloadSpec& spec, const std::atomic<bool>* cancel = nullptr);

@@ -6,7 +6,8 @@
 
 namespace attnscope {
 
-enum class RandomStream : uint64_t { q = 1, k = 2, v = 3, mask = 4, sample = 5 };
+// grad_out: G of the train pass's loss sum(O * G).
+enum class RandomStream : uint64_t { q = 1, k = 2, v = 3, mask = 4, sample = 5, grad_out = 6 };
 
 inline uint64_t splitmix64(uint64_t x) {
   x += 0x9e3779b97f4a7c15ull;

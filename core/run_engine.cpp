@@ -10,6 +10,7 @@
 #include "core/mask.h"
 #include "core/memory_timeline.h"
 #include "core/reference.h"
+#include "core/reference_grad.h"
 
 namespace attnscope {
 namespace {
@@ -44,9 +45,12 @@ std::string shortNumber(double v) {
 void addNote(RunResult& r, const std::string& note) { r.message += (r.message.empty() ? "" : "; ") + note; }
 
 // Host bytes runPoint itself holds beside the backend's buffers: generated inputs (unless the
-// caller passes them) and the float copy of the output.
+// caller passes them; G too for a train pass) and the float copies of the output and gradients.
 int64_t hostStagingBytes(const WorkloadSpec& spec, const RunOptions& opt) {
-  return (opt.inputs ? 0 : spec.ioBytes()) + spec.qElements() * 4;
+  const bool train = spec.pass == Pass::train;
+  const int64_t g = train ? spec.qElements() * bytesPerElement(spec.dtype) : 0;
+  const int64_t grads = train ? (spec.qElements() + 2 * spec.kvElements()) * 4 : 0;
+  return (opt.inputs ? 0 : spec.ioBytes() + g) + spec.qElements() * 4 + grads;
 }
 
 // The time window during which recording was off: CUPTI events inside it are dropped too.
@@ -58,6 +62,7 @@ struct UntracedWindow {
 
 struct PassState {
   std::vector<float> out;
+  AttentionGradients grads;  // pass = train
   UntracedWindow untraced;
   int64_t passes = 0;
 };
@@ -92,6 +97,8 @@ void execute(Backend& backend, const WorkloadSpec& spec, const RunOptions& opt, 
       setRecording(alloc, ctx, true);
     }
     exec->output(ex.out);
+    if (spec.pass == Pass::train && !exec->gradients(ex.grads))
+      throw std::runtime_error(backend.id() + " returned no gradients for a train pass");
     exec.reset();
   } catch (const Cancelled&) {
     r.status = RunStatus::cancelled;
@@ -159,6 +166,19 @@ void collectTrace(const RunOptions& opt, TrackingAllocator& alloc, RunContext& c
                    " forward passes kept in full; " + std::to_string(dropped) + " events of the other passes dropped");
 }
 
+// The gradients' check joins the output's: the larger error counts and the first problem is named.
+void mergeGradientCheck(const WorkloadSpec& spec, const RunOptions& opt, const HostInputs& inputs, const PassState& ex,
+                        RunResult& r, std::string& problem) {
+  std::string gradProblem;
+  const Accuracy g = checkGradients(spec, inputs, ex.grads, opt.cancel, &gradProblem);
+  Accuracy& a = r.accuracy;
+  if (!(g.max_abs_error <= a.max_abs_error)) a.max_abs_error = g.max_abs_error;
+  a.rel_l2_error = std::max(a.rel_l2_error, g.rel_l2_error);
+  a.rows_checked += g.rows_checked;
+  a.rows_total += g.rows_total;
+  if (problem.empty()) problem = gradProblem;
+}
+
 // Accuracy against the float64 reference: a failure, or a NaN/Inf anywhere, is status wrong.
 void collectAccuracy(const WorkloadSpec& spec, const RunOptions& opt, const HostInputs& inputs, PassState& ex,
                      RunResult& r) {
@@ -167,6 +187,7 @@ void collectAccuracy(const WorkloadSpec& spec, const RunOptions& opt, const Host
     std::string problem;
     try {
       r.accuracy = checkAccuracy(spec, inputs, ex.out, opt.cancel, &problem);
+      if (spec.pass == Pass::train && r.accuracy.passed()) mergeGradientCheck(spec, opt, inputs, ex, r, problem);
     } catch (const Cancelled&) {
       r.status = RunStatus::cancelled;
       r.message = "cancelled during the accuracy check";
@@ -208,8 +229,9 @@ RunResult preflight(Backend& backend, const WorkloadSpec& spec, const RunOptions
     r.message = "reps must be in 1.." + std::to_string(kMaxReps) + " and warm-up in 0.." + std::to_string(kMaxReps);
     return r;
   }
-  r.flops = forwardFlops(spec);
-  r.memory.io_bytes = spec.ioBytes();
+  // A train pass counts its backward as 2.5 forwards (five products against two), the usual rule.
+  r.flops = forwardFlops(spec) * (spec.pass == Pass::train ? 3.5 : 1.0);
+  r.memory.io_bytes = spec.ioBytes() + trainIoBytes(spec);
   const Support sup = backend.support(spec);
   try {
     // Also for a point that will not run, so charts can place it at its prediction.

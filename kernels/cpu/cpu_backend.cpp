@@ -44,6 +44,15 @@ RunTensors RunTensors::allocate(const WorkloadSpec& spec, const HostInputs& in, 
   t.v = copyOf(ctx, in.v.bytes, "v");
   if (spec.mask.kind == MaskKind::dense) t.mask = copyOf(ctx, in.mask, "mask");
   t.o = Buffer<uint8_t>(ctx.allocator(), spec.qElements() * bytesPerElement(spec.dtype), "o");
+  if (spec.pass == Pass::train) {
+    if (in.g.elements() == 0) throw std::invalid_argument("a train pass needs the output gradient g in the inputs");
+    checkTensor("g", in.g, spec.dtype, spec.qElements());
+    const int64_t e = bytesPerElement(spec.dtype);
+    t.g = copyOf(ctx, in.g.bytes, "g");
+    t.dq = Buffer<uint8_t>(ctx.allocator(), spec.qElements() * e, "dq");
+    t.dk = Buffer<uint8_t>(ctx.allocator(), spec.kvElements() * e, "dk");
+    t.dv = Buffer<uint8_t>(ctx.allocator(), spec.kvElements() * e, "dv");
+  }
   return t;
 }
 
@@ -54,6 +63,22 @@ void planRunTensors(MemoryPlan& plan, const WorkloadSpec& spec, int first, int l
   plan.add("v", spec.kvElements() * e, first, last, BufferRole::input);
   if (spec.mask.kind == MaskKind::dense) plan.add("mask", spec.maskBytes(), first, last, BufferRole::mask);
   plan.add("o", spec.qElements() * e, first, last, BufferRole::output);
+  if (spec.pass != Pass::train) return;
+  plan.add("g", spec.qElements() * e, first, last, BufferRole::input);
+  plan.add("dq", spec.qElements() * e, first, last, BufferRole::output);
+  plan.add("dk", spec.kvElements() * e, first, last, BufferRole::output);
+  plan.add("dv", spec.kvElements() * e, first, last, BufferRole::output);
+}
+
+bool gradientsAsFloat(const WorkloadSpec& spec, const RunTensors& t, AttentionGradients& out) {
+  if (spec.pass != Pass::train) return false;
+  out.dq.resize(static_cast<size_t>(spec.qElements()));
+  out.dk.resize(static_cast<size_t>(spec.kvElements()));
+  out.dv.resize(static_cast<size_t>(spec.kvElements()));
+  toFloat(spec.dtype, t.dq.data(), 0, spec.qElements(), out.dq.data());
+  toFloat(spec.dtype, t.dk.data(), 0, spec.kvElements(), out.dk.data());
+  toFloat(spec.dtype, t.dv.data(), 0, spec.kvElements(), out.dv.data());
+  return true;
 }
 
 void outputAsFloat(const WorkloadSpec& spec, const Buffer<uint8_t>& o, std::vector<float>& out) {
@@ -69,6 +94,10 @@ Support CpuBackend::support(const WorkloadSpec& spec) const {
   for (const auto& e : validate(spec)) s.reasons.push_back("invalid spec: " + e.message);
   if (!s.ok()) return s;
   if (const std::string problem = cpuIsaProblem(); !problem.empty()) s.reasons.push_back(problem);
+  if (spec.kind == WorkloadKind::layer)
+    s.reasons.push_back("kind layer is not implemented by the CPU backends yet (kind attention is)");
+  if (spec.checkpoint == Checkpoint::attention && spec.pass != Pass::train)
+    s.reasons.push_back("checkpoint attention needs pass train (a forward pass saves nothing for a backward)");
   return s;
 }
 

@@ -11,9 +11,11 @@
 namespace attnscope::cpu {
 
 // The inputs and output of one run in tracked buffers, stored in the spec's dtype. Allocated in
-// the order q, k, v, mask (dense masks only), o; each plan lists them under these names.
+// the order q, k, v, mask (dense masks only), o, and for pass = train g (dO), dq, dk, dv; each
+// plan lists them under these names.
 struct RunTensors {
   Buffer<uint8_t> q, k, v, mask, o;
+  Buffer<uint8_t> g, dq, dk, dv;  // pass = train only
 
   // Copies the inputs into buffers from ctx's allocator, in slices between which it checks the
   // cancel flag (hundreds of MiB take a while on a loaded machine); throws std::invalid_argument
@@ -21,11 +23,13 @@ struct RunTensors {
   static RunTensors allocate(const WorkloadSpec& spec, const HostInputs& inputs, RunContext& ctx);
 };
 
-// Adds q, k, v, mask (dense only) and o, live over steps [first, last].
+// Adds q, k, v, mask (dense only), o (and g, dq, dk, dv for train), live over steps [first, last].
 void planRunTensors(MemoryPlan& plan, const WorkloadSpec& spec, int first, int last);
 
 // O ([B, H, Lq, D] in the spec's dtype) as float.
 void outputAsFloat(const WorkloadSpec& spec, const Buffer<uint8_t>& o, std::vector<float>& out);
+// dq, dk, dv as float (false for a forward pass).
+bool gradientsAsFloat(const WorkloadSpec& spec, const RunTensors& t, AttentionGradients& out);
 
 class CpuBackend : public Backend {
  public:

@@ -7,6 +7,7 @@
 #include <numbers>
 
 #include "core/mask.h"
+#include "kernels/cpu/cpu_flash_backward.h"
 #include "kernels/cpu/dtype_rows.h"
 #include "kernels/cpu/flash_profile.h"
 #include "kernels/cpu/softmax_math.h"
@@ -102,8 +103,10 @@ class FlashExecution final : public Execution {
 
   double run() override;
   void output(std::vector<float>& out) override { outputAsFloat(s_, t_.o, out); }
+  bool gradients(AttentionGradients& out) override { return gradientsAsFloat(s_, t_, out); }
 
  private:
+  void forward();
   void queryTile(float* scratch, int64_t task) const;
 
   const WorkloadSpec s_;
@@ -116,8 +119,23 @@ class FlashExecution final : public Execution {
   Work work_;
 };
 
+// The forward keeps O and lse, all the backward needs. checkpoint = attention recomputes them
+// before the backward (as torch.utils.checkpoint would), which here costs a forward and saves
+// nothing: lse is [B, H, Lq] and O is the output.
 double FlashExecution::run() {
   const auto start = std::chrono::steady_clock::now();
+  forward();
+  if (s_.pass == Pass::train) {
+    if (s_.checkpoint == Checkpoint::attention) {
+      PhaseScope phase(ctx_, "recompute");
+      forward();
+    }
+    flashBackward(s_, t_, lse_.data(), ctx_, pool_);
+  }
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+void FlashExecution::forward() {
   PhaseScope phase(ctx_, "attention");
   // Allocated here, on the calling thread, for every worker up front: the peak then does not
   // depend on which threads happened to pick up a task.
@@ -127,7 +145,6 @@ double FlashExecution::run() {
     scratch.emplace_back(ctx_.allocator(), tiles_.floats, "tiles (worker " + std::to_string(w) + ")");
   pool_.run(work_.tasks, work_.workers, [&](int worker, int64_t task) { queryTile(scratch[worker].data(), task); },
             &ctx_);
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
 void FlashExecution::queryTile(float* scratch, int64_t task) const {
@@ -276,12 +293,21 @@ MemoryPlan CpuFlashBackend::plan(const WorkloadSpec& spec) const {
   MemoryPlan p;
   p.addStep("inputs");
   p.addStep("attention");
-  planRunTensors(p, spec, kInputs, kAttention);
-  p.add("lse", spec.batch * spec.heads * spec.seq_q * 4, kInputs, kAttention, BufferRole::workspace);
+  const bool train = spec.pass == Pass::train;
+  const bool checkpoint = train && spec.checkpoint == Checkpoint::attention;
+  const int last = kAttention + (checkpoint ? 1 : 0) + (train ? kFlashBackwardSteps : 0);
+  planRunTensors(p, spec, kInputs, last);
+  p.add("lse", spec.batch * spec.heads * spec.seq_q * 4, kInputs, last, BufferRole::workspace);
   const TileLayout tiles = TileLayout::of(spec, activeTileKernels());
   const Work work = Work::of(spec, threads(), tiles);
   for (int w = 0; w < work.workers; ++w)
     p.add("tiles (worker " + std::to_string(w) + ")", tiles.floats * 4, kAttention, kAttention, BufferRole::workspace);
+  if (checkpoint) {
+    const int again = p.addStep("recompute attention");
+    for (int w = 0; w < work.workers; ++w)
+      p.add("tiles (worker " + std::to_string(w) + ")", tiles.floats * 4, again, again, BufferRole::workspace);
+  }
+  if (train) planFlashBackward(p, spec, threads());
   return p;
 }
 

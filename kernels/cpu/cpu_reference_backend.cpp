@@ -6,6 +6,7 @@
 #include <numbers>
 
 #include "core/mask.h"
+#include "kernels/cpu/cpu_reference_backward.h"
 #include "kernels/cpu/dtype_rows.h"
 #include "kernels/cpu/softmax_math.h"
 #include "kernels/cpu/tile_kernels.h"
@@ -62,16 +63,36 @@ class ReferenceExecution final : public Execution {
 
   double run() override;
   void output(std::vector<float>& out) override { outputAsFloat(s_, t_.o, out); }
+  bool gradients(AttentionGradients& out) override { return gradientsAsFloat(s_, t_, out); }
 
  private:
+  // Returns P when keep is set (a train pass's backward reads it), else frees it.
+  Buffer<float> forward(bool keep);
+
   const WorkloadSpec s_;
   RunContext& ctx_;
   TaskPool& pool_;
   RunTensors t_;
 };
 
+// A train pass without checkpointing keeps P from the forward; with checkpoint = attention the
+// forward frees it and the backward first runs the forward again (as torch.utils.checkpoint
+// does, O included), so P is live only during the backward.
 double ReferenceExecution::run() {
   const auto start = std::chrono::steady_clock::now();
+  const bool train = s_.pass == Pass::train;
+  Buffer<float> probs = forward(train && s_.checkpoint == Checkpoint::none);
+  if (train) {
+    if (s_.checkpoint == Checkpoint::attention) {
+      PhaseScope phase(ctx_, "recompute");
+      probs = forward(true);
+    }
+    referenceBackward(s_, t_, probs, ctx_, pool_);
+  }
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+Buffer<float> ReferenceExecution::forward(bool keep) {
   TrackingAllocator& alloc = ctx_.allocator();
   const int64_t H = s_.heads, Hkv = s_.kvHeads(), Lq = s_.seq_q, Lkv = s_.seqKv(), D = s_.headDim();
   const int64_t group = H / Hkv;
@@ -176,9 +197,9 @@ double ReferenceExecution::run() {
                 if (wide) fromFloat(s_.dtype, orows, r.n * D, t_.o.data(), (r.bh * Lq + r.i0) * D);
               },
               &ctx_);
-    probs.reset();
+    if (!keep) probs.reset();
   }
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return probs;
 }
 
 }  // namespace
@@ -187,30 +208,43 @@ std::string CpuReferenceBackend::description() const {
   return "CPU, materialising: S = QK^T and P = softmax(S) as full [B,H,Lq,Lkv] fp32 tensors (BLAS)";
 }
 
-MemoryPlan CpuReferenceBackend::plan(const WorkloadSpec& spec) const {
-  MemoryPlan p;
-  p.addStep("inputs");
-  p.addStep("scores");
-  p.addStep("softmax");
-  p.addStep("output");
-  planRunTensors(p, spec, kInputs, kOutput);
+// The forward's steps from `first` on (scores, softmax, output); P lives to `p_last`.
+static void planForward(MemoryPlan& p, const WorkloadSpec& spec, int threads, const std::string& prefix, int p_last) {
+  const int scores_step = p.addStep(prefix + "scores");
+  const int softmax_step = p.addStep(prefix + "softmax");
+  const int output_step = p.addStep(prefix + "output");
   const int64_t scores = spec.scoreElements() * 4;
-  p.add("S = scale * Q K^T", scores, kScores, kSoftmax, BufferRole::workspace);
-  p.add("P = softmax(S)", scores, kSoftmax, kOutput, BufferRole::workspace);
+  p.add("S = scale * Q K^T", scores, scores_step, softmax_step, BufferRole::workspace);
+  p.add("P = softmax(S)", scores, softmax_step, std::max(output_step, p_last), BufferRole::workspace);
   const TileKernels& kernels = activeTileKernels();
-  const int workers = RowWork::of(spec, threads()).workers;
+  const int workers = RowWork::of(spec, threads).workers;
   const int64_t Lkv = spec.seqKv(), D = spec.headDim();
   for (int w = 0; w < workers; ++w) {
     const std::string worker = " (worker " + std::to_string(w) + ")";
-    p.add("K^T packed" + worker, kernels.packedFloats(D, Lkv) * 4, kScores, kScores, BufferRole::workspace);
-    p.add("V packed" + worker, kernels.packedFloats(Lkv, D) * 4, kOutput, kOutput, BufferRole::workspace);
+    p.add("K^T packed" + worker, kernels.packedFloats(D, Lkv) * 4, scores_step, scores_step, BufferRole::workspace);
+    p.add("V packed" + worker, kernels.packedFloats(Lkv, D) * 4, output_step, output_step, BufferRole::workspace);
   }
   if (spec.dtype != DType::fp32) {
-    p.add("q fp32", spec.qElements() * 4, kScores, kScores, BufferRole::workspace);
-    p.add("k fp32", spec.kvElements() * 4, kScores, kScores, BufferRole::workspace);
-    p.add("v fp32", spec.kvElements() * 4, kOutput, kOutput, BufferRole::workspace);
-    p.add("o fp32", spec.qElements() * 4, kOutput, kOutput, BufferRole::workspace);
+    p.add("q fp32", spec.qElements() * 4, scores_step, scores_step, BufferRole::workspace);
+    p.add("k fp32", spec.kvElements() * 4, scores_step, scores_step, BufferRole::workspace);
+    p.add("v fp32", spec.kvElements() * 4, output_step, output_step, BufferRole::workspace);
+    p.add("o fp32", spec.qElements() * 4, output_step, output_step, BufferRole::workspace);
   }
+}
+
+MemoryPlan CpuReferenceBackend::plan(const WorkloadSpec& spec) const {
+  MemoryPlan p;
+  p.addStep("inputs");
+  const bool train = spec.pass == Pass::train;
+  const bool checkpoint = train && spec.checkpoint == Checkpoint::attention;
+  // The backward's steps come after the forward's (and the recomputed forward's), P lives into
+  // them unless checkpointing frees it after the forward.
+  const int forward_steps = 3 * (checkpoint ? 2 : 1);
+  const int last = forward_steps + (train ? kReferenceBackwardSteps : 0);
+  planRunTensors(p, spec, kInputs, last);
+  planForward(p, spec, threads(), "", train && !checkpoint ? last : 0);
+  if (checkpoint) planForward(p, spec, threads(), "recompute ", last);
+  if (train) planReferenceBackward(p, spec, threads());
   return p;
 }
 

@@ -16,17 +16,26 @@ Availability CudaBackendBase::availability() const {
   return {false, "GPU backends unavailable: " + info.reason};
 }
 
+// The GPU kernels compute the SDPA forward only; anything else is refused, never faked.
+static void addWorkloadProblems(const WorkloadSpec& spec, std::vector<std::string>& reasons) {
+  if (spec.kind == WorkloadKind::layer) reasons.push_back("kind layer is not implemented by the CUDA backends yet");
+  if (spec.pass == Pass::train)
+    reasons.push_back("pass train is not implemented by the CUDA backends yet (no backward kernels: forward only)");
+}
+
 Support CudaBackendBase::support(const WorkloadSpec& spec) const {
   Support s;
   const CudaDeviceInfo& info = cudaDeviceInfo();
   if (!info.available) {
     s.reasons.push_back("GPU backends unavailable: " + info.reason);
+    addWorkloadProblems(spec, s.reasons);
     // Spec problems that hold on any device are still worth saying.
     if (family_ == CudaFamily::flash)
       if (auto p = flashHeadDimProblem(spec.headDim())) s.reasons.push_back(*p);
     return s;
   }
   s.reasons = deviceProblems(family_, spec, info.caps, cudaBuiltArchitectures(), plan(spec).peakBytes());
+  addWorkloadProblems(spec, s.reasons);
   return s;
 }
 

@@ -99,7 +99,12 @@ std::string CudaFlashBackend::description() const {
          "sequence length";
 }
 
-MemoryPlan CudaFlashBackend::plan(const WorkloadSpec& spec) const { return planFlash(spec); }
+MemoryPlan CudaFlashBackend::plan(const WorkloadSpec& spec) const {
+  // A forward plan drawn at a train or layer point would be a prediction of something else.
+  if (spec.pass == Pass::train || spec.kind == WorkloadKind::layer)
+    return MemoryPlan::unknown("only the attention forward is implemented on CUDA");
+  return planFlash(spec);
+}
 
 std::unique_ptr<Execution> CudaFlashBackend::prepare(const WorkloadSpec& spec, const HostInputs& inputs,
                                                      RunContext& ctx) {

@@ -202,7 +202,11 @@ int64_t CudaMathBackend::chunkRows(const WorkloadSpec& spec) const {
   return chunked_ ? chooseChunkRows(spec, chunk_rows_, chunk_budget_) : spec.seq_q;
 }
 
-MemoryPlan CudaMathBackend::plan(const WorkloadSpec& spec) const { return planMaterialising(spec, chunkRows(spec)); }
+MemoryPlan CudaMathBackend::plan(const WorkloadSpec& spec) const {
+  if (spec.pass == Pass::train || spec.kind == WorkloadKind::layer)
+    return MemoryPlan::unknown("only the attention forward is implemented on CUDA");
+  return planMaterialising(spec, chunkRows(spec));
+}
 
 cublasHandle_t CudaMathBackend::handle() {
   std::lock_guard lock(mu_);

@@ -147,10 +147,15 @@ Support TorchBackend::support(const WorkloadSpec& spec) const {
   Support s;
   // A probe cancelled by Ctrl-C knows nothing: let the engine see the cancel and say so.
   if (auto r = TorchProbe::instance().result(); r && r->cancelled) return s;
+  // The worker runs the SDPA forward only (python/attnscope_torch_worker.py); refused, not faked.
+  if (spec.kind == WorkloadKind::layer) s.reasons.push_back("kind layer is not implemented by the torch backends yet");
+  if (spec.pass == Pass::train)
+    s.reasons.push_back("pass train is not implemented by the torch backends yet (the worker runs the forward only)");
   if (Availability a = availability(); !a.available) {
     s.reasons.push_back(a.reason);
     return s;
   }
+  if (!s.ok()) return s;
   if (auto r = TorchProbe::instance().result()) s.note = predictTorch(spec, r->hello, onCuda(), kernel_).hint;
   return s;
 }
@@ -159,6 +164,8 @@ MemoryPlan TorchBackend::plan(const WorkloadSpec& spec) const {
   auto r = TorchProbe::instance().result();
   if (!r) return MemoryPlan::unknown("still checking the Python for torch");
   if (!r->problem.empty()) return MemoryPlan::unknown(r->problem);
+  if (spec.pass == Pass::train || spec.kind == WorkloadKind::layer)
+    return MemoryPlan::unknown("the torch backends run the attention forward only");
   return predictTorch(spec, r->hello, onCuda(), kernel_).plan;
 }
 

@@ -40,42 +40,54 @@ inline const std::vector<std::pair<const char*, MaskLayout>>& masks() {
   return m;
 }
 
-// Runs every dtype and mask on the backend; returns how many points were supported and checked.
+// The passes: forward, and train with and without checkpointing.
+inline const std::vector<std::pair<Pass, Checkpoint>>& passes() {
+  static const std::vector<std::pair<Pass, Checkpoint>> p{
+      {Pass::forward, Checkpoint::none}, {Pass::train, Checkpoint::none}, {Pass::train, Checkpoint::attention}};
+  return p;
+}
+
+// Runs every dtype, mask and pass on the backend; returns how many points were supported and
+// checked (a backend refuses what it does not compute, e.g. train on CUDA, and is skipped there).
 inline int expectPlanIsWhatIsAllocated(Backend& backend) {
   int checked = 0;
   for (DType dtype : {DType::fp32, DType::fp16, DType::bf16})
-    for (const auto& [mask, layout] : masks()) {
-      const WorkloadSpec s = spec(dtype, mask, layout);
-      if (!backend.support(s).ok()) continue;
-      RunOptions opt;
-      opt.warmup = 0;
-      opt.reps = 1;
-      opt.check_accuracy = false;
-      const RunResult r = runPoint(backend, s, opt);
-      const std::string where = backend.id() + " " + summary(s);
-      EXPECT_EQ(r.status, RunStatus::ok) << where << ": " << r.message;
-      if (r.status != RunStatus::ok) continue;
-      ++checked;
-      std::map<std::string, std::vector<int64_t>> allocated;
-      for (const TraceEvent& e : r.trace.events)
-        if (e.kind == EventKind::alloc && e.source == EventSource::allocator) allocated[e.name].push_back(e.bytes);
-      EXPECT_FALSE(r.plan.buffers.empty()) << where;
-      for (const PlannedBuffer& b : r.plan.buffers) {
-        auto it = allocated.find(b.name);
-        if (it == allocated.end()) {
-          ADD_FAILURE() << where << ": planned buffer '" << b.name << "' was never allocated";
-          continue;
+    for (const auto& [mask, layout] : masks())
+      for (const auto& [pass, checkpoint] : passes()) {
+        WorkloadSpec s = spec(dtype, mask, layout);
+        s.pass = pass;
+        s.checkpoint = checkpoint;
+        if (!backend.support(s).ok()) continue;
+        RunOptions opt;
+        opt.warmup = 0;
+        opt.reps = 1;
+        opt.check_accuracy = false;
+        const RunResult r = runPoint(backend, s, opt);
+        const std::string where = backend.id() + " " + summary(s) + " pass " + std::string(toString(pass)) +
+                                  " checkpoint " + std::string(toString(checkpoint));
+        EXPECT_EQ(r.status, RunStatus::ok) << where << ": " << r.message;
+        if (r.status != RunStatus::ok) continue;
+        ++checked;
+        std::map<std::string, std::vector<int64_t>> allocated;
+        for (const TraceEvent& e : r.trace.events)
+          if (e.kind == EventKind::alloc && e.source == EventSource::allocator) allocated[e.name].push_back(e.bytes);
+        EXPECT_FALSE(r.plan.buffers.empty()) << where;
+        for (const PlannedBuffer& b : r.plan.buffers) {
+          auto it = allocated.find(b.name);
+          if (it == allocated.end()) {
+            ADD_FAILURE() << where << ": planned buffer '" << b.name << "' was never allocated";
+            continue;
+          }
+          for (int64_t bytes : it->second)
+            EXPECT_EQ(bytes, b.bytes) << where << ": buffer '" << b.name << "' planned at " << b.bytes
+                                      << " bytes, allocated at " << bytes;
         }
-        for (int64_t bytes : it->second)
-          EXPECT_EQ(bytes, b.bytes) << where << ": buffer '" << b.name << "' planned at " << b.bytes
-                                    << " bytes, allocated at " << bytes;
+        for (const auto& [name, sizes] : allocated) {
+          const bool planned = std::any_of(r.plan.buffers.begin(), r.plan.buffers.end(),
+                                           [&](const PlannedBuffer& b) { return b.name == name; });
+          EXPECT_TRUE(planned) << where << ": '" << name << "' (" << sizes.front() << " bytes) is not in the plan";
+        }
       }
-      for (const auto& [name, sizes] : allocated) {
-        const bool planned = std::any_of(r.plan.buffers.begin(), r.plan.buffers.end(),
-                                         [&](const PlannedBuffer& b) { return b.name == name; });
-        EXPECT_TRUE(planned) << where << ": '" << name << "' (" << sizes.front() << " bytes) is not in the plan";
-      }
-    }
   return checked;
 }
 

@@ -1,0 +1,232 @@
+#include "kernels/cpu/cpu_flash_backward.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numbers>
+#include <string>
+#include <vector>
+
+#include "core/mask.h"
+#include "kernels/cpu/dtype_rows.h"
+#include "kernels/cpu/softmax_math.h"
+#include "kernels/cpu/tile_kernels.h"
+
+namespace attnscope::cpu {
+namespace {
+
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+// One worker's tiles for both passes, carved out of one tracked float buffer (64-byte aligned
+// parts). q, g, o: a query tile in fp32; kt, vt: K^T and V^T of a key tile packed for the
+// kernels; kp: K (pass 2) or Q / dO (pass 1) packed as the right-hand side; s: P; dp: dP then
+// dS; t: P^T or dS^T; acc: dK and dV (pass 1) or dQ (pass 2).
+struct BackwardTiles {
+  int64_t bq = 0, bk = 0, d = 0;
+  int64_t q = 0, g = 0, o = 0, delta = 0, lse = 0, kt = 0, vt = 0, kp = 0, s = 0, dp = 0, t = 0, acc = 0, floats = 0;
+
+  static BackwardTiles of(const WorkloadSpec& spec, const TileKernels& kn) {
+    BackwardTiles x;
+    x.bq = std::min(kBackwardQueryTile, spec.seq_q);
+    x.bk = std::min(kBackwardKeyTile, spec.seqKv());
+    x.d = spec.headDim();
+    int64_t at = 0;
+    auto take = [&](int64_t n) {
+      const int64_t here = at;
+      at += (n + 15) / 16 * 16;
+      return here;
+    };
+    x.q = take(x.bq * x.d);
+    x.g = take(x.bq * x.d);
+    x.o = take(x.bq * x.d);
+    x.delta = take(x.bq);
+    x.lse = take(x.bq);
+    x.kt = take(kn.packedFloats(x.d, x.bk));
+    x.vt = take(kn.packedFloats(x.d, x.bk));
+    x.kp = take(std::max(kn.packedFloats(x.bq, x.d), kn.packedFloats(x.bk, x.d)));
+    x.s = take(x.bq * x.bk);
+    x.dp = take(x.bq * x.bk);
+    x.t = take(x.bk * x.bq);
+    x.acc = take(std::max(2 * x.bk * x.d, x.bq * x.d));
+    x.floats = at;
+    return x;
+  }
+};
+
+int workersFor(const WorkloadSpec& s, int threads, const BackwardTiles& x) {
+  const int64_t kv_tasks = s.batch * s.kvHeads() * ((s.seqKv() + x.bk - 1) / x.bk);
+  const int64_t q_tasks = s.batch * s.heads * ((s.seq_q + x.bq - 1) / x.bq);
+  return static_cast<int>(std::clamp<int64_t>(std::max(kv_tasks, q_tasks), 1, threads));
+}
+
+class Backward {
+ public:
+  Backward(const WorkloadSpec& s, RunTensors& t, const float* lse, RunContext& ctx)
+      : s_(s), t_(t), lse_(lse), ctx_(ctx), kn_(activeTileKernels()), x_(BackwardTiles::of(s, kn_)),
+        H_(s.heads), Hkv_(s.kvHeads()), Lq_(s.seq_q), Lkv_(s.seqKv()), D_(s.headDim()), group_(H_ / Hkv_),
+        elem_(bytesPerElement(s.dtype)), scale_(static_cast<float>(s.effectiveScale())) {}
+
+  const BackwardTiles& tiles() const { return x_; }
+  int64_t kvTasks() const { return s_.batch * Hkv_ * keyTiles(); }
+  int64_t queryTasks() const { return s_.batch * H_ * queryTiles(); }
+
+  // Pass 1: dK and dV of key tile `task` of one (batch, KV head).
+  void keyTile(float* w, int64_t task) const {
+    const int64_t bkv = task / keyTiles(), j0 = task % keyTiles() * x_.bk;
+    const int64_t nk = std::min(x_.bk, Lkv_ - j0);
+    const int64_t kv_first = bkv * Lkv_ * D_;
+    float* dk = w + x_.acc;
+    float* dv = dk + x_.bk * D_;
+    fillRow(dk, 2 * x_.bk * D_, 0.0f);
+    packKeys(w, kv_first, j0, nk);
+    for (int64_t g = 0; g < group_; ++g) {
+      const int64_t bh = (bkv / Hkv_) * H_ + (bkv % Hkv_) * group_ + g;
+      for (int64_t i0 = 0; i0 < Lq_; i0 += x_.bq) {
+        ctx_.throwIfCancelled();
+        const int64_t nq = std::min(x_.bq, Lq_ - i0);
+        if (!sees(i0, nq, j0, nk)) continue;
+        loadQueries(w, bh, i0, nq);
+        probsAndDs(w, bh, i0, nq, j0, nk);
+        // dV += P^T dO, dK += scale dS^T Q: the transposed tile is the left-hand side.
+        transpose(w + x_.s, nq, nk, w + x_.t);
+        kn_.pack_b(DType::fp32, w + x_.g, D_, false, nq, D_, w + x_.kp);
+        kn_.gemmPacked(nk, D_, nq, 1.0f, w + x_.t, nq, w + x_.kp, 1.0f, dv, D_);
+        transpose(w + x_.dp, nq, nk, w + x_.t);
+        kn_.pack_b(DType::fp32, w + x_.q, D_, false, nq, D_, w + x_.kp);
+        kn_.gemmPacked(nk, D_, nq, scale_, w + x_.t, nq, w + x_.kp, 1.0f, dk, D_);
+      }
+    }
+    fromFloat(s_.dtype, dk, nk * D_, t_.dk.data(), kv_first + j0 * D_);
+    fromFloat(s_.dtype, dv, nk * D_, t_.dv.data(), kv_first + j0 * D_);
+  }
+
+  // Pass 2: dQ of query tile `task` of one (batch, head).
+  void queryTile(float* w, int64_t task) const {
+    const int64_t bh = task / queryTiles(), i0 = task % queryTiles() * x_.bq;
+    const int64_t nq = std::min(x_.bq, Lq_ - i0);
+    const int64_t kv_first = ((bh / H_) * Hkv_ + (bh % H_) / group_) * Lkv_ * D_;
+    float* dq = w + x_.acc;
+    fillRow(dq, nq * D_, 0.0f);
+    loadQueries(w, bh, i0, nq);
+    for (int64_t j0 = 0; j0 < Lkv_; j0 += x_.bk) {
+      ctx_.throwIfCancelled();
+      const int64_t nk = std::min(x_.bk, Lkv_ - j0);
+      if (!sees(i0, nq, j0, nk)) continue;
+      packKeys(w, kv_first, j0, nk);
+      kn_.pack_b(s_.dtype, t_.k.data() + (kv_first + j0 * D_) * elem_, D_, false, nk, D_, w + x_.kp);
+      probsAndDs(w, bh, i0, nq, j0, nk);
+      kn_.gemmPacked(nq, D_, nk, scale_, w + x_.dp, nk, w + x_.kp, 1.0f, dq, D_);
+    }
+    fromFloat(s_.dtype, dq, nq * D_, t_.dq.data(), (bh * Lq_ + i0) * D_);
+  }
+
+ private:
+  int64_t keyTiles() const { return (Lkv_ + x_.bk - 1) / x_.bk; }
+  int64_t queryTiles() const { return (Lq_ + x_.bq - 1) / x_.bq; }
+
+  // Whether any query row of the tile sees a key of [j0, j0 + nk) under the structured mask.
+  bool sees(int64_t i0, int64_t nq, int64_t j0, int64_t nk) const {
+    for (int64_t r = 0; r < nq; ++r) {
+      const KeyRange keys = visibleKeys(s_.mask, i0 + r, Lq_, Lkv_);
+      if (keys.begin < std::min(keys.end, j0 + nk) && keys.end > j0) return true;
+    }
+    return false;
+  }
+
+  void packKeys(float* w, int64_t kv_first, int64_t j0, int64_t nk) const {
+    const uint8_t* k = t_.k.data() + (kv_first + j0 * D_) * elem_;
+    const uint8_t* v = t_.v.data() + (kv_first + j0 * D_) * elem_;
+    kn_.pack_b(s_.dtype, k, D_, true, D_, nk, w + x_.kt);
+    kn_.pack_b(s_.dtype, v, D_, true, D_, nk, w + x_.vt);
+  }
+
+  // Q, dO and O of the query tile in fp32, delta_i = dO_i . O_i, and lse in base 2.
+  void loadQueries(float* w, int64_t bh, int64_t i0, int64_t nq) const {
+    const int64_t first = (bh * Lq_ + i0) * D_;
+    toFloat(s_.dtype, t_.q.data(), first, nq * D_, w + x_.q);
+    toFloat(s_.dtype, t_.g.data(), first, nq * D_, w + x_.g);
+    toFloat(s_.dtype, t_.o.data(), first, nq * D_, w + x_.o);
+    for (int64_t r = 0; r < nq; ++r) {
+      float delta = 0.0f;
+      for (int64_t d = 0; d < D_; ++d) delta += w[x_.g + r * D_ + d] * w[x_.o + r * D_ + d];
+      w[x_.delta + r] = delta;
+      w[x_.lse + r] = lse_[bh * Lq_ + i0 + r] * std::numbers::log2e_v<float>;
+    }
+  }
+
+  // s <- P and dp <- dS for the (query tile, key tile) pair; zero where a key is not visible.
+  void probsAndDs(float* w, int64_t bh, int64_t i0, int64_t nq, int64_t j0, int64_t nk) const {
+    float* s = w + x_.s;
+    float* dp = w + x_.dp;
+    // Scores in base 2, so P = exp2(s - lse2) with the variant's exp2.
+    kn_.gemmPacked(nq, nk, D_, scale_ * std::numbers::log2e_v<float>, w + x_.q, D_, w + x_.kt, 0.0f, s, nk);
+    kn_.gemmPacked(nq, nk, D_, 1.0f, w + x_.g, D_, w + x_.vt, 0.0f, dp, nk);
+    const bool dense = s_.mask.kind == MaskKind::dense;
+    const uint8_t* keep =
+        dense ? t_.mask.data() + (s_.mask_layout == MaskLayout::per_head ? bh * Lq_ : 0) * Lkv_ : nullptr;
+    for (int64_t r = 0; r < nq; ++r) {
+      float* srow = s + r * nk;
+      float* drow = dp + r * nk;
+      const KeyRange keys = visibleKeys(s_.mask, i0 + r, Lq_, Lkv_);
+      const int64_t c0 = std::clamp(keys.begin - j0, int64_t{0}, nk);
+      const int64_t c1 = std::clamp(keys.end - j0, int64_t{0}, nk);
+      const float lse2 = w[x_.lse + r];
+      if (c0 >= c1 || lse2 == kNegInf) {
+        fillRow(srow, nk, 0.0f);
+        fillRow(drow, nk, 0.0f);
+        continue;
+      }
+      if (dense) applyKeepMask(srow + c0, keep + (i0 + r) * Lkv_ + j0 + c0, c1 - c0);
+      fillRow(srow, c0, 0.0f);
+      fillRow(srow + c1, nk - c1, 0.0f);
+      kn_.exp2_shifted(srow + c0, srow + c0, c1 - c0, lse2, 1.0f);
+      const float delta = w[x_.delta + r];
+      for (int64_t j = 0; j < nk; ++j) drow[j] = srow[j] * (drow[j] - delta);
+    }
+  }
+
+  // out (cols x rows) = in (rows x cols) transposed.
+  static void transpose(const float* in, int64_t rows, int64_t cols, float* out) {
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t c = 0; c < cols; ++c) out[c * rows + r] = in[r * cols + c];
+  }
+
+  const WorkloadSpec& s_;
+  RunTensors& t_;
+  const float* lse_;
+  RunContext& ctx_;
+  const TileKernels& kn_;
+  const BackwardTiles x_;
+  const int64_t H_, Hkv_, Lq_, Lkv_, D_, group_, elem_;
+  const float scale_;
+};
+
+}  // namespace
+
+void planFlashBackward(MemoryPlan& p, const WorkloadSpec& s, int threads) {
+  const int kv_step = p.addStep("backward dK dV");
+  const int dq_step = p.addStep("backward dQ");
+  const BackwardTiles x = BackwardTiles::of(s, activeTileKernels());
+  const int workers = workersFor(s, threads, x);
+  for (int w = 0; w < workers; ++w)
+    p.add("backward tiles (worker " + std::to_string(w) + ")", x.floats * 4, kv_step, dq_step, BufferRole::workspace);
+}
+
+void flashBackward(const WorkloadSpec& s, RunTensors& t, const float* lse, RunContext& ctx, TaskPool& pool) {
+  const Backward bwd(s, t, lse, ctx);
+  const int workers = workersFor(s, pool.threads(), bwd.tiles());
+  std::vector<Buffer<float>> tiles;
+  tiles.reserve(static_cast<size_t>(workers));
+  for (int w = 0; w < workers; ++w)
+    tiles.emplace_back(ctx.allocator(), bwd.tiles().floats, "backward tiles (worker " + std::to_string(w) + ")");
+  {
+    PhaseScope phase(ctx, "backward dK dV");
+    pool.run(bwd.kvTasks(), workers, [&](int w, int64_t task) { bwd.keyTile(tiles[w].data(), task); }, &ctx);
+  }
+  {
+    PhaseScope phase(ctx, "backward dQ");
+    pool.run(bwd.queryTasks(), workers, [&](int w, int64_t task) { bwd.queryTile(tiles[w].data(), task); }, &ctx);
+  }
+}
+
+}  // namespace attnscope::cpu

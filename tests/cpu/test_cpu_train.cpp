@@ -1,0 +1,186 @@
+// pass = train on the CPU backends: dQ, dK, dV of loss = sum(O * G) against the float64
+// reference on awkward sizes (odd lengths, Lq != Lkv, GQA, every mask kind, every dtype), with
+// and without checkpointing; the plan names what is allocated and its peak is the measured one;
+// checkpointing takes the saved P out of cpu.reference's forward; and a wrong gradient fails.
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "core/reference.h"
+#include "core/reference_grad.h"
+#include "core/run_engine.h"
+#include "tests/cpu/cpu_test_support.h"
+
+namespace attnscope {
+namespace {
+
+using cputest::Shape;
+using cputest::specOf;
+
+WorkloadSpec trainSpec(const Shape& shape, Checkpoint checkpoint = Checkpoint::none) {
+  WorkloadSpec s = specOf(shape);
+  s.pass = Pass::train;
+  s.checkpoint = checkpoint;
+  return s;
+}
+
+RunResult runChecked(Backend& backend, const WorkloadSpec& spec) {
+  RunOptions opt;
+  opt.warmup = 1;  // a second pass must overwrite, not add to, the gradients
+  opt.reps = 1;
+  return runPoint(backend, spec, opt);
+}
+
+class CpuTrain : public ::testing::TestWithParam<Shape> {
+ protected:
+  std::vector<std::unique_ptr<Backend>> backends_ = cputest::cpuBackends(3);
+};
+
+TEST_P(CpuTrain, GradientsMatchFloat64AndPeakMatchesPlan) {
+  for (Checkpoint c : {Checkpoint::none, Checkpoint::attention}) {
+    const WorkloadSpec spec = trainSpec(GetParam(), c);
+    for (auto& b : backends_) {
+      const std::string where = b->id() + " " + summary(spec) + " checkpoint " + std::string(toString(c));
+      const RunResult r = runChecked(*b, spec);
+      ASSERT_EQ(r.status, RunStatus::ok) << where << ": " << r.message;
+      EXPECT_TRUE(r.accuracy.passed()) << where;
+      EXPECT_LE(r.accuracy.max_abs_error, toleranceFor(spec.dtype)) << where;
+      EXPECT_EQ(r.memory.measured_peak, r.memory.predicted_peak) << where;
+      EXPECT_EQ(r.plan.ioBytes(), r.memory.io_bytes) << where;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, CpuTrain,
+    ::testing::Values(Shape{1, 2, 0, 97, 0, 64, DType::fp32, "none", MaskLayout::broadcast, 1},
+                      Shape{2, 4, 2, 33, 80, 59, DType::fp32, "causal", MaskLayout::broadcast, 2},
+                      Shape{1, 4, 1, 130, 0, 32, DType::fp16, "window:17", MaskLayout::broadcast, 3},
+                      Shape{1, 2, 0, 150, 0, 16, DType::bf16, "block:40", MaskLayout::broadcast, 4},
+                      Shape{2, 2, 1, 70, 45, 24, DType::fp32, "dense:0.5", MaskLayout::per_head, 5},
+                      Shape{1, 3, 0, 129, 0, 8, DType::fp16, "dense:0.3", MaskLayout::broadcast, 6},
+                      Shape{1, 1, 0, 1, 0, 1, DType::bf16, "none", MaskLayout::broadcast, 7},
+                      Shape{1, 2, 0, 200, 300, 64, DType::fp32, "causal", MaskLayout::broadcast, 8}));
+
+// The two backends compute the same gradients by different algorithms: they agree closely.
+TEST(CpuTrainAgreement, ReferenceAndFlashAgree) {
+  auto backends = cputest::cpuBackends(2);
+  const WorkloadSpec spec = trainSpec({1, 4, 2, 190, 0, 64, DType::fp32, "causal", MaskLayout::broadcast, 9});
+  const HostInputs in = HostInputs::generate(spec);
+  AttentionGradients g[2];
+  for (int i = 0; i < 2; ++i) {
+    auto alloc = backends[i]->makeAllocator();
+    RunContext ctx(*alloc);
+    auto exec = backends[i]->prepare(spec, in, ctx);
+    exec->run();
+    ASSERT_TRUE(exec->gradients(g[i]));
+  }
+  for (auto member : {&AttentionGradients::dq, &AttentionGradients::dk, &AttentionGradients::dv}) {
+    ASSERT_EQ((g[0].*member).size(), (g[1].*member).size());
+    double worst = 0;
+    for (size_t e = 0; e < (g[0].*member).size(); ++e)
+      worst = std::max(worst, std::fabs(double((g[0].*member)[e]) - (g[1].*member)[e]));
+    EXPECT_LT(worst, 1e-4);
+  }
+}
+
+// The check is not vacuous: one wrong element of any gradient, or a NaN, fails it and is named.
+TEST(CpuTrainCheck, AWrongGradientFails) {
+  const WorkloadSpec spec = trainSpec({1, 2, 1, 40, 50, 16, DType::fp32, "causal", MaskLayout::broadcast, 10});
+  const HostInputs in = HostInputs::generate(spec);
+  auto backends = cputest::cpuBackends(2);
+  auto alloc = backends[1]->makeAllocator();
+  RunContext ctx(*alloc);
+  AttentionGradients good;
+  {
+    auto exec = backends[1]->prepare(spec, in, ctx);
+    exec->run();
+    ASSERT_TRUE(exec->gradients(good));
+  }
+  ASSERT_TRUE(checkGradients(spec, in, good).passed());
+  struct Case {
+    std::vector<float> AttentionGradients::*member;
+    size_t at;
+    float value;
+    const char* name;
+  };
+  for (const Case& c : {Case{&AttentionGradients::dq, 17, 0.01f, "dq"}, Case{&AttentionGradients::dk, 3, 0.01f, "dk"},
+                        Case{&AttentionGradients::dv, 16 * 49 + 2, 0.01f, "dv"},
+                        Case{&AttentionGradients::dk, 5, NAN, "dk"}}) {
+    AttentionGradients bad = good;
+    (bad.*c.member)[c.at] += std::isnan(c.value) ? c.value : c.value + 0.0f;
+    std::string problem;
+    const Accuracy a = checkGradients(spec, in, bad, nullptr, &problem);
+    EXPECT_FALSE(a.passed()) << c.name;
+    EXPECT_NE(problem.find(c.name), std::string::npos) << problem;
+  }
+  // Through the engine a failed gradient check is status wrong: a missing G is refused first.
+  HostInputs noG = in;
+  noG.g = {};
+  RunOptions opt;
+  opt.inputs = &noG;
+  EXPECT_EQ(runPoint(*backends[0], spec, opt).status, RunStatus::error);
+}
+
+int64_t plannedAt(const MemoryPlan& p, const std::string& buffer, const std::string& step) {
+  int s = -1;
+  for (int i = 0; i < p.stepCount(); ++i)
+    if (p.steps[i] == step) s = i;
+  for (const auto& b : p.buffers)
+    if (b.name == buffer && b.first_step <= s && s <= b.last_step) return b.bytes;
+  return 0;
+}
+
+// checkpoint = attention frees cpu.reference's P at the end of the forward and recomputes it for
+// the backward; without it P stays live from the forward's softmax to the backward's last step.
+// (For kind attention the backward's P + dS make the peak either way: the plan says so too.)
+TEST(CpuTrainMemory, CheckpointFreesPAfterTheForward) {
+  auto backends = cputest::cpuBackends(2);
+  const WorkloadSpec none = trainSpec({1, 4, 0, 256, 0, 32, DType::fp32, "none", MaskLayout::broadcast, 1});
+  WorkloadSpec ckpt = none;
+  ckpt.checkpoint = Checkpoint::attention;
+  const int64_t p_bytes = none.scoreElements() * 4;
+  const MemoryPlan pn = backends[0]->plan(none), pc = backends[0]->plan(ckpt);
+  auto lifetimes = [](const MemoryPlan& p) {
+    std::vector<std::pair<std::string, std::string>> out;
+    for (const auto& b : p.buffers)
+      if (b.name == "P = softmax(S)") out.emplace_back(p.steps[b.first_step], p.steps[b.last_step]);
+    return out;
+  };
+  using Life = std::vector<std::pair<std::string, std::string>>;
+  EXPECT_EQ(lifetimes(pn), (Life{{"softmax", "backward dK dV"}}));
+  EXPECT_EQ(lifetimes(pc), (Life{{"softmax", "output"}, {"recompute softmax", "backward dK dV"}}));
+  EXPECT_EQ(plannedAt(pn, "dS = P * (dP - delta)", "backward dK dV"), p_bytes);
+  EXPECT_EQ(plannedAt(pc, "P = softmax(S)", "recompute scores"), 0);
+  EXPECT_EQ(plannedAt(pn, "P = softmax(S)", "backward dQ"), p_bytes);
+  for (const WorkloadSpec* s : {&none, static_cast<const WorkloadSpec*>(&ckpt)}) {
+    const RunResult r = runChecked(*backends[0], *s);
+    ASSERT_EQ(r.status, RunStatus::ok) << r.message;
+    EXPECT_EQ(r.memory.measured_peak, r.memory.predicted_peak);
+  }
+  // cpu.flash saves only O and lse: nothing of size Lq x Lkv in any step.
+  for (const auto& b : backends[1]->plan(none).buffers)
+    if (b.role == BufferRole::workspace) {
+      EXPECT_LT(b.bytes, p_bytes) << b.name;
+    }
+}
+
+TEST(CpuTrainSupport, RefusesWhatItDoesNotCompute) {
+  auto backends = cputest::cpuBackends(1);
+  WorkloadSpec layer;
+  layer.kind = WorkloadKind::layer;
+  WorkloadSpec forwardCkpt;
+  forwardCkpt.checkpoint = Checkpoint::attention;
+  for (auto& b : backends) {
+    const Support l = b->support(layer);
+    ASSERT_FALSE(l.ok());
+    EXPECT_NE(l.reasons.front().find("kind layer"), std::string::npos);
+    const Support f = b->support(forwardCkpt);
+    ASSERT_FALSE(f.ok());
+    EXPECT_NE(f.reasons.front().find("needs pass train"), std::string::npos);
+  }
+}
+
+}  // namespace
+}  // namespace attnscope
