@@ -1,6 +1,7 @@
 // runs, show, compare, export, report: the commands that read saved results.
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <iostream>
@@ -16,6 +17,7 @@
 #include "core/format.h"
 #include "core/kernel_summary.h"
 #include "core/output_file.h"
+#include "core/phase_summary.h"
 #include "core/sweep_compare.h"
 #include "core/results_export.h"
 #ifdef ATTNSCOPE_HAVE_GUI
@@ -96,12 +98,33 @@ int cmdRuns(const std::vector<std::string>& argv) {
   return unreadable.empty() ? 0 : 1;
 }
 
-const CommandDef kShowDef{"show", "show ID [--kernels] [--db FILE] [--json]",
+const CommandDef kShowDef{"show", "show ID [--kernels] [--phases] [--db FILE] [--json]",
                           "Show one sweep (S<n>) or run (R<n>) in full: spec, environment, results, memory "
                           "(predicted, allocator and CUPTI peaks side by side).",
                           {{"kernels", "", "list the run's kernels: count, total and mean time, grid, block, registers, shared memory"},
+                           {"phases", "", "the run's phases (scores, softmax, backward, ...): count, total and mean time, share, peak memory inside"},
                            dbOption(), jsonOption()},
                           1, {}};
+
+namespace {
+// Shares are of the top-level phases; a nested phase ("recompute/scores") is indented.
+void printPhases(const RunResult& r, std::ostream& out) {
+  const auto phases = summarizePhases(r.trace.events);
+  if (phases.empty()) {
+    out << "\nno phases recorded for R" << r.id << "\n";
+    return;
+  }
+  Table t({"phase", "count", "total", "mean", "share", "peak memory"});
+  for (const auto& p : phases) {
+    char share[16];
+    std::snprintf(share, sizeof share, "%.1f %%", 100.0 * p.share);
+    t.add({std::string(2 * static_cast<size_t>(p.depth), ' ') + p.name, std::to_string(p.count),
+           formatDuration(static_cast<double>(p.total_ns) * 1e-9), formatDuration(static_cast<double>(p.meanNs()) * 1e-9),
+           share, formatBytes(p.peak_bytes)});
+  }
+  out << "\n" << t.render();
+}
+}  // namespace
 
 int cmdShow(const std::vector<std::string>& argv) {
   Args args(kShowDef, argv);
@@ -134,11 +157,13 @@ int cmdShow(const std::vector<std::string>& argv) {
   if (json) {
     nlohmann::json j = toJson(r);
     if (args.flag("kernels")) j["kernels"] = toJson(summarizeKernels(r.trace.events));
+    if (args.flag("phases")) j["phases"] = toJson(summarizePhases(r.trace.events));
     std::cout << j.dump(2) << "\n";
     return 0;
   }
   printRunDetails(r, std::cout);
   if (auto sw = store->sweepOfRun(r.id)) std::cout << "  sweep             S" << *sw << "\n";
+  if (args.flag("phases")) printPhases(r, std::cout);
   if (args.flag("kernels")) {
     auto kernels = summarizeKernels(r.trace.events);
     if (kernels.empty()) {
