@@ -227,22 +227,39 @@ class Workload:
         d = req["dir"]
         load = lambda name: read_npy(os.path.join(d, name)).to(self.device, dtype).contiguous()
         self.q, self.k, self.v = load("q.npy"), load("k.npy"), load("v.npy")
+        # pass train: forward, then loss = sum(O * G) backward through autograd; dQ, dK, dV are
+        # the leaves' gradients (checkpoint attention: the call runs under torch.utils.checkpoint).
+        self.train = spec.get("pass", "forward") == "train"
+        self.checkpoint = self.train and spec.get("checkpoint", "none") == "attention"
+        self.g = load("g.npy") if self.train else None
+        self.grads = None
+        self.q_factor = 1.0
+        self.repeat = 1
         self.kwargs = {"scale": spec["scale"]}
         if version_tuple(torch.__version__) < (2, 1):
             # 2.0 has no scale argument: fold the scale into q (SDPA multiplies by 1/sqrt(D)).
             del self.kwargs["scale"]
-            self.q = self.q * (spec["scale"] * spec["head_dim"] ** 0.5)
+            self.q_factor = spec["scale"] * spec["head_dim"] ** 0.5
+            self.q = self.q * self.q_factor
             self.notes.append("scale folded into q (torch 2.0 has no scale argument)")
         hq, hkv = spec["heads"], spec["kv_heads"]
         if hq != hkv:
             if has_enable_gqa():
                 self.kwargs["enable_gqa"] = True
                 self.notes.append("GQA via enable_gqa=True")
+            elif self.train:
+                # Repeated inside the call, so autograd sums dK, dV over each group's heads.
+                self.repeat = hq // hkv
+                self.notes.append("GQA: K/V repeated to %d heads in the call (torch %s has no enable_gqa)" % (
+                    hq, torch.__version__))
             else:
                 rep = hq // hkv
                 self.k = self.k.repeat_interleave(rep, dim=1).contiguous()
                 self.v = self.v.repeat_interleave(rep, dim=1).contiguous()
                 self.notes.append("GQA: K/V repeated to %d heads (torch %s has no enable_gqa)" % (hq, torch.__version__))
+        if self.train:
+            self.notes.append("train: loss = sum(O * G) backward through autograd" +
+                              (", forward under torch.utils.checkpoint" if self.checkpoint else ""))
         self.mask = None  # the tensor we hold (counted as an input)
         self.choice_mask = None  # what _fused_sdp_choice is asked about
         self.is_causal = False
@@ -266,7 +283,7 @@ class Workload:
             self.notes.append("mask: boolean tensor [%s]" % shape if mask == "tensor" else
                               "mask: causal as a boolean tensor [%s] (torch %s has no causal_lower_right)" % (
                                   shape, torch.__version__))
-        self.input_bytes = sum(t.numel() * t.element_size() for t in (self.q, self.k, self.v, self.mask)
+        self.input_bytes = sum(t.numel() * t.element_size() for t in (self.q, self.k, self.v, self.mask, self.g)
                                if t is not None)
         self.choice = self.fused_choice()
 
@@ -283,8 +300,25 @@ class Workload:
         except Exception:
             return ""  # no kernel can run: the call itself will say why
 
+    def sdpa(self, q, k, v):
+        if self.repeat > 1:
+            k, v = k.repeat_interleave(self.repeat, dim=1), v.repeat_interleave(self.repeat, dim=1)
+        return F.scaled_dot_product_attention(q, k, v, is_causal=self.is_causal, **self.kwargs)
+
     def call(self):
-        return F.scaled_dot_product_attention(self.q, self.k, self.v, is_causal=self.is_causal, **self.kwargs)
+        if not self.train:
+            return self.sdpa(self.q, self.k, self.v)
+        # Leaves sharing the inputs' storage (no copies); the gradients are autograd's own tensors.
+        q, k, v = (t.detach().requires_grad_() for t in (self.q, self.k, self.v))
+        if self.checkpoint:
+            from torch.utils.checkpoint import checkpoint
+            out = checkpoint(self.sdpa, q, k, v, use_reentrant=False)
+        else:
+            out = self.sdpa(q, k, v)
+        (out * self.g).sum().backward()
+        # dQ of the folded q (torch 2.0) times the fold is dQ of the original q.
+        self.grads = (q.grad * self.q_factor if self.q_factor != 1.0 else q.grad, k.grad, v.grad)
+        return out.detach()
 
     def synchronize(self):
         if self.device.type == "cuda":
@@ -307,6 +341,7 @@ def run_once(w):
             out = w.call()
             seconds = time.perf_counter() - t0
     del out
+    w.grads = None
     return seconds
 
 
@@ -334,6 +369,10 @@ def profiled_call(w, out_path, trace_dir, max_events):
         result["reserved_bytes"] = int(torch.cuda.max_memory_reserved(w.device))
     write_npy(out_path, out)
     del out
+    if w.train:
+        for name, grad in zip(("dq.npy", "dk.npy", "dv.npy"), w.grads):
+            write_npy(os.path.join(os.path.dirname(out_path), name), grad)
+    w.grads = None
     path = os.path.join(trace_dir, "torch_trace.json")
     prof.export_chrome_trace(path)
     with open(path) as f:
@@ -373,7 +412,7 @@ def convert_trace(w, trace, t_start, max_events):
             out.append({"k": "alloc" if b >= 0 else "free", "s": ns(e["ts"]), "b": abs(b), "a": int(a.get("Addr", 0)),
                         "d": int(a.get("Device Type", 0))})
     # The inputs were allocated before the profiled call; they are live throughout it.
-    inputs = [("q", w.q), ("k", w.k), ("v", w.v), ("mask", w.mask)]
+    inputs = [("q", w.q), ("k", w.k), ("v", w.v), ("mask", w.mask), ("g", w.g)]
     for name, t in inputs:
         if t is not None:
             out.append({"k": "alloc", "n": name, "s": t_start - 1, "b": t.numel() * t.element_size(),

@@ -19,7 +19,8 @@ constexpr int kMaxTraceEvents = 20000;
 nlohmann::json specRequest(const WorkloadSpec& s) {
   return {{"batch", s.batch},       {"heads", s.heads},       {"kv_heads", s.kvHeads()},
           {"seq_q", s.seq_q},       {"seq_kv", s.seqKv()},    {"head_dim", s.headDim()},
-          {"dtype", std::string(toString(s.dtype))}, {"mask", maskPassing(s)}, {"scale", s.effectiveScale()}};
+          {"dtype", std::string(toString(s.dtype))}, {"mask", maskPassing(s)}, {"scale", s.effectiveScale()},
+          {"pass", std::string(toString(s.pass))}, {"checkpoint", std::string(toString(s.checkpoint))}};
 }
 
 std::string deviceFact(const TorchHello& h, bool cuda) {
@@ -76,6 +77,20 @@ class TorchExecution final : public Execution {
       ctx_.addWarning("trace: " + std::to_string(dropped) + " profiler ops beyond the first " +
                       std::to_string(kMaxTraceEvents) + " events were left out");
     out = readTorchOutput(folder_.file("out.npy"), spec_);
+    if (spec_.pass == Pass::train) {
+      const std::vector<int64_t> qs{spec_.batch, spec_.heads, spec_.seq_q, spec_.headDim()};
+      const std::vector<int64_t> kvs{spec_.batch, spec_.kvHeads(), spec_.seqKv(), spec_.headDim()};
+      grads_.dq = readTorchTensor(folder_.file("dq.npy"), qs);
+      grads_.dk = readTorchTensor(folder_.file("dk.npy"), kvs);
+      grads_.dv = readTorchTensor(folder_.file("dv.npy"), kvs);
+    }
+  }
+
+  // Autograd's dQ, dK, dV from the profiled call (read by output()).
+  bool gradients(AttentionGradients& out) override {
+    if (spec_.pass != Pass::train || grads_.dq.empty()) return false;
+    out = grads_;
+    return true;
   }
 
  private:
@@ -103,6 +118,7 @@ class TorchExecution final : public Execution {
   WorkloadSpec spec_;
   RunFolder folder_;
   std::string choice_;
+  AttentionGradients grads_;
 };
 
 }  // namespace
@@ -147,10 +163,10 @@ Support TorchBackend::support(const WorkloadSpec& spec) const {
   Support s;
   // A probe cancelled by Ctrl-C knows nothing: let the engine see the cancel and say so.
   if (auto r = TorchProbe::instance().result(); r && r->cancelled) return s;
-  // The worker runs the SDPA forward only (python/attnscope_torch_worker.py); refused, not faked.
+  // The worker runs one SDPA (train: through autograd); a whole layer is not implemented there.
   if (spec.kind == WorkloadKind::layer) s.reasons.push_back("kind layer is not implemented by the torch backends yet");
-  if (spec.pass == Pass::train)
-    s.reasons.push_back("pass train is not implemented by the torch backends yet (the worker runs the forward only)");
+  if (spec.checkpoint == Checkpoint::attention && spec.pass != Pass::train)
+    s.reasons.push_back("checkpoint attention needs pass train (a forward pass saves nothing for a backward)");
   if (Availability a = availability(); !a.available) {
     s.reasons.push_back(a.reason);
     return s;
@@ -164,8 +180,9 @@ MemoryPlan TorchBackend::plan(const WorkloadSpec& spec) const {
   auto r = TorchProbe::instance().result();
   if (!r) return MemoryPlan::unknown("still checking the Python for torch");
   if (!r->problem.empty()) return MemoryPlan::unknown(r->problem);
-  if (spec.pass == Pass::train || spec.kind == WorkloadKind::layer)
-    return MemoryPlan::unknown("the torch backends run the attention forward only");
+  // The explainer models SDPA's forward; autograd's saved tensors and gradients are measured only.
+  if (spec.pass == Pass::train) return MemoryPlan::unknown("no prediction for torch's backward (measured only)");
+  if (spec.kind == WorkloadKind::layer) return MemoryPlan::unknown("kind layer is not implemented by the torch backends");
   return predictTorch(spec, r->hello, onCuda(), kernel_).plan;
 }
 

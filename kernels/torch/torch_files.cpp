@@ -66,6 +66,7 @@ void writeTorchInputs(const RunFolder& dir, const WorkloadSpec& s, const HostInp
   writeNpy(dir.file("q.npy"), tensorFile(in.q));
   writeNpy(dir.file("k.npy"), tensorFile(in.k));
   writeNpy(dir.file("v.npy"), tensorFile(in.v));
+  if (s.pass == Pass::train) writeNpy(dir.file("g.npy"), tensorFile(in.g));
   const bool lowerRightCausal = s.mask.kind == MaskKind::causal && s.seq_q != s.seqKv();
   if (maskPassing(s) != "tensor" && !lowerRightCausal) return;
   // A causal mask with Lq != Lkv is written too: torch < 2.3 has no causal_lower_right.
@@ -88,10 +89,13 @@ void writeTorchInputs(const RunFolder& dir, const WorkloadSpec& s, const HostInp
 }
 
 std::vector<float> readTorchOutput(const std::string& path, const WorkloadSpec& s) {
+  return readTorchTensor(path, {s.batch, s.heads, s.seq_q, s.headDim()});
+}
+
+std::vector<float> readTorchTensor(const std::string& path, const std::vector<int64_t>& want) {
   NpyArray a = readNpy(path);
-  const std::vector<int64_t> want{s.batch, s.heads, s.seq_q, s.headDim()};
   if (a.descr != "<f4" || a.shape != want)
-    throw std::runtime_error("the torch worker's output " + path + " is not float32 [B,H,Lq,D] as the spec says");
+    throw std::runtime_error("the torch worker's " + path + " is not float32 of the shape the spec says");
   std::vector<float> out(a.data.size() / 4);
   std::memcpy(out.data(), a.data.data(), out.size() * 4);
   return out;

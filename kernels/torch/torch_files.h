@@ -32,10 +32,13 @@ class RunFolder {
   std::string path_;
 };
 
-// Writes q.npy, k.npy, v.npy ([B,H,L,D]; bf16 as float32 holding the exact bf16 values) and, for
+// Writes q.npy, k.npy, v.npy ([B,H,L,D]; bf16 as float32 holding the exact bf16 values), g.npy
+// for pass = train (G of the loss sum(O * G), [B,H,Lq,D]) and, for
 // masks passed as tensors, mask.npy (bool, [1,1,Lq,Lkv] or [B,H,Lq,Lkv] per the spec's layout).
 void writeTorchInputs(const RunFolder& dir, const WorkloadSpec& spec, const HostInputs& inputs);
 // Reads the worker's out.npy (float32, [B,H,Lq,D]) and checks its shape.
 std::vector<float> readTorchOutput(const std::string& path, const WorkloadSpec& spec);
+// Reads a float32 .npy the worker wrote (dq.npy, dk.npy, dv.npy) and checks its shape.
+std::vector<float> readTorchTensor(const std::string& path, const std::vector<int64_t>& shape);
 
 }  // namespace attnscope::torch

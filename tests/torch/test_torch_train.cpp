@@ -1,0 +1,81 @@
+// pass = train on the torch backends with the real torch of ATTNSCOPE_TEST_PYTHON: autograd's dQ,
+// dK, dV against the float64 reference through the run engine (GQA, masks, checkpointing), and
+// the measured peak of a train pass above the forward's (what autograd saves and the gradients
+// are measured, not predicted). Exits 77 (skipped) without ATTNSCOPE_TEST_PYTHON.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+
+#include "kernels/torch/torch_python.h"
+#include "tests/torch/torch_test_support.h"
+
+namespace attnscope {
+namespace {
+
+using namespace torchtest;
+
+const char* testPython() { return std::getenv("ATTNSCOPE_TEST_PYTHON"); }
+
+WorkloadSpec train(WorkloadSpec s, Checkpoint c = Checkpoint::none) {
+  s.pass = Pass::train;
+  s.checkpoint = c;
+  return s;
+}
+
+struct TorchTrain : ::testing::Test {
+  static void SetUpTestSuite() { torch::setCommandLinePython(testPython()); }
+  static std::shared_ptr<torch::TorchSession> session() {
+    static auto s = std::make_shared<torch::TorchSession>();
+    return s;
+  }
+  torch::TorchBackend autoB{"cpu", "auto", session()};
+  torch::TorchBackend mathB{"cpu", "math", session()};
+};
+
+TEST_F(TorchTrain, GradientsMatchTheFloat64Reference) {
+  WorkloadSpec dense = spec(4, 64, 80, 8, "dense:0.5", 2);
+  dense.mask_layout = MaskLayout::per_head;
+  const std::vector<WorkloadSpec> specs = {train(spec(2, 97, 97, 59)), train(spec(4, 64, 64, 16, "causal", 2)),
+                                           train(spec(2, 33, 97, 16, "window:8")), train(dense),
+                                           train(spec(2, 97, 97, 16, "causal"), Checkpoint::attention)};
+  for (torch::TorchBackend* b : {&autoB, &mathB})
+    for (const WorkloadSpec& s : specs) {
+      RunResult r = runOnce(*b, s);
+      SCOPED_TRACE(b->id() + " " + summary(s) + " checkpoint " + std::string(toString(s.checkpoint)) + ": " + r.message);
+      ASSERT_EQ(r.status, RunStatus::ok);
+      EXPECT_TRUE(r.accuracy.passed()) << r.accuracy.max_abs_error;
+      EXPECT_FALSE(r.plan.known);  // autograd's memory is measured, not predicted
+      EXPECT_GT(r.memory.measured_peak, r.memory.io_bytes / 2);
+    }
+}
+
+TEST_F(TorchTrain, TrainPeakIsAboveTheForwardPeak) {
+  const WorkloadSpec fwd = spec(4, 256, 256, 64);
+  const RunResult f = runOnce(mathB, fwd), t = runOnce(mathB, train(fwd));
+  ASSERT_EQ(f.status, RunStatus::ok) << f.message;
+  ASSERT_EQ(t.status, RunStatus::ok) << t.message;
+  std::printf("torch.cpu.math %s: forward peak %lld, train peak %lld\n", summary(fwd).c_str(),
+              static_cast<long long>(f.memory.measured_peak), static_cast<long long>(t.memory.measured_peak));
+  // At least G and the three gradients on top of the forward's inputs and output.
+  EXPECT_GE(t.memory.measured_peak, f.memory.measured_peak + 4 * fwd.qElements() * 4);
+}
+
+TEST_F(TorchTrain, LayerIsRefusedWithTheReason) {
+  WorkloadSpec s = spec(2, 16, 16, 8);
+  s.kind = WorkloadKind::layer;
+  const Support sup = autoB.support(s);
+  ASSERT_FALSE(sup.ok());
+  EXPECT_NE(sup.reasons.front().find("kind layer"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace attnscope
+
+int main(int argc, char** argv) {
+  if (!attnscope::testPython() || !*attnscope::testPython()) {
+    std::printf("skipped: ATTNSCOPE_TEST_PYTHON is not set (bash scripts/torch-venv.sh prints a Python with torch)\n");
+    return 77;
+  }
+  ::testing::InitGoogleTest(&argc, argv);
+  return RUN_ALL_TESTS();
+}
