@@ -21,6 +21,8 @@ static void addWorkloadProblems(const WorkloadSpec& spec, std::vector<std::strin
   if (spec.kind == WorkloadKind::layer) reasons.push_back("kind layer is not implemented by the CUDA backends yet");
   if (spec.pass == Pass::train)
     reasons.push_back("pass train is not implemented by the CUDA backends yet (no backward kernels: forward only)");
+  else if (spec.checkpoint == Checkpoint::attention)
+    reasons.push_back("checkpoint attention needs pass train (a forward pass saves nothing for a backward)");
 }
 
 Support CudaBackendBase::support(const WorkloadSpec& spec) const {

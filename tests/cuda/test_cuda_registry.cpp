@@ -76,3 +76,27 @@ TEST(CudaRegistry, EnvironmentProbe) {
     EXPECT_EQ(env.gpu_note, "GPU backends unavailable: " + info.reason);
   }
 }
+
+// Only the attention forward runs on CUDA: train, layer and a checkpoint without train are refused
+// with the reason on any machine, and no forward plan is drawn at such a point.
+TEST(CudaRegistry, TrainAndLayerAreRefusedWithTheReason) {
+  for (auto& b : makeCudaBackends()) {
+    WorkloadSpec train, layer, ckpt;
+    train.pass = Pass::train;
+    layer.kind = WorkloadKind::layer;
+    ckpt.checkpoint = Checkpoint::attention;
+    const std::pair<const WorkloadSpec*, const char*> cases[] = {
+        {&train, "pass train is not implemented"}, {&layer, "kind layer is not implemented"}, {&ckpt, "needs pass train"}};
+    for (const auto& [spec, why] : cases) {
+      const Support s = b->support(*spec);
+      ASSERT_FALSE(s.ok()) << b->id();
+      EXPECT_TRUE(std::any_of(s.reasons.begin(), s.reasons.end(),
+                              [&](const std::string& r) { return r.find(why) != std::string::npos; }))
+          << b->id() << ": " << why;
+    }
+    EXPECT_FALSE(b->plan(train).known) << b->id();
+    EXPECT_FALSE(b->plan(layer).known) << b->id();
+    RunOptions opt;
+    EXPECT_EQ(runPoint(*b, train, opt).status, RunStatus::unsupported) << b->id();
+  }
+}
