@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdio>
 #include <new>
+#include <stdexcept>
 
 #include "core/clock.h"
 #include "core/format.h"
@@ -80,6 +81,8 @@ void execute(Backend& backend, const WorkloadSpec& spec, const RunOptions& opt, 
       generated = HostInputs::generate(spec, opt.cancel);
       inputs = &generated;
     }
+    if (spec.pass == Pass::train && inputs->g.elements() != spec.qElements())
+      throw std::invalid_argument("a train pass needs the output gradient g in the inputs (files from --inputs hold none)");
     std::unique_ptr<Execution> exec = backend.prepare(spec, *inputs, ctx);
     const int64_t total = static_cast<int64_t>(opt.warmup) + std::max(1, opt.reps);
     for (int64_t pass = 0; pass < total; ++pass) {
