@@ -10,7 +10,7 @@
 
 namespace attnscope::cli {
 
-Args::Args(const CommandDef& def, const std::vector<std::string>& argv) : def_(def) {
+Args::Args(const CommandDef& def, const std::vector<std::string>& argv) {
   for (size_t i = 0; i < argv.size(); ++i) {
     const std::string& a = argv[i];
     if (a.rfind("--", 0) != 0 || a == "--") {

@@ -43,7 +43,6 @@ class Args {
                int max_value = std::numeric_limits<int>::max()) const;
 
  private:
-  const CommandDef& def_;
   std::map<std::string, std::string> values_;
   std::vector<std::string> positionals_;
 };

@@ -4,6 +4,7 @@
 #include <ctime>
 #include <iostream>
 
+#include "core/spec_fields.h"
 #include "kernels/builtin_session.h"
 #include "kernels/torch/torch_python.h"
 
@@ -11,39 +12,10 @@ namespace attnscope::cli {
 
 using torch::setCommandLinePython;
 
-namespace {
-struct SpecOption {
-  const char* cli;
-  const char* field;
-  const char* metavar;
-  const char* help;
-};
-const SpecOption kSpecOptions[] = {
-    {"batch", "batch", "N", "batch size (default 1)"},
-    {"heads", "heads", "N", "query heads (default 8)"},
-    {"kv-heads", "kv_heads", "N", "key/value heads, dividing heads: GQA, 1 = MQA (default: heads)"},
-    {"seq", "seq", "N", "query sequence length (default 1024)"},
-    {"seq-kv", "seq_kv", "N", "key/value sequence length (default: seq)"},
-    {"head-dim", "head_dim", "N", "head dimension 1..256 (default 64)"},
-    {"width", "width", "N", "fixed model width: head_dim = width / heads (instead of --head-dim)"},
-    {"dtype", "dtype", "T", "fp32, fp16 or bf16 (default fp32)"},
-    {"mask", "mask", "M", "none, causal, window:W, block:W, dense[:p] (default none)"},
-    {"mask-layout", "mask_layout", "L", "dense mask layout: broadcast [1,1,L,S] or per_head [B,H,L,S]"},
-    {"scale", "scale", "X", "softmax scale (default 1/sqrt(head_dim))"},
-    {"seed", "seed", "S", "seed for inputs and dense masks (default 0)"},
-};
-}  // namespace
-
 std::vector<OptionDef> specOptions(bool lists) {
   std::vector<OptionDef> out;
-  for (const auto& o : kSpecOptions)
-    out.push_back({o.cli, lists ? std::string(o.metavar) + ",..." : o.metavar, o.help});
-  return out;
-}
-
-std::vector<std::string> specOptionNames() {
-  std::vector<std::string> out;
-  for (const auto& o : kSpecOptions) out.push_back(o.cli);
+  for (const SpecField& f : specFields())
+    out.push_back({std::string(f.cli), std::string(f.metavar) + (lists && f.sweepable ? ",..." : ""), std::string(f.help)});
   return out;
 }
 
@@ -56,18 +28,19 @@ WorkloadSpec specFromArgs(const Args& args) {
   std::vector<SpecError> errs;
   if (args.value("width") && args.value("head-dim"))
     throw UsageError("--width and --head-dim are exclusive: head_dim = width / heads");
-  for (const auto& o : kSpecOptions) {
-    auto v = args.value(o.cli);
+  for (const SpecField& f : specFields()) {
+    const std::string cli(f.cli), field(f.name);
+    auto v = args.value(cli);
     if (!v) continue;
     if (v->empty()) {
-      errs.push_back({o.field, *v, std::string("--") + o.cli + " needs a value (got an empty string)"});
+      errs.push_back({field, *v, "--" + cli + " needs a value (got an empty string)"});
       continue;
     }
     if (v->find(',') != std::string::npos) {
-      errs.push_back({o.field, *v, std::string("--") + o.cli + " takes one value here; lists are for 'attnscope sweep'"});
+      errs.push_back({field, *v, "--" + cli + " takes one value here; lists are for 'attnscope sweep'"});
       continue;
     }
-    if (auto e = setField(spec, o.field, *v)) errs.push_back(*e);
+    if (auto e = setField(spec, field, *v)) errs.push_back(*e);
   }
   if (!errs.empty()) throw UsageError(describe(errs));
   throwIfInvalid(spec);

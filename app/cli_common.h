@@ -14,9 +14,9 @@
 
 namespace attnscope::cli {
 
-// The SPEC options shared by backends, run and sweep (CLI name -> spec field).
+// The SPEC options shared by backends, run, sweep and explain: one per field of the table in
+// core/spec_fields.h (with lists, sweepable fields take "V,...").
 std::vector<OptionDef> specOptions(bool lists);
-std::vector<std::string> specOptionNames();
 // The spec from the SPEC options (single values). Throws UsageError listing every bad field.
 WorkloadSpec specFromArgs(const Args& args);
 void throwIfInvalid(const WorkloadSpec& spec);

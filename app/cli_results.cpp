@@ -1,8 +1,10 @@
 #include "app/cli_results.h"
 
 #include <cstdio>
+#include <initializer_list>
 
 #include "core/format.h"
+#include "core/spec_fields.h"
 
 namespace attnscope::cli {
 
@@ -22,20 +24,25 @@ std::string errorCell(const RunResult& r) {
 }  // namespace
 
 Table resultsTable(const std::vector<RunResult>& runs) {
-  Table t({"id", "backend", "B", "H", "Hkv", "Lq", "Lkv", "D", "dtype", "mask", "status", "time", "GFLOP/s",
-           "predicted", "measured", "max err", "note"});
+  // The spec columns are the fields the table gives a terminal header (core/spec_fields.h).
+  std::vector<std::string> header = {"id", "backend"};
+  for (const SpecField& f : specFields())
+    if (!f.table_header.empty()) header.emplace_back(f.table_header);
+  for (const char* h : {"status", "time", "GFLOP/s", "predicted", "measured", "max err", "note"}) header.emplace_back(h);
+  Table t(header);
   for (const auto& r : runs) {
-    const WorkloadSpec& s = r.spec;
     char gf[32] = "-";
     if (r.status == RunStatus::ok && r.flopsPerSecond() > 0) std::snprintf(gf, sizeof gf, "%.1f", r.flopsPerSecond() / 1e9);
     std::string note = r.status == RunStatus::ok ? r.message : r.message.substr(0, 70);
     if (auto ran = r.facts.find("torch.ran"); ran != r.facts.end())
       note = "torch ran: " + ran->second + (note.empty() ? "" : "; " + note);
-    t.add({r.id ? "R" + std::to_string(r.id) : "-", r.backend, std::to_string(s.batch), std::to_string(s.heads),
-           std::to_string(s.kvHeads()), std::to_string(s.seq_q), std::to_string(s.seqKv()), std::to_string(s.headDim()),
-           std::string(toString(s.dtype)), toString(s.mask), std::string(toString(r.status)), timeCell(r), gf,
-           bytesCell(r.memory.predicted_peak), bytesCell(r.status == RunStatus::ok ? r.memory.measured_peak : -1),
-           errorCell(r), note});
+    std::vector<std::string> row = {r.id ? "R" + std::to_string(r.id) : "-", r.backend};
+    for (const SpecField& f : specFields())
+      if (!f.table_header.empty()) row.push_back(f.cell(r.spec));
+    for (std::string cell : std::initializer_list<std::string>{std::string(toString(r.status)), timeCell(r), std::string(gf), bytesCell(r.memory.predicted_peak),
+                             bytesCell(r.status == RunStatus::ok ? r.memory.measured_peak : -1), errorCell(r), note})
+      row.push_back(std::move(cell));
+    t.add(row);
   }
   return t;
 }

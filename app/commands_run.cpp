@@ -17,6 +17,7 @@
 #include "core/format.h"
 #include "core/npy.h"
 #include "core/run_engine.h"
+#include "core/spec_fields.h"
 #include "core/sweep_runner.h"
 #include "kernels/torch/torch_backends.h"
 #include "kernels/torch/torch_probe.h"
@@ -226,13 +227,12 @@ int cmdSweep(const std::vector<std::string>& argv) {
   Session& s = session();
   SweepSpec sw;
   if (args.value("width") && args.value("head-dim")) throw UsageError("--width and --head-dim are exclusive");
-  for (const auto& name : specOptionNames()) {
-    auto v = args.value(name);
+  for (const SpecField& f : specFields()) {
+    const std::string cli(f.cli), field(f.name);
+    auto v = args.value(cli);
     if (!v) continue;
-    auto values = splitList(name, *v);
-    std::string field = name;
-    for (auto& c : field)
-      if (c == '-') c = '_';
+    auto values = splitList(cli, *v);
+    if (values.size() > 1 && !f.sweepable) throw UsageError("--" + cli + " takes one value: " + field + " is not swept");
     if (values.size() == 1) {
       if (auto e = setField(sw.base, field, values[0])) throw UsageError(e->field + ": " + e->message);
     } else {

@@ -1,15 +1,22 @@
 #include "core/results_export.h"
 
+#include <initializer_list>
 #include <sstream>
+
+#include "core/spec_fields.h"
 
 namespace attnscope {
 
+// Spec columns come from the field table (core/spec_fields.h), between the run's identity and
+// its measurements.
 std::vector<std::string> csvColumns() {
-  return {"run_id",     "backend",       "device",        "status",       "batch",          "heads",
-          "kv_heads",   "seq_q",         "seq_kv",        "head_dim",     "width",          "dtype",
-          "mask",       "mask_layout",   "median_s",      "min_s",        "max_s",          "flops_per_s",
-          "predicted_peak_bytes", "measured_peak_bytes", "cupti_peak_bytes", "io_bytes", "overhead_bytes",
-          "max_abs_error", "rel_l2_error", "accuracy_passed", "message"};
+  std::vector<std::string> cols = {"run_id", "backend", "device", "status"};
+  for (const SpecField& f : specFields()) cols.emplace_back(f.csv_column);
+  for (const char* c : {"median_s", "min_s", "max_s", "flops_per_s", "predicted_peak_bytes", "measured_peak_bytes",
+                        "cupti_peak_bytes", "io_bytes", "overhead_bytes", "max_abs_error", "rel_l2_error",
+                        "accuracy_passed", "message"})
+    cols.emplace_back(c);
+  return cols;
 }
 
 std::vector<std::string> csvRow(const RunResult& r) {
@@ -19,35 +26,24 @@ std::vector<std::string> csvRow(const RunResult& r) {
     os << v;
     return os.str();
   };
-  const WorkloadSpec& s = r.spec;
   const bool ok = r.status == RunStatus::ok;
-  return {std::to_string(r.id),
-          r.backend,
-          r.device,
-          std::string(toString(r.status)),
-          std::to_string(s.batch),
-          std::to_string(s.heads),
-          std::to_string(s.kvHeads()),
-          std::to_string(s.seq_q),
-          std::to_string(s.seqKv()),
-          std::to_string(s.headDim()),
-          std::to_string(s.width),
-          std::string(toString(s.dtype)),
-          toString(s.mask),
-          std::string(toString(s.mask_layout)),
-          ok ? num(r.timing.median_s) : "",
-          ok ? num(r.timing.min_s) : "",
-          ok ? num(r.timing.max_s) : "",
-          ok ? num(r.flopsPerSecond()) : "",
-          r.memory.predicted_peak >= 0 ? std::to_string(r.memory.predicted_peak) : "",
-          r.memory.measured_peak > 0 ? std::to_string(r.memory.measured_peak) : "",
-          r.memory.cupti_peak >= 0 ? std::to_string(r.memory.cupti_peak) : "",
-          std::to_string(r.memory.io_bytes),
-          r.memory.measured_peak > 0 ? std::to_string(r.memory.overhead()) : "",
-          r.accuracy.checked ? num(r.accuracy.max_abs_error) : "",
-          r.accuracy.checked ? num(r.accuracy.rel_l2_error) : "",
-          r.accuracy.checked ? (r.accuracy.passed() ? "true" : "false") : "",
-          r.message};
+  std::vector<std::string> row = {std::to_string(r.id), r.backend, r.device, std::string(toString(r.status))};
+  for (const SpecField& f : specFields()) row.push_back(f.cell(r.spec));
+  for (std::string cell : std::initializer_list<std::string>{ok ? num(r.timing.median_s) : "",
+                           ok ? num(r.timing.min_s) : "",
+                           ok ? num(r.timing.max_s) : "",
+                           ok ? num(r.flopsPerSecond()) : "",
+                           r.memory.predicted_peak >= 0 ? std::to_string(r.memory.predicted_peak) : "",
+                           r.memory.measured_peak > 0 ? std::to_string(r.memory.measured_peak) : "",
+                           r.memory.cupti_peak >= 0 ? std::to_string(r.memory.cupti_peak) : "",
+                           std::to_string(r.memory.io_bytes),
+                           r.memory.measured_peak > 0 ? std::to_string(r.memory.overhead()) : "",
+                           r.accuracy.checked ? num(r.accuracy.max_abs_error) : "",
+                           r.accuracy.checked ? num(r.accuracy.rel_l2_error) : "",
+                           r.accuracy.checked ? (r.accuracy.passed() ? "true" : "false") : "",
+                           r.message})
+    row.push_back(std::move(cell));
+  return row;
 }
 
 std::string csvEscape(const std::string& f) {

@@ -3,6 +3,7 @@
 #include <cstring>
 #include <limits>
 
+#include "core/spec_fields.h"
 #include "core/store.h"
 #include "core/store_impl.h"
 
@@ -70,14 +71,26 @@ bool unpackKernel(std::string_view blob, KernelInfo& k) {
   return true;
 }
 
-// The runs columns after id and sweep_id, in the order bound and read below.
-constexpr const char* kRunColumns =
-    "backend, device, status, message, batch, heads, kv_heads, seq_q, seq_kv, head_dim, width, dtype, mask,"
-    " mask_width, mask_keep_prob, mask_layout, scale, seed, warmup, reps, median_s, min_s, max_s, samples, flops,"
-    " predicted_peak, measured_peak, cupti_peak, io_bytes, available, acc_checked, max_abs_error, rel_l2_error,"
-    " rows_checked, rows_total, tolerance, plan, capture_note, dropped_records, event_count, started_unix_ms,"
-    " wall_s";
-constexpr int kRunColumnCount = 42;
+// The runs columns after id and sweep_id, in the order bound and read below: the run's identity,
+// the spec's columns from the field table (core/spec_fields.h), then the measurements. A spec
+// column newer than the file's schema (a read-only store reads older files as they are) is read
+// as its default: older rows are what the field's default means.
+std::string runColumns(int version) {
+  std::string cols = "backend, device, status, message";
+  for (const SpecField& f : specFields())
+    for (const StoreColumn& c : f.columns)
+      cols += ", " + (c.since_schema > version ? std::string(c.sql_default) : std::string(c.name));
+  return cols +
+         ", warmup, reps, median_s, min_s, max_s, samples, flops, predicted_peak, measured_peak, cupti_peak, io_bytes,"
+         " available, acc_checked, max_abs_error, rel_l2_error, rows_checked, rows_total, tolerance, plan, capture_note,"
+         " dropped_records, event_count, started_unix_ms, wall_s";
+}
+
+int runColumnCount() {
+  int n = 4 + 24;
+  for (const SpecField& f : specFields()) n += static_cast<int>(f.columns.size());
+  return n;
+}
 
 // Binds consecutive parameters, so the order reads like the column list.
 struct Binder {
@@ -128,13 +141,13 @@ void bindRun(SqliteStatement& s, int64_t sweep_id, const RunResult& r) {
   Binder b{s, 1};
   b.i(sweep_id);
   b.t(r.backend), b.t(r.device), b.t(toString(r.status)), b.t(r.message);
-  const WorkloadSpec& w = r.spec;
-  b.i(w.batch), b.i(w.heads), b.i(w.kv_heads), b.i(w.seq_q), b.i(w.seq_kv), b.i(w.head_dim), b.i(w.width);
-  b.t(toString(w.dtype)), b.t(toString(w.mask)), b.i(w.mask.width), b.d(w.mask.keep_prob);
-  b.t(toString(w.mask_layout));
-  if (w.scale) b.d(*w.scale);
-  else b.null();
-  b.i(static_cast<int64_t>(w.seed));
+  for (const SpecField& f : specFields())
+    for (const StoreValue& v : f.store(r.spec)) {
+      if (auto* i = std::get_if<int64_t>(&v)) b.i(*i);
+      else if (auto* d = std::get_if<double>(&v)) b.d(*d);
+      else if (auto* t = std::get_if<std::string>(&v)) b.t(*t);
+      else b.null();
+    }
   b.i(r.timing.warmup), b.i(r.timing.reps), b.d(r.timing.median_s), b.d(r.timing.min_s), b.d(r.timing.max_s);
   b.t(samplesJson(r.timing.samples_s)), b.d(r.flops);
   b.i(r.memory.predicted_peak), b.i(r.memory.measured_peak), b.i(r.memory.cupti_peak), b.i(r.memory.io_bytes);
@@ -157,30 +170,17 @@ RunResult readRun(const SqliteStatement& s, const std::string& path) {
   if (!st) corrupt(path, "run " + std::to_string(r.id) + " has an unknown status '" + status + "'");
   r.status = *st;
   r.message = c.t();
-  WorkloadSpec& w = r.spec;
-  w.batch = c.i(), w.heads = c.i(), w.kv_heads = c.i(), w.seq_q = c.i(), w.seq_kv = c.i(), w.head_dim = c.i();
-  w.width = c.i();
-  std::string dtype = c.t();
-  auto dt = parseDType(dtype);
-  if (!dt) corrupt(path, "run " + std::to_string(r.id) + " has an unknown dtype '" + dtype + "'");
-  w.dtype = *dt;
-  std::string mask = c.t();
-  ParsedMask pm = parseMask(mask);
-  if (!pm.mask) corrupt(path, "run " + std::to_string(r.id) + " has an unknown mask '" + mask + "'");
-  w.mask.kind = pm.mask->kind;
-  w.mask.width = c.i();
-  w.mask.keep_prob = c.d();  // exact, unlike the text form
-  std::string layout = c.t();
-  auto ml = parseMaskLayout(layout);
-  if (!ml) corrupt(path, "run " + std::to_string(r.id) + " has an unknown mask layout '" + layout + "'");
-  w.mask_layout = *ml;
-  if (c.isNull()) {
-    w.scale.reset();
-    c.next++;
-  } else {
-    w.scale = c.d();
+  for (const SpecField& f : specFields()) {
+    std::vector<StoreValue> values;
+    for (const StoreColumn& col : f.columns) {
+      if (c.isNull()) values.emplace_back(std::monostate{});
+      else if (col.sql.starts_with("INTEGER")) values.emplace_back(s.columnInt(c.next));
+      else if (col.sql.starts_with("REAL")) values.emplace_back(s.columnDouble(c.next));
+      else values.emplace_back(s.columnText(c.next));
+      c.next++;
+    }
+    if (auto problem = f.load(r.spec, values)) corrupt(path, "run " + std::to_string(r.id) + " has " + *problem);
   }
-  w.seed = static_cast<uint64_t>(c.i());
   r.timing.warmup = static_cast<int>(c.i()), r.timing.reps = static_cast<int>(c.i());
   r.timing.median_s = c.d(), r.timing.min_s = c.d(), r.timing.max_s = c.d();
   r.timing.samples_s = samplesFromJson(c.view(), path);
@@ -217,17 +217,14 @@ RunResult unreadableRun(const SqliteStatement& s, const StoreError& e) {
   return r;
 }
 
+// Written only into files of this build's schema (writing migrates first).
 std::string insertRunSql() {
-  std::string sql = std::string("INSERT INTO runs(sweep_id, ") + kRunColumns + ") VALUES (?";
-  for (int i = 0; i < kRunColumnCount; ++i) sql += ", ?";
+  std::string sql = "INSERT INTO runs(sweep_id, " + runColumns(Store::kSchemaVersion) + ") VALUES (?";
+  for (int i = 0; i < runColumnCount(); ++i) sql += ", ?";
   return sql + ")";
 }
 
-// A function, not a global: a Store may be used during static initialisation of another file.
-const std::string& selectRunSql() {
-  static const std::string sql = std::string("SELECT id, sweep_id, ") + kRunColumns + " FROM runs";
-  return sql;
-}
+std::string selectRunSql(int version) { return "SELECT id, sweep_id, " + runColumns(version) + " FROM runs"; }
 
 }  // namespace
 
@@ -387,7 +384,7 @@ std::vector<RunResult> Store::runs(int64_t sweep_id) {
   std::vector<RunResult> out;
   if (!impl_->db) return out;
   {
-    SqliteStatement& q = impl_->db->cached(selectRunSql() + " WHERE sweep_id = ? ORDER BY id");
+    SqliteStatement& q = impl_->db->cached(selectRunSql(impl_->version) + " WHERE sweep_id = ? ORDER BY id");
     SqliteResetGuard guard(q);
     q.bindInt(1, sweep_id);
     while (q.step()) {
@@ -407,7 +404,7 @@ std::optional<RunResult> Store::run(int64_t run_id, bool with_events) {
   if (!impl_->db) return std::nullopt;
   std::optional<RunResult> r;
   {
-    SqliteStatement& q = impl_->db->cached(selectRunSql() + " WHERE id = ?");
+    SqliteStatement& q = impl_->db->cached(selectRunSql(impl_->version) + " WHERE id = ?");
     SqliteResetGuard guard(q);
     q.bindInt(1, run_id);
     if (!q.step()) return std::nullopt;

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <set>
 
+#include "core/spec_fields.h"
 #include "core/sqlite_connection.h"
 #include "core/store.h"
 
@@ -136,6 +137,20 @@ std::vector<const char*> requiredTables(int version) {
 }
 
 }  // namespace
+
+Migration addSpecColumns(int version) {
+  std::string names;
+  for (const SpecField& f : specFields())
+    for (const StoreColumn& c : f.columns)
+      if (c.since_schema == version) names += (names.empty() ? "" : ", ") + std::string(c.name);
+  return {version - 1, "add the workload columns " + names, [version](SqliteConnection& db) {
+            for (const SpecField& f : specFields())
+              for (const StoreColumn& c : f.columns)
+                if (c.since_schema == version)
+                  db.exec("ALTER TABLE runs ADD COLUMN " + std::string(c.name) + " " + std::string(c.sql) + " DEFAULT " +
+                          std::string(c.sql_default));
+          }};
+}
 
 const std::vector<Migration>& migrations() {
   static const std::vector<Migration> steps = {

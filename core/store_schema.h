@@ -28,6 +28,11 @@ struct Migration {
 // Store::kSchemaVersion. A new schema version appends a step; existing steps never change.
 const std::vector<Migration>& migrations();
 
+// The step from `version` - 1 to `version` that adds the field table's store columns of that
+// version (core/spec_fields.h, StoreColumn::since_schema) to `runs`, each with its default, so
+// rows saved before read as the default.
+Migration addSpecColumns(int version);
+
 // Brings the database to `target_version` with `steps`, all in one IMMEDIATE transaction: either
 // every step and the new user_version are committed, or nothing is. Throws StoreError (newer_schema
 // when the file is already past target; invalid when a step is missing).

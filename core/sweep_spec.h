@@ -15,7 +15,7 @@ namespace attnscope {
 inline constexpr size_t kMaxSweepPoints = 100000;
 
 struct SweepAxis {
-  std::string field;                // a name from specFieldNames()
+  std::string field;                // a field name of the table (core/spec_fields.h)
   std::vector<std::string> values;  // as written on the command line
 };
 

@@ -1,37 +1,19 @@
 #include "core/workload_spec.h"
 
+#include "core/spec_fields.h"
+
 #include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <limits>
 #include <sstream>
+#include <utility>
 #include <stdexcept>
 
 #include <nlohmann/json.hpp>
 
 namespace attnscope {
 namespace {
-
-// The shortest text that reads back as the same double: masks are stored as this text, and a
-// keep-probability rounded to 6 digits would draw another mask when the run is read back.
-std::string fmtDouble(double v) {
-  char buf[32];
-  return std::string(buf, std::to_chars(buf, buf + sizeof buf, v).ptr);
-}
-
-bool parseInt(std::string_view s, int64_t& out) {
-  if (s.empty()) return false;
-  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
-  return ec == std::errc() && p == s.data() + s.size();
-}
-
-bool parseDouble(std::string_view s, double& out) {
-  if (s.empty()) return false;
-  std::string tmp(s);
-  char* end = nullptr;
-  out = std::strtod(tmp.c_str(), &end);
-  return end == tmp.c_str() + tmp.size();
-}
 
 bool mulOverflows(int64_t a, int64_t b, int64_t& out) { return __builtin_mul_overflow(a, b, &out); }
 
@@ -97,7 +79,7 @@ std::string toString(const MaskSpec& m) {
   switch (m.kind) {
     case MaskKind::window:
     case MaskKind::block: return std::string(toString(m.kind)) + ":" + std::to_string(m.width);
-    case MaskKind::dense: return m.keep_prob == 1.0 ? "dense" : "dense:" + fmtDouble(m.keep_prob);
+    case MaskKind::dense: return m.keep_prob == 1.0 ? "dense" : "dense:" + shortestText(m.keep_prob);
     default: return std::string(toString(m.kind));
   }
 }
@@ -138,7 +120,7 @@ ParsedMask parseMask(std::string_view text) {
   if (name == "window" || name == "block") {
     m.kind = name == "window" ? MaskKind::window : MaskKind::block;
     int64_t w = 0;
-    if (!hasArg || !parseInt(arg, w))
+    if (!hasArg || !parseSpecInt(arg, w))
       return bad("mask '" + std::string(name) + "' needs an integer width, e.g. " + std::string(name) + ":128");
     if (w < 1) return bad("mask " + std::string(name) + " width must be >= 1 (got " + std::string(arg) + ")");
     m.width = w;
@@ -148,7 +130,7 @@ ParsedMask parseMask(std::string_view text) {
     m.kind = MaskKind::dense;
     if (hasArg) {
       double p = 0;
-      if (!parseDouble(arg, p)) return bad("dense mask keep-probability must be a number in (0, 1], e.g. dense:0.5");
+      if (!parseSpecDouble(arg, p)) return bad("dense mask keep-probability must be a number in (0, 1], e.g. dense:0.5");
       if (!(p > 0.0 && p <= 1.0))
         return bad("dense mask keep-probability must be in (0, 1] (got " + std::string(arg) + ")");
       m.keep_prob = p;
@@ -204,12 +186,12 @@ std::vector<SpecError> validate(const WorkloadSpec& s) {
       break;
     case MaskKind::dense:
       if (!(s.mask.keep_prob > 0.0 && s.mask.keep_prob <= 1.0))
-        add("mask", toString(s.mask), "dense mask keep-probability must be in (0, 1] (got " + fmtDouble(s.mask.keep_prob) + ")");
+        add("mask", toString(s.mask), "dense mask keep-probability must be in (0, 1] (got " + shortestText(s.mask.keep_prob) + ")");
       break;
     default: break;
   }
   if (s.scale && !(std::isfinite(*s.scale) && *s.scale > 0.0))
-    add("scale", fmtDouble(*s.scale), "scale must be a finite number > 0 (got " + fmtDouble(*s.scale) + ")");
+    add("scale", shortestText(*s.scale), "scale must be a finite number > 0 (got " + shortestText(*s.scale) + ")");
   if (errs.empty()) checkSizes(s, errs);
   return errs;
 }
@@ -232,111 +214,74 @@ std::string summary(const WorkloadSpec& s) {
 }
 
 const std::vector<std::string>& specFieldNames() {
-  static const std::vector<std::string> names{"batch", "heads", "kv_heads", "seq", "seq_kv", "head_dim",
-                                              "width", "dtype", "mask", "mask_layout", "scale", "seed"};
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> out;
+    for (const SpecField& f : specFields()) out.emplace_back(f.name);
+    return out;
+  }();
   return names;
 }
 
 std::optional<SpecError> setField(WorkloadSpec& s, std::string_view field, std::string_view text) {
-  const std::string f(field), v(text);
+  const SpecField* f = findSpecField(field);
+  const std::string name = f ? std::string(f->name) : std::string(field), v(text);
   // One rule for every field: values are taken as written, so whitespace anywhere is refused
   // (strtod would skip a leading space that from_chars refuses, and "dense: 0.5" vs " 8" differed).
   if (v.find_first_of(" \t\n\r\f\v") != std::string::npos)
-    return SpecError{f, v, f + " must not contain whitespace (got '" + v + "')"};
-  auto intField = [&](int64_t& target) -> std::optional<SpecError> {
-    int64_t x = 0;
-    if (!parseInt(text, x)) return SpecError{f, v, f + " must be an integer (got '" + v + "')"};
-    target = x;
-    return std::nullopt;
-  };
-  if (f == "batch") return intField(s.batch);
-  if (f == "heads") return intField(s.heads);
-  if (f == "kv_heads" || f == "kv-heads") return intField(s.kv_heads);
-  if (f == "seq" || f == "seq_q") return intField(s.seq_q);
-  if (f == "seq_kv" || f == "seq-kv") return intField(s.seq_kv);
-  if (f == "head_dim" || f == "head-dim") {
-    auto e = intField(s.head_dim);
-    if (!e) s.width = 0;
-    return e;
-  }
-  if (f == "width") return intField(s.width);
-  if (f == "seed") {
-    int64_t x = 0;
-    if (!parseInt(text, x) || x < 0) return SpecError{f, v, "seed must be a non-negative integer (got '" + v + "')"};
-    s.seed = static_cast<uint64_t>(x);
-    return std::nullopt;
-  }
-  if (f == "dtype") {
-    auto d = parseDType(text);
-    if (!d) return SpecError{f, v, "unknown dtype '" + v + "' (allowed: " + std::string(kDTypeChoices) + ")"};
-    s.dtype = *d;
-    return std::nullopt;
-  }
-  if (f == "mask") {
-    auto m = parseMask(text);
-    if (m.error) return m.error;
-    s.mask = *m.mask;
-    return std::nullopt;
-  }
-  if (f == "mask_layout" || f == "mask-layout") {
-    auto l = parseMaskLayout(text);
-    if (!l) return SpecError{"mask_layout", v, "unknown mask layout '" + v + "' (allowed: " + std::string(kMaskLayoutChoices) + ")"};
-    s.mask_layout = *l;
-    return std::nullopt;
-  }
-  if (f == "scale") {
-    if (v == "default" || v.empty()) {
-      s.scale.reset();
-      return std::nullopt;
-    }
-    double x = 0;
-    if (!parseDouble(text, x)) return SpecError{f, v, "scale must be a number (got '" + v + "')"};
-    s.scale = x;
-    return std::nullopt;
-  }
+    return SpecError{name, v, name + " must not contain whitespace (got '" + v + "')"};
+  if (f) return f->parse(s, text);
   std::string all;
   for (const auto& n : specFieldNames()) all += (all.empty() ? "" : ", ") + n;
-  return SpecError{f, v, "unknown spec field '" + f + "' (allowed: " + all + ")"};
+  return SpecError{name, v, "unknown spec field '" + name + "' (allowed: " + all + ")"};
 }
 
+SpecParseError::SpecParseError(std::string field, const std::string& message)
+    : std::runtime_error("workload spec: " + message), field_(std::move(field)) {}
+
 nlohmann::json toJson(const WorkloadSpec& s) {
-  nlohmann::json j{{"batch", s.batch},   {"heads", s.heads},       {"kv_heads", s.kvHeads()},
-                   {"seq", s.seq_q},     {"seq_kv", s.seqKv()},    {"head_dim", s.head_dim},
-                   {"width", s.width},   {"dtype", toString(s.dtype)}, {"mask", toString(s.mask)},
-                   {"mask_layout", toString(s.mask_layout)},       {"seed", s.seed}};
-  j["scale"] = s.scale ? nlohmann::json(*s.scale) : nlohmann::json(nullptr);
-  // The unresolved values keep "same as" semantics across a round trip.
-  if (s.kv_heads == 0) j["kv_heads"] = 0;
-  if (s.seq_kv == 0) j["seq_kv"] = 0;
+  nlohmann::json j = nlohmann::json::object();
+  for (const SpecField& f : specFields()) j[std::string(f.name)] = f.json(s);
   return j;
 }
 
+namespace {
+
+// A JSON value as the text setField reads: numbers in full, strings as they are.
+std::string jsonText(const SpecField& f, const nlohmann::json& v) {
+  const std::string key(f.name);
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_number_unsigned()) return std::to_string(v.get<uint64_t>());
+  if (v.is_number_integer()) return std::to_string(v.get<int64_t>());
+  if (v.is_number_float()) return shortestText(v.get<double>());
+  if (v.is_null()) {
+    if (f.optional_value) return {};
+    throw SpecParseError(key, "field '" + key + "' must not be null");
+  }
+  throw SpecParseError(key, "field '" + key + "' has the wrong JSON type");
+}
+
+}  // namespace
+
 WorkloadSpec workloadSpecFromJson(const nlohmann::json& j) {
-  if (!j.is_object()) throw std::runtime_error("workload spec: expected a JSON object");
-  WorkloadSpec s;
+  if (!j.is_object()) throw SpecParseError("", "expected a JSON object");
+  std::vector<const nlohmann::json*> given(specFields().size(), nullptr);
   for (auto it = j.begin(); it != j.end(); ++it) {
-    const std::string& key = it.key();
-    std::string text;
-    if (it->is_null()) {
-      if (key == "scale") { s.scale.reset(); continue; }
-      throw std::runtime_error("workload spec: field '" + key + "' must not be null");
+    const SpecField* f = findSpecField(it.key());
+    if (!f) {
+      WorkloadSpec unused;
+      throw SpecParseError(it.key(), setField(unused, it.key(), "")->message);
     }
-    if (it->is_string()) text = it->get<std::string>();
-    else if (it->is_number_integer() || it->is_number_unsigned()) text = std::to_string(it->get<int64_t>());
-    else if (it->is_number_float()) {
-      std::ostringstream os;
-      os.precision(17);
-      os << it->get<double>();
-      text = os.str();
-    } else throw std::runtime_error("workload spec: field '" + key + "' has the wrong JSON type");
-    // head_dim after width would reset width; keep both as stored.
-    if (key == "head_dim") {
-      int64_t keepWidth = s.width;
-      if (auto e = setField(s, key, text)) throw std::runtime_error("workload spec: " + e->message);
-      s.width = keepWidth;
-      continue;
-    }
-    if (auto e = setField(s, key, text)) throw std::runtime_error("workload spec: " + e->message);
+    const auto& slot = given[static_cast<size_t>(f - specFields().data())];
+    if (slot) throw SpecParseError(std::string(f->name), "field '" + std::string(f->name) + "' is given twice");
+    given[static_cast<size_t>(f - specFields().data())] = &*it;
+  }
+  // Table order, not key order: head_dim is read before width, so a stored pair stays as stored.
+  // A missing key keeps the default (files written before a field existed lack it).
+  WorkloadSpec s;
+  for (size_t i = 0; i < given.size(); ++i) {
+    if (!given[i]) continue;
+    const SpecField& f = specFields()[i];
+    if (auto e = setField(s, f.name, jsonText(f, *given[i]))) throw SpecParseError(std::string(f.name), e->message);
   }
   return s;
 }

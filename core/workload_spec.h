@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -102,14 +103,27 @@ struct ParsedMask {
 ParsedMask parseMask(std::string_view text);
 std::optional<MaskLayout> parseMaskLayout(std::string_view text);
 
-// Sets one field by its command-line / JSON name ("batch", "heads", "kv_heads", "seq", "seq_kv",
-// "head_dim", "width", "dtype", "mask", "mask_layout", "scale", "seed") from text. Returns the
-// error when the name is unknown or the text does not parse.
+// Sets one field by its name, alias or command-line name (the table in core/spec_fields.h) from
+// text. Returns the error when the name is unknown or the text does not parse.
 std::optional<SpecError> setField(WorkloadSpec& spec, std::string_view field, std::string_view text);
-const std::vector<std::string>& specFieldNames();
+const std::vector<std::string>& specFieldNames();  // the table's names, in its order
 
+// A spec that cannot be read from JSON: what() is the whole sentence ("workload spec: unknown
+// dtype 'fp64' (allowed: fp32, fp16, bf16)"), field() the field it blames (empty when the JSON is
+// not an object at all).
+class SpecParseError : public std::runtime_error {
+ public:
+  SpecParseError(std::string field, const std::string& message);
+  const std::string& field() const { return field_; }
+
+ private:
+  std::string field_;
+};
+
+// Every field of the table under its name (core/spec_fields.h).
 nlohmann::json toJson(const WorkloadSpec& spec);
-// Throws SpecParseError (a std::runtime_error) naming the field on bad JSON.
+// Missing keys keep their defaults, so JSON written before a field existed still reads. Throws
+// SpecParseError naming the field: an unknown key, a wrong JSON type, a value the field refuses.
 WorkloadSpec workloadSpecFromJson(const nlohmann::json& j);
 
 }  // namespace attnscope

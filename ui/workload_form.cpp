@@ -12,34 +12,62 @@
 #include <QSpinBox>
 #include <QVBoxLayout>
 
+#include "core/spec_fields.h"
+
 namespace attnscope::ui {
 
 namespace {
 
-QSpinBox* spin(QWidget* parent, const char* name, int min, int value, const QString& special = {}) {
-  auto* s = new QSpinBox(parent);
-  s->setObjectName(name);
-  s->setRange(min, 1 << 30);
-  s->setValue(value);
-  s->setAccelerated(true);
-  if (!special.isEmpty()) s->setSpecialValueText(special);
-  return s;
+QString qs(std::string_view s) { return QString::fromUtf8(s.data(), static_cast<qsizetype>(s.size())); }
+
+// One widget of the kind the table names, with its allowed values and the CLI help as tooltip.
+QWidget* makeWidget(const SpecField& f, QWidget* parent) {
+  QWidget* w = nullptr;
+  switch (f.widget) {
+    case FieldWidget::count: {
+      auto* s = new QSpinBox(parent);
+      s->setRange(0, 1 << 30);  // 0 and other invalid values stay typeable and are explained
+      s->setAccelerated(true);
+      if (!f.zero_text.empty()) s->setSpecialValueText(qs(f.zero_text));
+      w = s;
+      break;
+    }
+    case FieldWidget::choice:
+    case FieldWidget::open_choice: {
+      auto* c = new QComboBox(parent);
+      c->setEditable(f.widget == FieldWidget::open_choice);
+      for (std::string_view v : f.choices) c->addItem(qs(v));
+      w = c;
+      break;
+    }
+    case FieldWidget::number_text: {
+      auto* e = new QLineEdit(parent);
+      e->setPlaceholderText(qs(f.help));
+      w = e;
+      break;
+    }
+  }
+  w->setObjectName(qs(f.name));
+  w->setToolTip(qs(f.help));
+  return w;
 }
 
-QString qs(std::string_view s) { return QString::fromUtf8(s.data(), static_cast<qsizetype>(s.size())); }
+void setWidgetText(QWidget* w, const QString& text) {
+  if (auto* s = qobject_cast<QSpinBox*>(w)) {
+    bool ok = false;
+    const int v = text.toInt(&ok);
+    if (ok) s->setValue(v);
+  } else if (auto* c = qobject_cast<QComboBox*>(w)) {
+    c->setCurrentText(text);
+  } else if (auto* e = qobject_cast<QLineEdit*>(w)) {
+    e->setText(text);
+  }
+}
 
 }  // namespace
 
 WorkloadForm::WorkloadForm(QWidget* parent) : QWidget(parent) {
   auto* form = new QFormLayout;
-  batch_ = spin(this, "batch", 0, 1);
-  heads_ = spin(this, "heads", 0, 8);
-  kv_heads_ = spin(this, "kv_heads", 0, 0, tr("same as heads"));
-  seq_ = spin(this, "seq", 0, 1024);
-  seq_kv_ = spin(this, "seq_kv", 0, 0, tr("same as seq"));
-  head_dim_ = spin(this, "head_dim", 0, 64);
-  width_ = spin(this, "width", 0, 512);
-  seed_ = spin(this, "seed", 0, 0);
   fixed_head_dim_ = new QRadioButton(tr("fixed head_dim"), this);
   fixed_width_ = new QRadioButton(tr("fixed model width"), this);
   fixed_head_dim_->setObjectName("fixedHeadDim");
@@ -49,37 +77,24 @@ WorkloadForm::WorkloadForm(QWidget* parent) : QWidget(parent) {
   auto* group = new QButtonGroup(this);
   group->addButton(fixed_head_dim_);
   group->addButton(fixed_width_);
-  dtype_ = new QComboBox(this);
-  dtype_->setObjectName("dtype");
-  dtype_->addItems({"fp32", "fp16", "bf16"});
-  mask_ = new QComboBox(this);
-  mask_->setObjectName("mask");
-  mask_->setEditable(true);
-  mask_->addItems({"none", "causal", "window:256", "block:128", "dense", "dense:0.5"});
-  mask_->setToolTip(tr("one of: %1").arg(qs(kMaskChoices)));
-  mask_layout_ = new QComboBox(this);
-  mask_layout_->setObjectName("mask_layout");
-  mask_layout_->addItems({"broadcast", "per_head"});
-  scale_ = new QLineEdit(this);
-  scale_->setObjectName("scale");
-  scale_->setPlaceholderText(tr("default: 1/sqrt(head_dim)"));
-
   auto* dim_mode = new QHBoxLayout;
   dim_mode->addWidget(fixed_head_dim_);
   dim_mode->addWidget(fixed_width_);
-  form->addRow(tr("batch"), batch_);
-  form->addRow(tr("heads"), heads_);
-  form->addRow(tr("kv_heads"), kv_heads_);
-  form->addRow(tr("seq"), seq_);
-  form->addRow(tr("seq_kv"), seq_kv_);
-  form->addRow(dim_mode);
-  form->addRow(tr("head_dim"), head_dim_);
-  form->addRow(tr("width"), width_);
-  form->addRow(tr("dtype"), dtype_);
-  form->addRow(tr("mask"), mask_);
-  form->addRow(tr("mask layout"), mask_layout_);
-  form->addRow(tr("scale"), scale_);
-  form->addRow(tr("seed"), seed_);
+
+  const WorkloadSpec defaults;
+  for (const SpecField& f : specFields()) {
+    QWidget* w = makeWidget(f, this);
+    widgets_[std::string(f.name)] = w;
+    setWidgetText(w, qs(f.format(defaults)));
+    if (f.name == "head_dim") form->addRow(dim_mode);  // the toggle picks head_dim or width
+    form->addRow(qs(f.label), w);
+    if (auto* s = qobject_cast<QSpinBox*>(w)) connect(s, &QSpinBox::valueChanged, this, &WorkloadForm::onEdited);
+    else if (auto* c = qobject_cast<QComboBox*>(w)) connect(c, &QComboBox::currentTextChanged, this, &WorkloadForm::onEdited);
+    else if (auto* e = qobject_cast<QLineEdit*>(w)) connect(e, &QLineEdit::textChanged, this, &WorkloadForm::onEdited);
+  }
+  heads_ = qobject_cast<QSpinBox*>(widgetFor("heads"));
+  head_dim_ = qobject_cast<QSpinBox*>(widgetFor("head_dim"));
+  width_ = qobject_cast<QSpinBox*>(widgetFor("width"));
   message_ = new QLabel(this);
   message_->setObjectName("workloadMessage");
   message_->setWordWrap(true);
@@ -90,44 +105,41 @@ WorkloadForm::WorkloadForm(QWidget* parent) : QWidget(parent) {
   layout->addLayout(form);
   layout->addWidget(message_);
   layout->addStretch();
-
-  for (QSpinBox* s : {batch_, heads_, kv_heads_, seq_, seq_kv_, head_dim_, width_, seed_})
-    connect(s, &QSpinBox::valueChanged, this, &WorkloadForm::onEdited);
-  for (QComboBox* c : {dtype_, mask_layout_}) connect(c, &QComboBox::currentIndexChanged, this, &WorkloadForm::onEdited);
-  connect(mask_, &QComboBox::currentTextChanged, this, &WorkloadForm::onEdited);
-  connect(scale_, &QLineEdit::textChanged, this, &WorkloadForm::onEdited);
   connect(fixed_width_, &QRadioButton::toggled, this, &WorkloadForm::onEdited);
   onEdited();
 }
 
+QString WorkloadForm::textOf(const std::string& field) const {
+  QWidget* w = widgetFor(field);
+  if (auto* s = qobject_cast<QSpinBox*>(w)) return QString::number(s->value());
+  if (auto* c = qobject_cast<QComboBox*>(w)) return c->currentText().trimmed();
+  if (auto* e = qobject_cast<QLineEdit*>(w)) return e->text().trimmed();
+  return {};
+}
+
 WorkloadSpec WorkloadForm::spec() const {
+  // Every field through core's parser, in table order (head_dim, which un-fixes the width, before
+  // width); a bad value leaves the default and shows in errors().
   WorkloadSpec s;
-  s.batch = batch_->value();
-  s.heads = heads_->value();
-  s.kv_heads = kv_heads_->value();
-  s.seq_q = seq_->value();
-  s.seq_kv = seq_kv_->value();
-  s.head_dim = head_dim_->value();
-  s.width = fixed_width_->isChecked() ? width_->value() : 0;
-  s.seed = static_cast<uint64_t>(seed_->value());
-  // Text fields go through core's parsers; a bad value leaves the default and shows in errors().
-  setField(s, "dtype", dtype_->currentText().toStdString());
-  setField(s, "mask", mask_->currentText().trimmed().toStdString());
-  setField(s, "mask_layout", mask_layout_->currentText().toStdString());
-  setField(s, "scale", scale_->text().trimmed().toStdString());
+  for (const SpecField& f : specFields()) {
+    if (f.name == "width" && !fixed_width_->isChecked()) continue;
+    setField(s, f.name, textOf(std::string(f.name)).toStdString());
+  }
   return s;
 }
 
 std::vector<SpecError> WorkloadForm::errors() const {
   std::vector<SpecError> errs;
-  WorkloadSpec probe;
-  if (auto e = setField(probe, "mask", mask_->currentText().trimmed().toStdString())) errs.push_back(*e);
-  if (auto e = setField(probe, "scale", scale_->text().trimmed().toStdString())) errs.push_back(*e);
+  for (const SpecField& f : specFields()) {
+    WorkloadSpec probe;
+    if (auto e = setField(probe, f.name, textOf(std::string(f.name)).toStdString())) errs.push_back(*e);
+  }
   if (fixed_width_->isChecked() && width_->value() == 0)
     errs.push_back({"width", "0", "width must be >= 1 when the model width is fixed (got 0)"});
   for (auto& e : validate(spec())) errs.push_back(std::move(e));
   std::erase_if(errs, [this](const SpecError& e) {
-    return std::find(swept_.begin(), swept_.end(), e.field == "seq_q" ? "seq" : e.field) != swept_.end();
+    const SpecField* f = findSpecField(e.field);
+    return std::find(swept_.begin(), swept_.end(), f ? std::string(f->name) : e.field) != swept_.end();
   });
   return errs;
 }
@@ -135,69 +147,48 @@ std::vector<SpecError> WorkloadForm::errors() const {
 void WorkloadForm::setSwept(const std::vector<std::string>& fields) {
   if (fields == swept_) return;
   swept_ = fields;
-  for (const auto& name : specFieldNames()) {
-    auto* spin = qobject_cast<QSpinBox*>(widgetFor(name));
-    if (!spin || name == "head_dim" || name == "width") continue;  // their toggle decides
-    const bool swept = std::find(swept_.begin(), swept_.end(), name) != swept_.end();
-    spin->setEnabled(!swept);
-    spin->setPrefix(swept ? tr("swept \u2192 ") : QString());
-    spin->setToolTip(swept ? tr("swept: the list in the Sweep dock gives the values") : QString());
+  for (const SpecField& f : specFields()) {
+    QWidget* w = widgetFor(std::string(f.name));
+    if (f.name == "head_dim" || f.name == "width") continue;  // their toggle decides
+    const bool swept = std::find(swept_.begin(), swept_.end(), f.name) != swept_.end();
+    w->setEnabled(!swept);
+    if (auto* spin = qobject_cast<QSpinBox*>(w)) spin->setPrefix(swept ? tr("swept \u2192 ") : QString());
+    w->setToolTip(swept ? tr("swept: the list in the Sweep dock gives the values") : qs(f.help));
   }
   if (!loading_) showErrors(errors());
 }
 
 void WorkloadForm::setSpec(const WorkloadSpec& s) {
   loading_ = true;
-  batch_->setValue(static_cast<int>(s.batch));
-  heads_->setValue(static_cast<int>(s.heads));
-  kv_heads_->setValue(static_cast<int>(s.kv_heads));
-  seq_->setValue(static_cast<int>(s.seq_q));
-  seq_kv_->setValue(static_cast<int>(s.seq_kv));
-  head_dim_->setValue(static_cast<int>(s.head_dim));
-  if (s.width > 0) width_->setValue(static_cast<int>(s.width));
+  for (const SpecField& f : specFields()) {
+    if (f.name == "width" && s.width == 0) continue;  // keeps the last fixed width for the toggle
+    setWidgetText(widgetFor(std::string(f.name)), qs(f.format(s)));
+  }
   (s.width > 0 ? fixed_width_ : fixed_head_dim_)->setChecked(true);
-  seed_->setValue(static_cast<int>(s.seed));
-  dtype_->setCurrentText(qs(toString(s.dtype)));
-  mask_->setCurrentText(QString::fromStdString(toString(s.mask)));
-  mask_layout_->setCurrentText(qs(toString(s.mask_layout)));
-  scale_->setText(s.scale ? QString::number(*s.scale, 'g', 10) : QString());
   loading_ = false;
   onEdited();
 }
 
 bool WorkloadForm::setFieldText(const QString& field, const QString& text) {
-  const std::string f = field.toStdString();
-  if (f == "mask") mask_->setCurrentText(text);
-  else if (f == "scale") scale_->setText(text);
-  else if (f == "dtype") dtype_->setCurrentText(text);
-  else if (f == "mask_layout") mask_layout_->setCurrentText(text);
-  else if (auto* s = qobject_cast<QSpinBox*>(widgetFor(f))) {
-    if (f == "width") fixed_width_->setChecked(true);
-    if (f == "head_dim") fixed_head_dim_->setChecked(true);
+  const SpecField* f = findSpecField(field.toStdString());
+  if (!f) return false;
+  QWidget* w = widgetFor(std::string(f->name));
+  if (qobject_cast<QSpinBox*>(w)) {
     bool ok = false;
-    const int v = text.toInt(&ok);
+    text.toInt(&ok);
     if (!ok) return false;
-    s->setValue(v);
-  } else {
-    return false;
+    if (f->name == "width") fixed_width_->setChecked(true);
+    if (f->name == "head_dim") fixed_head_dim_->setChecked(true);
   }
+  setWidgetText(w, text);
   return true;
 }
 
-QWidget* WorkloadForm::widgetFor(const std::string& f) const {
-  if (f == "batch") return batch_;
-  if (f == "heads") return heads_;
-  if (f == "kv_heads") return kv_heads_;
-  if (f == "seq") return seq_;
-  if (f == "seq_kv") return seq_kv_;
-  if (f == "head_dim") return head_dim_;
-  if (f == "width") return width_;
-  if (f == "dtype") return dtype_;
-  if (f == "mask") return mask_;
-  if (f == "mask_layout") return mask_layout_;
-  if (f == "scale") return scale_;
-  if (f == "seed") return seed_;
-  return nullptr;
+QWidget* WorkloadForm::widgetFor(const std::string& field) const {
+  const SpecField* f = findSpecField(field);
+  if (!f) return nullptr;
+  auto it = widgets_.find(std::string(f->name));
+  return it == widgets_.end() ? nullptr : it->second;
 }
 
 void WorkloadForm::onEdited() {
@@ -218,11 +209,12 @@ void WorkloadForm::onEdited() {
 }
 
 void WorkloadForm::showErrors(const std::vector<SpecError>& errs) {
-  for (const auto& name : specFieldNames())
-    if (QWidget* w = widgetFor(name)) {
-      w->setStyleSheet({});
-      w->setToolTip({});
-    }
+  for (const SpecField& f : specFields()) {
+    QWidget* w = widgetFor(std::string(f.name));
+    w->setStyleSheet({});
+    const bool swept = std::find(swept_.begin(), swept_.end(), f.name) != swept_.end();
+    if (!swept) w->setToolTip(qs(f.help));
+  }
   QStringList lines;
   for (const auto& e : errs) {
     lines << QString::fromStdString(e.message);

@@ -1,16 +1,18 @@
 #pragma once
 // The Workload dock: every WorkloadSpec field, a fixed-head_dim / fixed-model-width toggle, and
 // live validation through core's validate(): invalid fields are highlighted with the message.
+// The rows come from the field table (core/spec_fields.h): label, widget kind, allowed values,
+// tooltip (the CLI help) and parser are the table's, so a new field needs no code here.
 
+#include <map>
+#include <string>
 #include <vector>
 
 #include <QWidget>
 
 #include "core/workload_spec.h"
 
-class QComboBox;
 class QLabel;
-class QLineEdit;
 class QRadioButton;
 class QSpinBox;
 
@@ -39,12 +41,12 @@ class WorkloadForm : public QWidget {
  private:
   void onEdited();
   void showErrors(const std::vector<SpecError>& errors);
-  QWidget* widgetFor(const std::string& field) const;
+  QWidget* widgetFor(const std::string& field) const;  // by name or alias
+  QString textOf(const std::string& field) const;      // the widget's value as setField reads it
 
-  QSpinBox *batch_, *heads_, *kv_heads_, *seq_, *seq_kv_, *head_dim_, *width_, *seed_;
+  std::map<std::string, QWidget*> widgets_;  // by field name
+  QSpinBox *heads_, *head_dim_, *width_;      // the fixed head_dim / model width rule uses these
   QRadioButton *fixed_head_dim_, *fixed_width_;
-  QComboBox *dtype_, *mask_, *mask_layout_;
-  QLineEdit* scale_;
   QLabel* message_;
   bool loading_ = false;
   std::vector<std::string> swept_;

@@ -1,0 +1,181 @@
+// Walks the WorkloadSpec field table (core/spec_fields.h) and checks that every field reaches
+// every place that promises "every field": text (setField/format), JSON, the sweep grid, the CSV
+// header and cells, the store's runs table, and the real binary's --help of backends, run, sweep
+// and explain. A field added to the table is covered here without touching this file.
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "cli_process.h"
+#include "core/results_export.h"
+#include "core/spec_fields.h"
+#include "core/store.h"
+#include "core/sweep_spec.h"
+
+namespace fs = std::filesystem;
+
+namespace attnscope {
+namespace {
+
+// A spec with the field set to text, starting from the defaults; fails the test when refused.
+WorkloadSpec with(const SpecField& f, std::string_view text) {
+  WorkloadSpec s;
+  auto e = setField(s, f.name, text);
+  EXPECT_FALSE(e) << f.name << "=" << text << ": " << e->message;
+  return s;
+}
+
+TEST(SpecFieldTable, NamesAreUniqueAndFindable) {
+  std::set<std::string_view> names, clis, csv, headers;
+  for (const SpecField& f : specFields()) {
+    EXPECT_TRUE(names.insert(f.name).second) << f.name;
+    EXPECT_TRUE(clis.insert(f.cli).second) << f.cli;
+    EXPECT_TRUE(csv.insert(f.csv_column).second) << f.csv_column;
+    if (!f.table_header.empty()) {
+      EXPECT_TRUE(headers.insert(f.table_header).second) << f.table_header;
+    }
+    EXPECT_FALSE(f.help.empty() || f.label.empty() || f.metavar.empty()) << f.name;
+    EXPECT_EQ(findSpecField(f.name), &f);
+    EXPECT_EQ(findSpecField(f.cli), &f);
+    for (std::string_view a : f.aliases) EXPECT_EQ(findSpecField(a), &f) << a;
+    ASSERT_TRUE(f.parse && f.format && f.json && f.cell && f.store && f.load) << f.name;
+    EXPECT_EQ(f.store(WorkloadSpec{}).size(), f.columns.size()) << f.name;
+    ASSERT_FALSE(f.example.empty()) << f.name << " needs an example value";
+    if (f.widget == FieldWidget::choice) {
+      EXPECT_FALSE(f.choices.empty()) << f.name;
+      for (std::string_view c : f.choices) with(f, c);
+    }
+  }
+  EXPECT_EQ(specFieldNames().size(), specFields().size());
+}
+
+TEST(SpecFieldTable, EveryFieldRoundTripsThroughTextAndJson) {
+  for (const SpecField& f : specFields()) {
+    for (std::string_view v : f.example) {
+      SCOPED_TRACE(std::string(f.name) + "=" + std::string(v));
+      const WorkloadSpec s = with(f, v);
+      ASSERT_TRUE(validate(s).empty()) << describe(validate(s));
+      // Text: format reads back to the same spec.
+      EXPECT_EQ(with(f, f.format(s)), s) << f.format(s);
+      // JSON: the key is the field's name, and the whole spec comes back.
+      const nlohmann::json j = toJson(s);
+      ASSERT_TRUE(j.contains(std::string(f.name)));
+      EXPECT_EQ(j.at(std::string(f.name)), f.json(s));
+      EXPECT_EQ(workloadSpecFromJson(nlohmann::json::parse(j.dump())), s) << j.dump();
+    }
+    EXPECT_NE(with(f, f.example.front()), WorkloadSpec{}) << f.name << "'s first example is the default";
+  }
+  // toJson writes the table's fields and nothing else.
+  EXPECT_EQ(toJson(WorkloadSpec{}).size(), specFields().size());
+}
+
+TEST(SpecFieldTable, EverySweepableFieldSweepsItsExamples) {
+  for (const SpecField& f : specFields()) {
+    if (!f.sweepable) continue;
+    SweepSpec sw;
+    sw.backends = {"cpu.flash"};
+    sw.axes.push_back({std::string(f.name), {f.example.begin(), f.example.end()}});
+    std::vector<SpecError> errs;
+    const auto points = sw.expand(&errs);
+    EXPECT_TRUE(errs.empty()) << f.name << ": " << describe(errs);
+    ASSERT_EQ(points.size(), f.example.size()) << f.name;
+    for (size_t i = 0; i < points.size(); ++i) EXPECT_EQ(points[i], with(f, f.example[i])) << f.name;
+    // The sweep's own JSON (stored with the sweep) keeps the axis and the base.
+    const SweepSpec back = sweepSpecFromJson(nlohmann::json::parse(toJson(sw).dump()));
+    EXPECT_EQ(back.axes.at(0).values, sw.axes.at(0).values);
+  }
+}
+
+TEST(SpecFieldTable, EveryFieldHasItsCsvColumnAndCell) {
+  const auto cols = csvColumns();
+  for (const SpecField& f : specFields()) {
+    const auto at = std::find(cols.begin(), cols.end(), std::string(f.csv_column));
+    ASSERT_NE(at, cols.end()) << f.csv_column;
+    RunResult r;
+    r.spec = with(f, f.example.front());
+    EXPECT_EQ(csvRow(r).at(static_cast<size_t>(at - cols.begin())), f.cell(r.spec)) << f.name;
+  }
+  EXPECT_EQ(csvRow(RunResult{}).size(), cols.size());
+}
+
+TEST(SpecFieldTable, EveryFieldIsStoredInItsColumnsAndReadBack) {
+  const std::string dir = tempDir("fieldtable");
+  const std::string path = dir + "/runs.sqlite";
+  {
+    Store store(path);
+    SweepSpec sw;
+    sw.backends = {"cpu.flash"};
+    const int64_t sweep = store.createSweep(sw, store.saveEnvironment(Environment{}));
+    std::vector<std::pair<int64_t, WorkloadSpec>> saved;
+    for (const SpecField& f : specFields())
+      for (std::string_view v : f.example) {
+        RunResult r;
+        r.backend = "cpu.flash";
+        r.device = "cpu";
+        r.spec = with(f, v);
+        saved.emplace_back(store.saveRun(sweep, r), r.spec);
+      }
+    for (const auto& [id, spec] : saved) EXPECT_EQ(store.run(id)->spec, spec) << summary(spec);
+  }
+  // The runs table has every column the table names.
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
+  std::set<std::string> columns;
+  sqlite3_stmt* q = nullptr;
+  ASSERT_EQ(sqlite3_prepare_v2(db, "SELECT name FROM pragma_table_info('runs')", -1, &q, nullptr), SQLITE_OK);
+  while (sqlite3_step(q) == SQLITE_ROW) columns.insert(reinterpret_cast<const char*>(sqlite3_column_text(q, 0)));
+  sqlite3_finalize(q);
+  sqlite3_close(db);
+  for (const SpecField& f : specFields())
+    for (const StoreColumn& c : f.columns) EXPECT_TRUE(columns.count(std::string(c.name))) << c.name;
+  fs::remove_all(dir);
+}
+
+TEST(SpecFieldTable, EveryFieldIsAnOptionOfEveryCommandThatTakesASpec) {
+  for (const char* command : {"backends", "run", "sweep", "explain"}) {
+    const CliResult help = runCli({command, "--help"});
+    ASSERT_EQ(help.code, 0) << command << ": " << help.err;
+    for (const SpecField& f : specFields()) {
+      const std::string lists = std::string(command) == "sweep" && f.sweepable ? ",..." : "";
+      const std::string option = "--" + std::string(f.cli) + " " + std::string(f.metavar) + lists + " ";
+      EXPECT_NE(help.out.find(option), std::string::npos) << command << " lacks '" << option << "'";
+      EXPECT_NE(help.out.find(std::string(f.help)), std::string::npos) << command << " lacks the help of " << f.name;
+    }
+  }
+}
+
+TEST(SpecParseError, NamesTheFieldItBlames) {
+  auto blamed = [](const nlohmann::json& j) -> std::string {
+    try {
+      (void)workloadSpecFromJson(j);
+    } catch (const SpecParseError& e) {
+      EXPECT_EQ(std::string(e.what()).rfind("workload spec: ", 0), 0u) << e.what();
+      return e.field();
+    }
+    ADD_FAILURE() << j.dump() << " was accepted";
+    return {};
+  };
+  EXPECT_EQ(blamed({{"dtype", "fp64"}}), "dtype");
+  EXPECT_EQ(blamed({{"heads", "eight"}}), "heads");
+  EXPECT_EQ(blamed({{"heads", nullptr}}), "heads");
+  EXPECT_EQ(blamed({{"mask", nlohmann::json::array()}}), "mask");
+  EXPECT_EQ(blamed({{"colour", "red"}}), "colour");
+  EXPECT_EQ(blamed({{"seq", 8}, {"seq_q", 9}}), "seq");  // an alias and its name both given
+  EXPECT_EQ(blamed(nlohmann::json::array()), "");
+  try {
+    (void)workloadSpecFromJson({{"dtype", "fp64"}});
+  } catch (const SpecParseError& e) {
+    EXPECT_NE(std::string(e.what()).find("fp32, fp16, bf16"), std::string::npos) << e.what();
+  }
+  // Null means the default only where the field has one; missing keys keep their defaults.
+  EXPECT_EQ(workloadSpecFromJson({{"scale", nullptr}}), WorkloadSpec{});
+  EXPECT_EQ(workloadSpecFromJson(nlohmann::json::object()), WorkloadSpec{});
+}
+
+}  // namespace
+}  // namespace attnscope
