@@ -208,7 +208,8 @@ std::string CpuReferenceBackend::description() const {
   return "CPU, materialising: S = QK^T and P = softmax(S) as full [B,H,Lq,Lkv] fp32 tensors (BLAS)";
 }
 
-// The forward's steps from `first` on (scores, softmax, output); P lives to `p_last`.
+// Appends the forward's steps (scores, softmax, output; names prefixed) and buffers; P lives to
+// p_last when that is later than the output step (a train pass reads it in the backward).
 static void planForward(MemoryPlan& p, const WorkloadSpec& spec, int threads, const std::string& prefix, int p_last) {
   const int scores_step = p.addStep(prefix + "scores");
   const int softmax_step = p.addStep(prefix + "softmax");

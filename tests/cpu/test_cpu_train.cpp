@@ -61,7 +61,10 @@ INSTANTIATE_TEST_SUITE_P(
                       Shape{2, 2, 1, 70, 45, 24, DType::fp32, "dense:0.5", MaskLayout::per_head, 5},
                       Shape{1, 3, 0, 129, 0, 8, DType::fp16, "dense:0.3", MaskLayout::broadcast, 6},
                       Shape{1, 1, 0, 1, 0, 1, DType::bf16, "none", MaskLayout::broadcast, 7},
-                      Shape{1, 2, 0, 200, 300, 64, DType::fp32, "causal", MaskLayout::broadcast, 8}));
+                      Shape{1, 2, 0, 200, 300, 64, DType::fp32, "causal", MaskLayout::broadcast, 8},
+                      // Lq > Lkv causal: the first rows see no key (zero output, zero dQ).
+                      Shape{1, 2, 1, 90, 40, 16, DType::fp16, "causal", MaskLayout::broadcast, 9},
+                      Shape{2, 2, 0, 77, 150, 40, DType::bf16, "window:9", MaskLayout::broadcast, 10}));
 
 // The two backends compute the same gradients by different algorithms: they agree closely.
 TEST(CpuTrainAgreement, ReferenceAndFlashAgree) {
