@@ -158,7 +158,7 @@ double seconds(std::chrono::steady_clock::time_point since) {
 // ours (packing included) and OpenBLAS's, alternated so both see the same load. Median of 5.
 void tileRates(int64_t d) {
   const cpu::TileKernels& g = cpu::activeTileKernels();
-  const int64_t bq = cpu::CpuFlashBackend::kQueryTile, bk = cpu::CpuFlashBackend::kKeyTile;
+  const int64_t bq = cpu::CpuFlashBackend::kScoreRows, bk = cpu::CpuFlashBackend::kKeyTile;
   std::vector<float> q(bq * d, 0.5f), k(bk * d, 0.25f), v(bk * d, 0.125f), s(bq * bk), o(bq * d);
   std::vector<float> kp(g.packedFloats(d, bk)), vp(g.packedFloats(bk, d));
   cpu::setBlasThreads(1);

@@ -37,16 +37,27 @@ bool usesPairs(const WorkloadSpec& spec, const TileKernels& kernels) {
 // variant's strips, or kept in bf16 pairs) once per key tile and reused by every query row.
 struct TileLayout {
   bool pairs = false;
-  int64_t bq = 0, bk = 0, d = 0;
+  int64_t bq = 0, bs = 0, bk = 0, d = 0;  // query rows per task, per score block; key rows
   int64_t d2 = 0, bk2 = 0;  // bf16 rows padded to an even length (pairs only)
   int64_t q = 0, k = 0, v = 0, p = -1, s = 0, acc = 0, m = 0, l = 0, floats = 0;
 
   static int64_t pad(int64_t n) { return (n + 15) / 16 * 16; }
   static int64_t halves(int64_t n) { return (n + 1) / 2; }  // floats holding n bf16 values
-  static TileLayout of(const WorkloadSpec& spec, const TileKernels& kernels) {
+  static TileLayout of(const WorkloadSpec& spec, const TileKernels& kernels, int threads) {
     TileLayout t;
     t.pairs = usesPairs(spec, kernels);
-    t.bq = std::min(CpuFlashBackend::kQueryTile, spec.seq_q);
+    // Score blocks a whole number of micro-kernel rows (126 for avx2's 6-row kernel), so no
+    // product runs a narrow tail kernel except in a task's last block.
+    t.bs = std::min(std::max<int64_t>(CpuFlashBackend::kScoreRows / kernels.mr, 1) * kernels.mr, spec.seq_q);
+    // Up to kBlocksPerTask score blocks per task (one packing of each key tile serves them all)
+    // while the task's Q and accumulator stay within kTaskRowFloats each (L2), and fewer where
+    // that would leave under four tasks per thread to balance.
+    const int64_t d = spec.headDim();
+    int64_t blocks = CpuFlashBackend::kBlocksPerTask;
+    while (blocks > 1 && blocks * t.bs * d > CpuFlashBackend::kTaskRowFloats) blocks /= 2;
+    const auto tasks = [&](int64_t g) { return spec.batch * spec.heads * ((spec.seq_q + g * t.bs - 1) / (g * t.bs)); };
+    while (blocks > 1 && tasks(blocks) < 4 * int64_t{threads}) blocks /= 2;
+    t.bq = std::min(blocks * t.bs, spec.seq_q);
     t.bk = std::min(CpuFlashBackend::kKeyTile, spec.seqKv());
     t.d = spec.headDim();
     t.d2 = (t.d + 1) / 2 * 2;
@@ -61,13 +72,13 @@ struct TileLayout {
       t.q = take(halves(t.bq * t.d2));
       t.k = take(halves(kernels.pair_elements(t.d, t.bk)));  // K^T: d x bk
       t.v = take(halves(kernels.pair_elements(t.bk, t.d)));  // V: bk x d
-      t.p = take(halves(t.bq * t.bk2));                      // P in bf16
+      t.p = take(halves(t.bs * t.bk2));                      // P in bf16
     } else {
       t.q = take(t.bq * t.d);
       t.k = take(kernels.packedFloats(t.d, t.bk));
       t.v = packsV(spec, kernels) ? take(kernels.packedFloats(t.bk, t.d)) : -1;
     }
-    t.s = take(t.bq * t.bk);
+    t.s = take(t.bs * t.bk);
     t.acc = take(t.bq * t.d);
     t.m = take(t.bq);
     t.l = take(t.bq);
@@ -98,7 +109,7 @@ class FlashExecution final : public Execution {
         t_(RunTensors::allocate(spec, inputs, ctx)),
         lse_(ctx.allocator(), spec.batch * spec.heads * spec.seq_q, "lse"),
         kernels_(activeTileKernels()),
-        tiles_(TileLayout::of(spec, kernels_)),
+        tiles_(TileLayout::of(spec, kernels_, pool.threads())),
         work_(Work::of(spec, pool.threads(), tiles_)) {}
 
   double run() override;
@@ -192,13 +203,22 @@ void FlashExecution::queryTile(float* scratch, int64_t task) const {
   fillRow(m, nq, kNegInf);
   fillRow(l, nq, 0.0f);
 
-  // Keys any query of the tile can see; tiles outside are never touched.
+  // Keys any query of the task can see; key tiles outside are never touched. Each block of
+  // kScoreRows queries has its own range, so a causal mask skips the blocks a key tile cannot reach.
+  const int64_t blocks = (nq + tiles_.bs - 1) / tiles_.bs;
+  KeyRange block_keys[CpuFlashBackend::kBlocksPerTask];
   int64_t key_begin = Lkv, key_end = 0;
-  for (int64_t r = 0; r < nq; ++r) {
-    const KeyRange keys = visibleKeys(s_.mask, i0 + r, Lq, Lkv);
-    if (keys.begin >= keys.end) continue;
-    key_begin = std::min(key_begin, keys.begin);
-    key_end = std::max(key_end, keys.end);
+  for (int64_t g = 0; g < blocks; ++g) {
+    KeyRange& range = block_keys[g];
+    range = {Lkv, 0};
+    for (int64_t r = g * tiles_.bs; r < std::min(nq, (g + 1) * tiles_.bs); ++r) {
+      const KeyRange keys = visibleKeys(s_.mask, i0 + r, Lq, Lkv);
+      if (keys.begin >= keys.end) continue;
+      range.begin = std::min(range.begin, keys.begin);
+      range.end = std::max(range.end, keys.end);
+    }
+    key_begin = std::min(key_begin, range.begin);
+    key_end = std::max(key_end, range.end);
   }
 
   using Clock = std::chrono::steady_clock;
@@ -216,7 +236,7 @@ void FlashExecution::queryTile(float* scratch, int64_t task) const {
   for (int64_t j0 = key_begin; j0 < key_end; j0 += tiles_.bk) {
     ctx_.throwIfCancelled();
     const int64_t nk = std::min(tiles_.bk, key_end - j0);
-    // K^T and V of this key tile, packed for the kernels.
+    // K^T and V of this key tile, packed for the kernels once and used by every block of queries.
     if (pairs) {
       kernels_.pack_pairs(k16 + j0 * D, D, true, D, nk, kb);
       kernels_.pack_pairs(v16 + j0 * D, D, false, nk, D, vb);
@@ -225,48 +245,54 @@ void FlashExecution::queryTile(float* scratch, int64_t task) const {
       if (vp) kernels_.pack_b(s_.dtype, t_.v.data() + (kv_first + j0 * D) * elem, D, false, nk, D, vp);
     }
     lap(0);
-    if (pairs)
-      kernels_.gemm_pairs(nq, nk, D, 1.0f, qb, tiles_.d2, kb, 0.0f, s, nk);
-    else
-      kernels_.gemmPacked(nq, nk, D, 1.0f, q, D, kp, 0.0f, s, nk);
-    lap(1);
+    for (int64_t g = 0; g < blocks; ++g) {
+      if (block_keys[g].begin >= j0 + nk || block_keys[g].end <= j0) continue;
+      const int64_t r0 = g * tiles_.bs, nr = std::min(tiles_.bs, nq - r0);
+      float* acc_g = acc + r0 * D;
+      if (pairs)
+        kernels_.gemm_pairs(nr, nk, D, 1.0f, qb + r0 * tiles_.d2, tiles_.d2, kb, 0.0f, s, nk);
+      else
+        kernels_.gemmPacked(nr, nk, D, 1.0f, q + r0 * D, D, kp, 0.0f, s, nk);
+      lap(1);
 
-    // Online softmax: row r of s becomes exp2(s - m_new) over its visible keys and 0 elsewhere;
-    // the running sum l and the accumulator are rescaled by exp2(m_old - m_new).
-    for (int64_t r = 0; r < nq; ++r) {
-      float* srow = s + r * nk;
-      const KeyRange keys = visibleKeys(s_.mask, i0 + r, Lq, Lkv);
-      const int64_t c0 = std::clamp(keys.begin - j0, int64_t{0}, nk);
-      const int64_t c1 = std::clamp(keys.end - j0, int64_t{0}, nk);
-      if (c0 < c1 && dense) applyKeepMask(srow + c0, keep + (i0 + r) * Lkv + j0 + c0, c1 - c0);
-      const float mx = c0 < c1 ? kernels_.row_max(srow + c0, c1 - c0) : kNegInf;
-      if (mx == kNegInf) {  // nothing visible for this row in this tile
-        fillRow(srow, nk, 0.0f);
-        continue;
+      // Online softmax: row r of s becomes exp2(s - m_new) over its visible keys and 0 elsewhere;
+      // the running sum l and the accumulator are rescaled by exp2(m_old - m_new).
+      for (int64_t rr = 0; rr < nr; ++rr) {
+        const int64_t r = r0 + rr;
+        float* srow = s + rr * nk;
+        const KeyRange keys = visibleKeys(s_.mask, i0 + r, Lq, Lkv);
+        const int64_t c0 = std::clamp(keys.begin - j0, int64_t{0}, nk);
+        const int64_t c1 = std::clamp(keys.end - j0, int64_t{0}, nk);
+        if (c0 < c1 && dense) applyKeepMask(srow + c0, keep + (i0 + r) * Lkv + j0 + c0, c1 - c0);
+        const float mx = c0 < c1 ? kernels_.row_max(srow + c0, c1 - c0) : kNegInf;
+        if (mx == kNegInf) {  // nothing visible for this row in this tile
+          fillRow(srow, nk, 0.0f);
+          continue;
+        }
+        const float m_new = std::max(m[r], mx);
+        const float alpha = m[r] == kNegInf ? 0.0f : std::exp2((m[r] - m_new) * score_k);
+        fillRow(srow, c0, 0.0f);
+        fillRow(srow + c1, nk - c1, 0.0f);
+        const float sum = kernels_.exp2_shifted(srow + c0, srow + c0, c1 - c0, m_new, score_k);
+        if (alpha != 1.0f) kernels_.scale_row(acc + r * D, D, alpha);
+        l[r] = l[r] * alpha + sum;
+        m[r] = m_new;
       }
-      const float m_new = std::max(m[r], mx);
-      const float alpha = m[r] == kNegInf ? 0.0f : std::exp2((m[r] - m_new) * score_k);
-      fillRow(srow, c0, 0.0f);
-      fillRow(srow + c1, nk - c1, 0.0f);
-      const float sum = kernels_.exp2_shifted(srow + c0, srow + c0, c1 - c0, m_new, score_k);
-      if (alpha != 1.0f) kernels_.scale_row(acc + r * D, D, alpha);
-      l[r] = l[r] * alpha + sum;
-      m[r] = m_new;
-    }
-    lap(2);
-    if (pairs) {
-      for (int64_t r = 0; r < nq; ++r) {
-        kernels_.round_bf16(s + r * nk, nk, pb + r * tiles_.bk2);
-        if (nk % 2) pb[r * tiles_.bk2 + nk] = 0;
+      lap(2);
+      if (pairs) {
+        for (int64_t rr = 0; rr < nr; ++rr) {
+          kernels_.round_bf16(s + rr * nk, nk, pb + rr * tiles_.bk2);
+          if (nk % 2) pb[rr * tiles_.bk2 + nk] = 0;
+        }
+        kernels_.gemm_pairs(nr, D, nk, 1.0f, pb, tiles_.bk2, vb, 1.0f, acc_g, D);
+      } else if (vp) {
+        kernels_.gemmPacked(nr, D, nk, 1.0f, s, nk, vp, 1.0f, acc_g, D);
+      } else {
+        kernels_.gemmRows(nr, D, nk, 1.0f, s, nk, reinterpret_cast<const float*>(t_.v.data()) + kv_first + j0 * D, D,
+                          1.0f, acc_g, D);
       }
-      kernels_.gemm_pairs(nq, D, nk, 1.0f, pb, tiles_.bk2, vb, 1.0f, acc, D);
-    } else if (vp) {
-      kernels_.gemmPacked(nq, D, nk, 1.0f, s, nk, vp, 1.0f, acc, D);
-    } else {
-      kernels_.gemmRows(nq, D, nk, 1.0f, s, nk, reinterpret_cast<const float*>(t_.v.data()) + kv_first + j0 * D, D,
-                        1.0f, acc, D);
+      lap(3);
     }
-    lap(3);
   }
   if (profile) addFlashProfile(ns[0], ns[1], ns[2], ns[3]);
 
@@ -298,7 +324,7 @@ MemoryPlan CpuFlashBackend::plan(const WorkloadSpec& spec) const {
   const int last = kAttention + (checkpoint ? 1 : 0) + (train ? kFlashBackwardSteps : 0);
   planRunTensors(p, spec, kInputs, last);
   p.add("lse", spec.batch * spec.heads * spec.seq_q * 4, kInputs, last, BufferRole::workspace);
-  const TileLayout tiles = TileLayout::of(spec, activeTileKernels());
+  const TileLayout tiles = TileLayout::of(spec, activeTileKernels(), threads());
   const Work work = Work::of(spec, threads(), tiles);
   for (int w = 0; w < work.workers; ++w)
     p.add("tiles (worker " + std::to_string(w) + ")", tiles.floats * 4, kAttention, kAttention, BufferRole::workspace);

@@ -18,9 +18,15 @@ class CpuFlashBackend final : public CpuBackend {
   MemoryPlan plan(const WorkloadSpec& spec) const override;
   std::unique_ptr<Execution> prepare(const WorkloadSpec& spec, const HostInputs& inputs, RunContext& ctx) override;
 
-  // Rows of Q and of K/V in one tile. The first is sized for the L2 cache with head_dim 64; the
-  // BLAS reaches most of its rate from about 64 x 64 tiles on.
-  static constexpr int64_t kQueryTile = 128;
+  // Tiles: a task takes up to kBlocksPerTask blocks of about kScoreRows queries (rounded down to
+  // whole micro-kernel rows) and walks the key tiles of kKeyTile rows; each key tile is packed
+  // once per task and serves all its blocks; one block's scores stay in the L2 cache. Blocks per
+  // task: as many as keep the task's Q rows within kTaskRowFloats (4 at head_dim 64, 2 at 128;
+  // measured on Zen 3, docs/PERFORMANCE.md: packing fell from 7-8 % of cpu.flash's samples to
+  // 2-4 %, and more blocks at head_dim 128 made the products slower).
+  static constexpr int64_t kScoreRows = 128;
+  static constexpr int64_t kBlocksPerTask = 4;
+  static constexpr int64_t kTaskRowFloats = 4 * 128 * 64;
   static constexpr int64_t kKeyTile = 256;
 };
 

@@ -170,7 +170,9 @@ INSTANTIATE_TEST_SUITE_P(
                       cputest::Shape{1, 2, 0, 301, 0, 128, b16, "block:32", MaskLayout::broadcast, 4},
                       cputest::Shape{1, 2, 0, 97, 301, 64, b16, "none", MaskLayout::broadcast, 7},
                       cputest::Shape{1, 4, 1, 300, 97, 8, b16, "dense:0.5", MaskLayout::per_head, 5},
-                      cputest::Shape{1, 1, 0, 97, 0, 256, b16, "causal", MaskLayout::broadcast, 6}));
+                      cputest::Shape{1, 1, 0, 97, 0, 256, b16, "causal", MaskLayout::broadcast, 6},
+                      // tasks of several score blocks (125 rows each on this 5-row model)
+                      cputest::Shape{1, 4, 0, 1100, 0, 64, b16, "causal", MaskLayout::broadcast, 8}));
 
 }  // namespace
 }  // namespace attnscope::cpu

@@ -45,6 +45,8 @@ const Case kCases[] = {
     {"dense05_fp16_perhead_97_d64", {2, 2, 0, 97, 0, 64, f16, "dense:0.5", per_head, 12}},
     {"dense05_fp32_lq97_lkv300_d1", {1, 2, 0, 97, 300, 1, f32, "dense:0.5", bcast, 13}},
     {"dense1_bf16_perhead_mqa_1025_d8", {1, 4, 1, 1025, 0, 8, b16, "dense:1", per_head, 14}},
+    // cpu.flash tasks of several score blocks whose key ranges differ (a block skips key tiles).
+    {"window33_fp32_4h_1025_d64", {1, 4, 0, 1025, 0, 64, f32, "window:33", bcast, 15}},
 };
 
 // Forces a variant for one test and always restores the default.
