@@ -1,5 +1,6 @@
 #include "app/cli_results.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <initializer_list>
 
@@ -24,10 +25,18 @@ std::string errorCell(const RunResult& r) {
 }  // namespace
 
 Table resultsTable(const std::vector<RunResult>& runs) {
-  // The spec columns are the fields the table gives a terminal header (core/spec_fields.h).
+  // The spec columns (core/spec_fields.h): the fields with a terminal header, plus any other
+  // field some run here sets to other than its default (pass train, a fixed width), so two points
+  // that differ only there are told apart.
+  const WorkloadSpec defaults;
+  std::vector<const SpecField*> shown;
   std::vector<std::string> header = {"id", "backend"};
-  for (const SpecField& f : specFields())
-    if (!f.table_header.empty()) header.emplace_back(f.table_header);
+  for (const SpecField& f : specFields()) {
+    const bool varied = std::any_of(runs.begin(), runs.end(), [&](const RunResult& r) { return f.format(r.spec) != f.format(defaults); });
+    if (f.table_header.empty() && !varied) continue;
+    shown.push_back(&f);
+    header.emplace_back(f.table_header.empty() ? f.name : f.table_header);
+  }
   for (const char* h : {"status", "time", "GFLOP/s", "predicted", "measured", "max err", "note"}) header.emplace_back(h);
   Table t(header);
   for (const auto& r : runs) {
@@ -37,8 +46,7 @@ Table resultsTable(const std::vector<RunResult>& runs) {
     if (auto ran = r.facts.find("torch.ran"); ran != r.facts.end())
       note = "torch ran: " + ran->second + (note.empty() ? "" : "; " + note);
     std::vector<std::string> row = {r.id ? "R" + std::to_string(r.id) : "-", r.backend};
-    for (const SpecField& f : specFields())
-      if (!f.table_header.empty()) row.push_back(f.cell(r.spec));
+    for (const SpecField* f : shown) row.push_back(f->cell(r.spec));
     for (std::string cell : std::initializer_list<std::string>{std::string(toString(r.status)), timeCell(r), std::string(gf), bytesCell(r.memory.predicted_peak),
                              bytesCell(r.status == RunStatus::ok ? r.memory.measured_peak : -1), errorCell(r), note})
       row.push_back(std::move(cell));

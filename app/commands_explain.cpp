@@ -206,6 +206,12 @@ const CommandDef kExplainDef{
 int cmdExplain(const std::vector<std::string>& argv) {
   Args args(kExplainDef, argv);
   const WorkloadSpec spec = specFromArgs(args);
+  // The explainer models torch's choice for one forward SDPA call; a layer or a backward is not it.
+  if (spec.kind != WorkloadKind::attention)
+    throw UsageError("--kind: explain covers one SDPA call, kind attention (got " + std::string(toString(spec.kind)) + ")");
+  if (spec.pass != Pass::forward)
+    throw UsageError("--pass: explain covers the forward SDPA call (got " + std::string(toString(spec.pass)) +
+                     "); --training explains it with inputs that require grad");
   const ResolvedTarget r = resolveTarget(args);
   SdpaExplanation x;
   const bool forced = args.value("kernel").has_value();

@@ -110,7 +110,13 @@ int main(int argc, char** argv) {
     printUsage(std::cerr);
     return 2;
   } catch (const UsageError& e) {
-    std::cerr << "error: " << printable(e.what()) << "\n";
+    // One line per problem (a spec can have several), each escaped on its own.
+    const std::string what = e.what();
+    for (size_t begin = 0; begin <= what.size();) {
+      const size_t end = std::min(what.find('\n', begin), what.size());
+      std::cerr << "error: " << printable(what.substr(begin, end - begin)) << "\n";
+      begin = end + 1;
+    }
     return 2;
   } catch (const std::exception& e) {
     std::cerr << "error: " << printable(e.what()) << "\n";

@@ -73,8 +73,49 @@ std::string str(int64_t v) { return std::to_string(v); }
     return std::nullopt;                                                                                  \
   }
 
+// kind, pass and checkpoint: a choice among an enum's names (core/workload_kind.h), stored as
+// text in a column added by schema 3, which rows saved before read as the default.
+#define ATTNSCOPE_ENUM_FIELD_FUNCTIONS(member, field, parser, choices, what, sql_default)                 \
+  .parse = [](WorkloadSpec& s, std::string_view t) -> std::optional<SpecError> {                        \
+    auto v = parser(t);                                                                                   \
+    if (!v)                                                                                               \
+      return SpecError{field, std::string(t),                                                             \
+                       "unknown " what " '" + std::string(t) + "' (allowed: " + std::string(choices) + ")"}; \
+    s.member = *v;                                                                                        \
+    return std::nullopt;                                                                                  \
+  },                                                                                                      \
+  .format = [](const WorkloadSpec& s) { return std::string(toString(s.member)); },                       \
+  .json = [](const WorkloadSpec& s) { return nlohmann::json(toString(s.member)); },                      \
+  .cell = [](const WorkloadSpec& s) { return std::string(toString(s.member)); },                         \
+  .columns = {{field, "TEXT NOT NULL", 3, sql_default}},                                                 \
+  .store = [](const WorkloadSpec& s) { return Values{std::string(toString(s.member))}; },                \
+  .load = [](WorkloadSpec& s, const Values& v) -> Problem {                                              \
+    auto parsed = parser(textOf(v[0]));                                                                   \
+    if (!parsed) return "an unknown " what " '" + textOf(v[0]) + "'";                                     \
+    s.member = *parsed;                                                                                   \
+    return std::nullopt;                                                                                  \
+  }
+
 std::vector<SpecField> buildTable() {
   std::vector<SpecField> t;
+  t.push_back({.name = "kind", .cli = "kind", .metavar = "K",
+               .help = "attention (one SDPA call on q, k, v) or layer (QKV projection, attention, output projection "
+                       "on x [B, L, E]) (default attention)",
+               .label = "kind", .widget = FieldWidget::choice, .choices = {"attention", "layer"},
+               .example = {"layer", "attention"}, .csv_column = "kind",
+               ATTNSCOPE_ENUM_FIELD_FUNCTIONS(kind, "kind", parseWorkloadKind, kWorkloadKindChoices, "kind", "'attention'")});
+  t.push_back({.name = "pass", .cli = "pass", .metavar = "P",
+               .help = "forward, or train: forward then the backward of sum(O * G), every gradient (default forward)",
+               .label = "pass", .widget = FieldWidget::choice, .choices = {"forward", "train"},
+               .example = {"train", "forward"}, .csv_column = "pass",
+               ATTNSCOPE_ENUM_FIELD_FUNCTIONS(pass, "pass", parsePass, kPassChoices, "pass", "'forward'")});
+  t.push_back({.name = "checkpoint", .cli = "checkpoint", .metavar = "C",
+               .help = "none, or attention: the forward keeps only the attention's inputs and the backward recomputes "
+                       "it; needs --pass train (default none)",
+               .label = "checkpoint", .widget = FieldWidget::choice, .choices = {"none", "attention"},
+               .example = {"attention", "none"}, .example_context = {{"pass", "train"}}, .csv_column = "checkpoint",
+               ATTNSCOPE_ENUM_FIELD_FUNCTIONS(checkpoint, "checkpoint", parseCheckpoint, kCheckpointChoices,
+                                              "checkpoint", "'none'")});
   t.push_back({.name = "batch", .cli = "batch", .metavar = "N", .help = "batch size (default 1)", .label = "batch",
                .example = {"2", "4"}, .csv_column = "batch", .table_header = "B",
                ATTNSCOPE_INT_FIELD_FUNCTIONS(batch, "batch", s.batch)});
@@ -243,6 +284,7 @@ std::vector<SpecField> buildTable() {
 }
 
 #undef ATTNSCOPE_INT_FIELD_FUNCTIONS
+#undef ATTNSCOPE_ENUM_FIELD_FUNCTIONS
 
 }  // namespace
 

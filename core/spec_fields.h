@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -50,7 +51,9 @@ struct SpecField {
   std::string_view zero_text{};             // count: what 0 means, e.g. "same as heads"
   bool optional_value = false;            // JSON null and empty text mean "the default"
   bool sweepable = true;                  // sweep takes a comma-separated list: --heads 8,16
-  std::vector<std::string_view> example{};  // two valid values, distinct from the default (tests, docs)
+  std::vector<std::string_view> example{};  // valid values, the first not the default (tests, docs)
+  // Other fields set first so that the examples are valid, e.g. {"pass", "train"} for checkpoint.
+  std::vector<std::pair<std::string_view, std::string_view>> example_context{};
   std::string_view csv_column{};            // column of the CSV export (the resolved value)
   std::string_view table_header{};          // column of the terminal results table; empty: not shown
 

@@ -60,7 +60,7 @@ enum class StoreMode { create, existing, read };
 
 class Store {
  public:
-  static constexpr int kSchemaVersion = 2;
+  static constexpr int kSchemaVersion = 3;
 
   // Opens (or, when create is true and the file does not exist, creates) the database for
   // writing. Throws StoreError; a refused file is not modified.

@@ -156,6 +156,7 @@ const std::vector<Migration>& migrations() {
   static const std::vector<Migration> steps = {
       {0, "create the version 1 schema", [](SqliteConnection& db) { db.exec(kSchemaV1); }},
       {1, "record the process that owns each sweep", [](SqliteConnection& db) { db.exec(kSchemaV2); }},
+      addSpecColumns(3),  // kind, pass, checkpoint
   };
   return steps;
 }

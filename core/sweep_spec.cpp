@@ -53,7 +53,11 @@ std::vector<WorkloadSpec> SweepSpec::expand(std::vector<SpecError>* errors) cons
       for (const auto& v : axis.values) {
         WorkloadSpec s = p;
         if (auto e = setField(s, axis.field, v)) {
-          if (errors) errors->push_back(*e);
+          // A value that does not parse fails the same way at every point: report it once.
+          if (errors && std::none_of(errors->begin(), errors->end(), [&](const SpecError& x) {
+                return x.field == e->field && x.value == e->value && x.message == e->message;
+              }))
+            errors->push_back(*e);
           continue;
         }
         next.push_back(s);

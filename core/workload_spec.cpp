@@ -192,6 +192,11 @@ std::vector<SpecError> validate(const WorkloadSpec& s) {
   }
   if (s.scale && !(std::isfinite(*s.scale) && *s.scale > 0.0))
     add("scale", shortestText(*s.scale), "scale must be a finite number > 0 (got " + shortestText(*s.scale) + ")");
+  if (s.checkpoint != Checkpoint::none && s.pass != Pass::train)
+    add("checkpoint", std::string(toString(s.checkpoint)),
+        "checkpoint " + std::string(toString(s.checkpoint)) + " needs pass train (a forward pass saves nothing for a "
+        "backward); with pass " + std::string(toString(s.pass)) + " the only checkpoint is none (allowed with train: " +
+            std::string(kCheckpointChoices) + ")");
   if (errs.empty()) checkSizes(s, errs);
   return errs;
 }
@@ -210,6 +215,10 @@ std::string summary(const WorkloadSpec& s) {
   os << "B" << s.batch << " H" << s.heads << "/" << s.kvHeads() << " L" << s.seq_q << "x" << s.seqKv() << " D"
      << s.headDim() << " " << toString(s.dtype) << " " << toString(s.mask);
   if (s.mask.kind == MaskKind::dense) os << "/" << toString(s.mask_layout);
+  // Only what differs from a forward attention call, so the labels of such runs stay as they were.
+  if (s.kind != WorkloadKind::attention) os << " " << toString(s.kind);
+  if (s.pass != Pass::forward) os << " " << toString(s.pass);
+  if (s.checkpoint != Checkpoint::none) os << " checkpoint:" << toString(s.checkpoint);
   return os.str();
 }
 

@@ -91,7 +91,8 @@ inline constexpr int64_t kMaxTensorElements = int64_t{1} << 50;
 std::vector<SpecError> validate(const WorkloadSpec& spec);
 std::string describe(const std::vector<SpecError>& errors);  // one line per error
 
-// A one-line summary, e.g. "B1 H8/8 L1024x1024 D64 fp32 causal".
+// A one-line summary, e.g. "B1 H8/8 L1024x1024 D64 fp32 causal"; kind, pass and checkpoint are
+// appended only when not the default ("... causal layer train checkpoint:attention").
 std::string summary(const WorkloadSpec& spec);
 
 // Parsing of single field values as written on the command line and in JSON. On failure they

@@ -145,8 +145,13 @@ std::vector<SpecError> WorkloadForm::errors() const {
 }
 
 void WorkloadForm::setSwept(const std::vector<std::string>& fields) {
-  if (fields == swept_) return;
-  swept_ = fields;
+  std::vector<std::string> names;  // the Sweep dock may name a field by an alias ("kv-heads")
+  for (const auto& field : fields) {
+    const SpecField* f = findSpecField(field);
+    names.push_back(f ? std::string(f->name) : field);
+  }
+  if (names == swept_) return;
+  swept_ = std::move(names);
   for (const SpecField& f : specFields()) {
     QWidget* w = widgetFor(std::string(f.name));
     if (f.name == "head_dim" || f.name == "width") continue;  // their toggle decides

@@ -22,9 +22,16 @@ namespace fs = std::filesystem;
 namespace attnscope {
 namespace {
 
-// A spec with the field set to text, starting from the defaults; fails the test when refused.
-WorkloadSpec with(const SpecField& f, std::string_view text) {
+// The defaults with the field's example context (e.g. pass train for checkpoint) applied.
+WorkloadSpec base(const SpecField& f) {
   WorkloadSpec s;
+  for (const auto& [name, value] : f.example_context) EXPECT_FALSE(setField(s, name, value)) << name << "=" << value;
+  return s;
+}
+
+// base(f) with the field set to text; fails the test when refused.
+WorkloadSpec with(const SpecField& f, std::string_view text) {
+  WorkloadSpec s = base(f);
   auto e = setField(s, f.name, text);
   EXPECT_FALSE(e) << f.name << "=" << text << ": " << e->message;
   return s;
@@ -68,7 +75,7 @@ TEST(SpecFieldTable, EveryFieldRoundTripsThroughTextAndJson) {
       EXPECT_EQ(j.at(std::string(f.name)), f.json(s));
       EXPECT_EQ(workloadSpecFromJson(nlohmann::json::parse(j.dump())), s) << j.dump();
     }
-    EXPECT_NE(with(f, f.example.front()), WorkloadSpec{}) << f.name << "'s first example is the default";
+    EXPECT_NE(with(f, f.example.front()), base(f)) << f.name << "'s first example is the default";
   }
   // toJson writes the table's fields and nothing else.
   EXPECT_EQ(toJson(WorkloadSpec{}).size(), specFields().size());
@@ -78,6 +85,7 @@ TEST(SpecFieldTable, EverySweepableFieldSweepsItsExamples) {
   for (const SpecField& f : specFields()) {
     if (!f.sweepable) continue;
     SweepSpec sw;
+    sw.base = base(f);
     sw.backends = {"cpu.flash"};
     sw.axes.push_back({std::string(f.name), {f.example.begin(), f.example.end()}});
     std::vector<SpecError> errs;
@@ -147,6 +155,43 @@ TEST(SpecFieldTable, EveryFieldIsAnOptionOfEveryCommandThatTakesASpec) {
       EXPECT_NE(help.out.find(std::string(f.help)), std::string::npos) << command << " lacks the help of " << f.name;
     }
   }
+}
+
+TEST(SpecFieldTable, CheckpointAttentionNeedsPassTrain) {
+  WorkloadSpec s;
+  ASSERT_FALSE(setField(s, "checkpoint", "attention"));
+  const auto errs = validate(s);
+  ASSERT_EQ(errs.size(), 1u) << describe(errs);
+  EXPECT_EQ(errs[0].field, "checkpoint");
+  EXPECT_NE(errs[0].message.find("needs pass train"), std::string::npos) << errs[0].message;
+  ASSERT_FALSE(setField(s, "pass", "train"));
+  EXPECT_TRUE(validate(s).empty()) << describe(validate(s));
+  // On the command line: exit 2 with the reason, for a run and for a grid that pairs it with forward.
+  const std::string dir = tempDir("checkpoint");
+  CliResult r = runCli({"run", "--backend", "cpu.flash", "--checkpoint", "attention", "--db", dir + "/r.sqlite"});
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find("error: checkpoint: checkpoint attention needs pass train"), std::string::npos) << r.err;
+  r = runCli({"sweep", "--backends", "cpu.flash", "--pass", "forward,train", "--checkpoint", "none,attention", "--db",
+              dir + "/r.sqlite"});
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find("needs pass train"), std::string::npos) << r.err;
+  r = runCli({"run", "--backend", "cpu.flash", "--pass", "backward", "--db", dir + "/r.sqlite"});
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find("unknown pass 'backward' (allowed: forward, train)"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(dir + "/r.sqlite")) << "a refused spec created the database";
+  fs::remove_all(dir);
+}
+
+// A spec as JSON written before kind, pass and checkpoint existed (sweeps keep their spec as JSON).
+TEST(SpecFieldTable, OldJsonReadsAsAForwardAttentionCall) {
+  const auto old = nlohmann::json::parse(R"({"batch":2,"dtype":"fp16","head_dim":64,"heads":8,"kv_heads":0,
+      "mask":"causal","mask_layout":"broadcast","scale":null,"seed":0,"seq":512,"seq_kv":0,"width":0})");
+  const WorkloadSpec s = workloadSpecFromJson(old);
+  EXPECT_EQ(s.kind, WorkloadKind::attention);
+  EXPECT_EQ(s.pass, Pass::forward);
+  EXPECT_EQ(s.checkpoint, Checkpoint::none);
+  EXPECT_EQ(s.batch, 2);
+  EXPECT_EQ(summary(s), "B2 H8/8 L512x512 D64 fp16 causal");  // labels of old runs unchanged
 }
 
 TEST(SpecParseError, NamesTheFieldItBlames) {

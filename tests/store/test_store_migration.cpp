@@ -138,6 +138,43 @@ TEST(StoreMigration, VersionOneFixtureOpensWithItsData) {
   }
 }
 
+// Runs saved before schema 3 had no kind, pass or checkpoint: read as they are (read mode) and
+// after the write open's migration, they are forward attention calls without checkpointing, and
+// the migrated file takes runs of the new fields.
+TEST(StoreMigration, VersionOneRunsReadAsForwardAttention) {
+  std::string fixture = std::string(ATTNSCOPE_STORE_FIXTURES) + "/v1.sqlite";
+  test::TempDir dir;
+  std::string path = dir.file("v1.sqlite");
+  std::filesystem::copy_file(fixture, path);
+  auto expectDefaults = [](Store& store) {
+    const auto sweeps = store.sweeps();
+    ASSERT_EQ(sweeps.size(), 1u);
+    for (const RunResult& r : store.runs(sweeps[0].id)) {
+      EXPECT_EQ(r.spec.kind, WorkloadKind::attention);
+      EXPECT_EQ(r.spec.pass, Pass::forward);
+      EXPECT_EQ(r.spec.checkpoint, Checkpoint::none);
+    }
+  };
+  {
+    Store reader(path, StoreMode::read);
+    expectDefaults(reader);
+  }
+  Store store(path, false);
+  expectDefaults(store);
+  {
+    auto db = openRaw(path);
+    EXPECT_EQ(db->pragmaInt("user_version"), Store::kSchemaVersion);
+  }
+  RunResult train = test::sampleRun(2, 100);
+  train.spec.pass = Pass::train;
+  train.spec.checkpoint = Checkpoint::attention;
+  train.spec.kind = WorkloadKind::layer;
+  const int64_t id = store.saveRun(store.sweeps()[0].id, train);
+  const auto back = store.run(id);
+  ASSERT_TRUE(back);
+  EXPECT_EQ(back->spec, train.spec);
+}
+
 // Rewrites the fixture; run by hand only when the fixture must be recreated:
 //   ATTNSCOPE_WRITE_FIXTURE=tests/data/v1.sqlite test_store --gtest_also_run_disabled_tests
 //     --gtest_filter='*WriteV1Fixture*'

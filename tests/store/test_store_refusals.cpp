@@ -105,7 +105,7 @@ TEST(StoreRefusal, NewerSchema) {
   std::string path = dir.file("runs.sqlite");
   makeRealDatabase(path);
   execRaw(path, "PRAGMA user_version = 7");
-  expectRefused(path, StoreError::Kind::newer_schema, "newer AttnScope (schema 7; this build reads up to 2)");
+  expectRefused(path, StoreError::Kind::newer_schema, "newer AttnScope (schema 7; this build reads up to 3)");
 }
 
 TEST(StoreRefusal, NewerSchemaWithARollbackJournal) {
@@ -114,9 +114,9 @@ TEST(StoreRefusal, NewerSchemaWithARollbackJournal) {
   TempDir dir;
   std::string path = dir.file("runs.sqlite");
   makeRealDatabase(path);
-  execRaw(path, "PRAGMA journal_mode = DELETE; PRAGMA user_version = 3");
+  execRaw(path, "PRAGMA journal_mode = DELETE; PRAGMA user_version = 4");
   ASSERT_EQ(readBytes(path)[18], 1) << "the fixture is in rollback-journal mode";
-  expectRefused(path, StoreError::Kind::newer_schema, "newer AttnScope (schema 3; this build reads up to 2)");
+  expectRefused(path, StoreError::Kind::newer_schema, "newer AttnScope (schema 4; this build reads up to 3)");
 }
 
 TEST(StoreRefusal, OurIdWithVersionZeroAndTables) {
