@@ -19,8 +19,7 @@ export QT_QPA_PLATFORM=${QT_QPA_PLATFORM:-offscreen}
 ATTNSCOPE_TEST_PYTHON=$(bash scripts/torch-venv.sh)
 export ATTNSCOPE_TEST_PYTHON
 
-# asan joins the default once the suite has been seen passing under it (issue 8).
-STAGES=${STAGES:-cpu-only default tsan fuzz}
+STAGES=${STAGES:-cpu-only default asan tsan fuzz}
 FUZZ_SECONDS=${FUZZ_SECONDS:-45}
 
 stage_start() {
@@ -41,8 +40,10 @@ plain_config() {
   stage_end "$config"
 }
 
-# Every test the asan preset builds (core, CPU backends, store, trace, CLI); a sanitizer report
-# ends the test with an error, which fails the stage.
+# Every test the asan preset builds (core, CPU backends, store, trace, CLI, the torch bridge); a
+# sanitizer report ends the test with an error, which fails the stage. test_explain_torch is left
+# to the plain stages: it spends minutes in an uninstrumented Python asking torch for 170 choices,
+# and the explainer's own code runs under ASan in test_explain_rules and the CLI tests.
 asan_stage() {
   local dir=build/test-asan
   stage_start "asan: configure, build, test (ASan+UBSan)"
@@ -50,7 +51,7 @@ asan_stage() {
   cmake --build "$dir" -j "$JOBS"
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1 \
     UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-    ctest --test-dir "$dir" --output-on-failure -j 2
+    ctest --test-dir "$dir" --output-on-failure -j 2 -E '^test_explain_torch$'
   stage_end asan
 }
 
