@@ -119,6 +119,9 @@ void RunsPanel::selectFirstSweep() {
 }
 
 void RunsPanel::setFilter(const QString& text) {
+  // The filter looks into runs too: read the sweeps not expanded yet, once, before filtering
+  // (the model reads only when asked, never while the proxy calls rowCount).
+  if (!text.isEmpty()) model_->fetchAll();
   proxy_->setFilterFixedString(text);
   if (text.isEmpty()) return;
   // Open the sweeps that stay only because some of their runs match.

@@ -1,5 +1,7 @@
 #include "ui/sweep_snapshot.h"
 
+#include <unordered_set>
+
 namespace attnscope::ui {
 
 SweepSnapshotPtr loadSweepSnapshot(Store& store, int64_t sweep_id) {
@@ -25,11 +27,13 @@ SweepSnapshotPtr loadSweepSnapshot(Store& store, int64_t sweep_id) {
 SweepSnapshotPtr withRuns(const SweepSnapshotPtr& base, std::vector<RunResult> runs) {
   SweepSnapshotPtr out = base;
   std::shared_ptr<SweepSnapshot> fresh;
+  // Ids already held (the snapshot may have been read from the store after the worker saved
+  // them): one pass over base, not one per new run.
+  std::unordered_set<int64_t> held_ids;
+  if (base)
+    for (const RunResult& r : base->runs) held_ids.insert(r.id);
   for (RunResult& run : runs) {
-    bool held = false;  // read from the store after the worker saved it
-    if (out && run.id > 0)
-      for (const RunResult& r : out->runs) held = held || r.id == run.id;
-    if (held) continue;
+    if (run.id > 0 && !held_ids.insert(run.id).second) continue;
     if (!fresh) {  // one copy for the whole batch
       fresh = std::make_shared<SweepSnapshot>(base ? *base : SweepSnapshot{});
       out = fresh;

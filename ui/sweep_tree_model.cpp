@@ -96,8 +96,8 @@ void SweepTreeModel::addRun(int64_t sweep_id, const RunResult& run) {
     if (row < 0) return;
   }
   // A sweep not read yet reads its runs now, this one included (the worker stored it first).
+  fetchRow(row);
   SweepNode& s = sweeps_[static_cast<size_t>(row)];
-  runsOf(s);
   const bool known = std::any_of(s.runs.begin(), s.runs.end(), [&](const RunRow& r) { return r.id == run.id; });
   if (!known) {
     const int n = static_cast<int>(s.runs.size());
@@ -108,25 +108,40 @@ void SweepTreeModel::addRun(int64_t sweep_id, const RunResult& run) {
   countsChanged(row);
 }
 
-std::vector<SweepTreeModel::RunRow> SweepTreeModel::readRuns(int64_t sweep_id) const {
+std::vector<SweepTreeModel::RunRow> SweepTreeModel::readRuns(int64_t sweep_id) {
   std::vector<RunRow> runs;
   if (!store_) return runs;
   try {
     for (const RunResult& r : store_->runs(sweep_id)) runs.push_back(rowOf(r));
   } catch (const std::exception& e) {
-    auto* self = const_cast<SweepTreeModel*>(this);
-    QMetaObject::invokeMethod(self, [self, m = qs(e.what())] { Q_EMIT self->storeError(m); }, Qt::QueuedConnection);
+    // Queued: fetchMore often runs inside a view's expand, and a dialog there would re-enter it.
+    QMetaObject::invokeMethod(this, [this, m = qs(e.what())] { Q_EMIT storeError(m); }, Qt::QueuedConnection);
   }
   return runs;
 }
 
-const std::vector<SweepTreeModel::RunRow>& SweepTreeModel::runsOf(const SweepNode& node) const {
-  if (!node.read) {
-    auto& n = const_cast<SweepNode&>(node);  // the node lives in the mutable sweeps_
-    n.runs = readRuns(n.info.id);
-    n.read = true;
-  }
-  return node.runs;
+void SweepTreeModel::fetchRow(int row) {
+  SweepNode& s = sweeps_[static_cast<size_t>(row)];
+  if (s.read) return;
+  std::vector<RunRow> runs = readRuns(s.info.id);
+  s.read = true;
+  if (runs.empty()) return;
+  beginInsertRows(index(row, 0), 0, static_cast<int>(runs.size()) - 1);
+  s.runs = std::move(runs);
+  endInsertRows();
+}
+
+void SweepTreeModel::fetchAll() {
+  for (int row = 0; row < static_cast<int>(sweeps_.size()); ++row) fetchRow(row);
+}
+
+bool SweepTreeModel::canFetchMore(const QModelIndex& parent) const {
+  if (!parent.isValid() || parent.model() != this || parent.internalId() != 0 || parent.column() != 0) return false;
+  return parent.row() < static_cast<int>(sweeps_.size()) && !sweeps_[static_cast<size_t>(parent.row())].read;
+}
+
+void SweepTreeModel::fetchMore(const QModelIndex& parent) {
+  if (canFetchMore(parent)) fetchRow(parent.row());
 }
 
 void SweepTreeModel::countsChanged(int row) {
@@ -143,10 +158,11 @@ QModelIndex SweepTreeModel::sweepIndex(int64_t sweep_id, int column) const {
   return row < 0 ? QModelIndex() : index(row, column);
 }
 
-QModelIndex SweepTreeModel::runIndex(int64_t sweep_id, int64_t run_id, int column) const {
+QModelIndex SweepTreeModel::runIndex(int64_t sweep_id, int64_t run_id, int column) {
   const int row = sweepRow(sweep_id);
   if (row < 0) return {};
-  const auto& runs = runsOf(sweeps_[static_cast<size_t>(row)]);
+  fetchRow(row);
+  const auto& runs = sweeps_[static_cast<size_t>(row)].runs;
   for (size_t j = 0; j < runs.size(); ++j)
     if (runs[j].id == run_id) return index(static_cast<int>(j), column, index(row, 0));
   return {};
@@ -209,7 +225,7 @@ QModelIndex SweepTreeModel::index(int row, int column, const QModelIndex& parent
     return row < static_cast<int>(sweeps_.size()) ? createIndex(row, column, quintptr(0)) : QModelIndex();
   if (parent.column() != 0 || parent.internalId() != 0 || parent.row() >= static_cast<int>(sweeps_.size())) return {};
   const SweepNode& s = sweeps_[static_cast<size_t>(parent.row())];
-  if (row >= static_cast<int>(runsOf(s).size())) return {};
+  if (row >= static_cast<int>(s.runs.size())) return {};
   return createIndex(row, column, static_cast<quintptr>(s.info.id));
 }
 
@@ -222,7 +238,7 @@ QModelIndex SweepTreeModel::parent(const QModelIndex& child) const {
 int SweepTreeModel::rowCount(const QModelIndex& parent) const {
   if (!parent.isValid()) return static_cast<int>(sweeps_.size());
   if (parent.column() != 0 || parent.internalId() != 0) return 0;
-  return static_cast<int>(runsOf(sweeps_[static_cast<size_t>(parent.row())]).size());
+  return static_cast<int>(sweeps_[static_cast<size_t>(parent.row())].runs.size());  // 0 until fetched
 }
 
 int SweepTreeModel::columnCount(const QModelIndex&) const { return ColumnCount; }
@@ -241,7 +257,8 @@ QVariant SweepTreeModel::data(const QModelIndex& index, int role) const {
   if (!s) return {};
   if (role == SweepIdRole) return QVariant::fromValue<qlonglong>(s->info.id);
   if (index.internalId() == 0) return sweepData(*s, index.column(), role);
-  return runData(runsOf(*s)[static_cast<size_t>(index.row())], index.column(), role);
+  if (index.row() >= static_cast<int>(s->runs.size())) return {};
+  return runData(s->runs[static_cast<size_t>(index.row())], index.column(), role);
 }
 
 QVariant SweepTreeModel::sweepData(const SweepNode& s, int column, int role) const {

@@ -1,12 +1,12 @@
 #pragma once
 // The store's sweeps as a tree: top-level rows are sweeps (id, name, state, points, created,
 // tags, notes), their children the sweep's runs (id, backend, status, measured peak, median,
-// spec). A sweep's runs are read from the store the first time anyone asks for them (a view
-// expanding the sweep, a filter looking into it): they are the sweep's children from the start,
-// only read late, so no insertion is signalled for them. (fetchMore would signal them, and
-// QAbstractItemModelTester rejects rows inserted while it checks a reset.) A running sweep's
-// runs arrive through addRun() as insertions. Name, tags and notes of a sweep are editable and
-// written straight to the store. The store connection is the GUI thread's.
+// spec). A sweep's runs are read from the store only through fetchMore (a view expanding the
+// sweep) or fetchAll (a filter about to look into every sweep), each signalled as an insertion:
+// rowCount, index and data never touch the store, so painting never waits on SQL. Until then
+// hasChildren answers from the sweep's stored run count. A running sweep's runs arrive through
+// addRun() as insertions. Name, tags and notes of a sweep are editable and written straight to
+// the store. The store connection is the GUI thread's.
 
 #include <string>
 #include <unordered_map>
@@ -47,7 +47,10 @@ class SweepTreeModel : public QAbstractItemModel {
   void addRun(int64_t sweep_id, const RunResult& run);
 
   QModelIndex sweepIndex(int64_t sweep_id, int column = 0) const;
-  QModelIndex runIndex(int64_t sweep_id, int64_t run_id, int column = 0) const;
+  // Reads the sweep's runs first when not read yet (see fetchMore).
+  QModelIndex runIndex(int64_t sweep_id, int64_t run_id, int column = 0);
+  // Reads the runs of every sweep not read yet (a filter over run names needs them).
+  void fetchAll();
   // Delete from the store and remove the rows. Return false when any delete failed.
   bool deleteSweeps(const std::vector<int64_t>& ids);
   bool deleteRuns(const std::vector<int64_t>& ids);
@@ -57,6 +60,8 @@ class SweepTreeModel : public QAbstractItemModel {
   int rowCount(const QModelIndex& parent = {}) const override;
   int columnCount(const QModelIndex& parent = {}) const override;
   bool hasChildren(const QModelIndex& parent = {}) const override;
+  bool canFetchMore(const QModelIndex& parent) const override;
+  void fetchMore(const QModelIndex& parent) override;
   QVariant data(const QModelIndex& index, int role) const override;
   QVariant headerData(int section, Qt::Orientation orientation, int role) const override;
   bool setData(const QModelIndex& index, const QVariant& value, int role) override;
@@ -85,16 +90,15 @@ class SweepTreeModel : public QAbstractItemModel {
   int sweepRow(int64_t sweep_id) const;
   const SweepNode* nodeOf(const QModelIndex& index) const;
   void reindex();
-  // The node's runs, read from the store when not read yet. Errors are reported queued: this
-  // runs inside rowCount() and friends, often while a view paints.
-  const std::vector<RunRow>& runsOf(const SweepNode& node) const;
-  std::vector<RunRow> readRuns(int64_t sweep_id) const;
+  // Reads the runs of the sweep in `row` unless read, signalling them as inserted rows.
+  void fetchRow(int row);
+  std::vector<RunRow> readRuns(int64_t sweep_id);
   void countsChanged(int row);
   QVariant sweepData(const SweepNode& s, int column, int role) const;
   QVariant runData(const RunRow& r, int column, int role) const;
 
   Store* store_ = nullptr;
-  mutable std::vector<SweepNode> sweeps_;
+  std::vector<SweepNode> sweeps_;
   std::unordered_map<int64_t, int> rows_;  // sweep id -> row
 };
 
