@@ -1,6 +1,7 @@
 #include "core/memory_timeline.h"
 
 #include <algorithm>
+#include <functional>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -77,69 +78,64 @@ bool MemoryFilter::matches(const TraceEvent& e) const {
   return true;
 }
 
-MemoryTimeline::MemoryTimeline(const std::vector<TraceEvent>& events, const MemoryFilter& filter) {
+namespace {
+
+// The selected memory events in replay order: by time, growing events (alloc, pool_reserve)
+// before shrinking ones within a timestamp, original order within each class (the tie rule).
+std::vector<uint32_t> replayOrder(const std::vector<TraceEvent>& events, const MemoryFilter& filter) {
   struct Step {
     int64_t t;
-    uint32_t shrink;  // 0: grows, 1: shrinks; sorts growing events first within a timestamp
+    uint32_t shrink;  // 0: grows, 1: shrinks
     uint32_t index;
   };
   std::vector<Step> steps;
-  std::vector<const TraceEvent*> phases;
   for (size_t i = 0; i < events.size(); ++i) {
     const TraceEvent& e = events[i];
-    if (e.kind == EventKind::phase) {
-      phases.push_back(&e);
-    } else if (isMemoryEvent(e.kind) && filter.matches(e)) {
+    if (isMemoryEvent(e.kind) && filter.matches(e))
       steps.push_back({e.start_ns, grows(e.kind) ? 0u : 1u, static_cast<uint32_t>(i)});
-    }
   }
-  event_count_ = static_cast<int64_t>(steps.size());
   std::sort(steps.begin(), steps.end(), [](const Step& a, const Step& b) {
     if (a.t != b.t) return a.t < b.t;
     if (a.shrink != b.shrink) return a.shrink < b.shrink;
     return a.index < b.index;
   });
+  std::vector<uint32_t> order(steps.size());
+  for (size_t i = 0; i < steps.size(); ++i) order[i] = steps[i].index;
+  return order;
+}
 
-  std::unordered_map<BlockKey, LiveBlock, BlockKeyHash> live;
-  live.reserve(steps.size() / 2 + 1);
-  int64_t level = 0;
-  int64_t pool = 0;
+// The live blocks and levels while the events of one tick after another are applied.
+class LiveState {
+ public:
+  LiveState(const std::vector<TraceEvent>& events, size_t expected_blocks,
+            std::function<void(MemoryAnomaly::Kind, const TraceEvent&)> flag)
+      : events_(events), flag_(std::move(flag)) {
+    live_.reserve(expected_blocks);
+  }
+  int64_t level = 0;  // bytes live
+  int64_t pool = 0;   // bytes reserved by pools
   bool have_alloc_events = false;
   bool have_pool_events = false;
-  peak_ns_ = steps.empty() ? 0 : steps.front().t;
 
-  auto flag = [&](MemoryAnomaly::Kind kind, const TraceEvent& e) {
-    anomalies_.push_back({kind, e.start_ns, e.address, e.bytes, e.name});
-    ++(kind == MemoryAnomaly::Kind::unknown_free ? unknown_frees_ : double_allocs_);
-  };
-
-  for (size_t g = 0; g < steps.size();) {
-    const int64_t t = steps[g].t;
-    size_t end = g;
-    while (end < steps.size() && steps[end].t == t) ++end;
-    size_t first_shrink = g;
-    while (first_shrink < end && steps[first_shrink].shrink == 0) ++first_shrink;
-    const int64_t level_before = level;
-    const int64_t pool_before = pool;
+  // The growing events of one tick; `shrinking` are the same tick's frees (a free and a
+  // re-allocation of one address at one timestamp are not a double allocation).
+  void grow(const uint32_t* begin, const uint32_t* end, const uint32_t* shrink_end) {
     // Keys freed in this tick; built only when an allocation meets a live address.
     std::unordered_set<BlockKey, BlockKeyHash> freed_here;
     bool freed_here_built = false;
-
-    for (size_t s = g; s < first_shrink; ++s) {
-      const TraceEvent& e = events[steps[s].index];
+    for (const uint32_t* s = begin; s < end; ++s) {
+      const TraceEvent& e = events_[*s];
       if (e.kind == EventKind::pool_reserve) {
         have_pool_events = true;
         pool += e.bytes;
         continue;
       }
       have_alloc_events = true;
-      auto [it, inserted] = live.try_emplace(keyOf(e), LiveBlock{e.bytes, -1});
+      auto [it, inserted] = live_.try_emplace(keyOf(e), LiveBlock{e.bytes, -1});
       if (!inserted) {
         if (!freed_here_built) {
-          for (size_t f = first_shrink; f < end; ++f) {
-            const TraceEvent& fe = events[steps[f].index];
-            if (fe.kind == EventKind::free) freed_here.insert(keyOf(fe));
-          }
+          for (const uint32_t* f = end; f < shrink_end; ++f)
+            if (events_[*f].kind == EventKind::free) freed_here.insert(keyOf(events_[*f]));
           freed_here_built = true;
         }
         if (it->second.pending < 0 && freed_here.count(keyOf(e))) {
@@ -147,15 +143,82 @@ MemoryTimeline::MemoryTimeline(const std::vector<TraceEvent>& events, const Memo
         } else {
           // An address cannot hold two live blocks: the older one's free was lost. It leaves the
           // curve now, the latest moment it can have ended, so the peak is not understated.
-          flag(MemoryAnomaly::Kind::double_alloc, e);
+          flag_(MemoryAnomaly::Kind::double_alloc, e);
           level -= it->second.bytes;
           it->second.bytes = e.bytes;
         }
       }
       level += e.bytes;
     }
-    const int64_t high = level;
-    const int64_t pool_high = pool;
+  }
+
+  void shrink(const uint32_t* begin, const uint32_t* end) {
+    for (const uint32_t* s = begin; s < end; ++s) {
+      const TraceEvent& e = events_[*s];
+      if (e.kind == EventKind::pool_release) {
+        have_pool_events = true;
+        pool = std::max<int64_t>(0, pool - e.bytes);
+        continue;
+      }
+      have_alloc_events = true;
+      auto it = live_.find(keyOf(e));
+      if (it == live_.end()) {
+        flag_(MemoryAnomaly::Kind::unknown_free, e);
+        continue;
+      }
+      level -= it->second.bytes;
+      if (it->second.pending >= 0) {
+        it->second.bytes = it->second.pending;
+        it->second.pending = -1;
+      } else {
+        live_.erase(it);
+      }
+    }
+  }
+
+ private:
+  const std::vector<TraceEvent>& events_;
+  std::function<void(MemoryAnomaly::Kind, const TraceEvent&)> flag_;
+  std::unordered_map<BlockKey, LiveBlock, BlockKeyHash> live_;
+};
+
+// Appends a tick's points to a curve: the high level when it exceeds both neighbours (the tie
+// rule's second point), then the final level; nothing when the tick changed nothing.
+void appendTick(std::vector<MemoryPoint>& curve, int64_t t, int64_t before, int64_t high, int64_t after) {
+  if (!curve.empty() && high == before && after == before) return;
+  if (high > after && high > before) curve.push_back({t, high});
+  curve.push_back({t, after});
+}
+
+}  // namespace
+
+MemoryTimeline::MemoryTimeline(const std::vector<TraceEvent>& events, const MemoryFilter& filter) {
+  const std::vector<uint32_t> order = replayOrder(events, filter);
+  event_count_ = static_cast<int64_t>(order.size());
+  const bool have_alloc_events = replay(events, order);
+  std::vector<const TraceEvent*> phases;
+  for (const TraceEvent& e : events)
+    if (e.kind == EventKind::phase) phases.push_back(&e);
+  findPhasePeaks(std::move(phases), have_alloc_events);
+}
+
+bool MemoryTimeline::replay(const std::vector<TraceEvent>& events, const std::vector<uint32_t>& order) {
+  LiveState state(events, order.size() / 2 + 1, [this](MemoryAnomaly::Kind kind, const TraceEvent& e) {
+    anomalies_.push_back({kind, e.start_ns, e.address, e.bytes, e.name});
+    ++(kind == MemoryAnomaly::Kind::unknown_free ? unknown_frees_ : double_allocs_);
+  });
+  peak_ns_ = order.empty() ? 0 : events[order.front()].start_ns;
+  const uint32_t* const all = order.data();
+  for (size_t g = 0; g < order.size();) {
+    const int64_t t = events[order[g]].start_ns;
+    size_t end = g;
+    while (end < order.size() && events[order[end]].start_ns == t) ++end;
+    size_t first_shrink = g;
+    while (first_shrink < end && grows(events[order[first_shrink]].kind)) ++first_shrink;
+    const int64_t level_before = state.level, pool_before = state.pool;
+
+    state.grow(all + g, all + first_shrink, all + end);
+    const int64_t high = state.level, pool_high = state.pool;
     if (high > peak_bytes_) {
       peak_bytes_ = high;
       peak_ns_ = t;
@@ -164,41 +227,17 @@ MemoryTimeline::MemoryTimeline(const std::vector<TraceEvent>& events, const Memo
       pool_peak_bytes_ = pool_high;
       pool_peak_ns_ = t;
     }
+    state.shrink(all + first_shrink, all + end);
 
-    for (size_t s = first_shrink; s < end; ++s) {
-      const TraceEvent& e = events[steps[s].index];
-      if (e.kind == EventKind::pool_release) {
-        have_pool_events = true;
-        pool = std::max<int64_t>(0, pool - e.bytes);
-        continue;
-      }
-      have_alloc_events = true;
-      auto it = live.find(keyOf(e));
-      if (it == live.end()) {
-        flag(MemoryAnomaly::Kind::unknown_free, e);
-        continue;
-      }
-      level -= it->second.bytes;
-      if (it->second.pending >= 0) {
-        it->second.bytes = it->second.pending;
-        it->second.pending = -1;
-      } else {
-        live.erase(it);
-      }
-    }
-
-    if (have_alloc_events && (curve_.empty() || high != level_before || level != level_before)) {
-      if (high > level && high > level_before) curve_.push_back({t, high});
-      curve_.push_back({t, level});
-    }
-    if (have_pool_events && (pool_curve_.empty() || pool_high != pool_before || pool != pool_before)) {
-      if (pool_high > pool && pool_high > pool_before) pool_curve_.push_back({t, pool_high});
-      pool_curve_.push_back({t, pool});
-    }
+    if (state.have_alloc_events) appendTick(curve_, t, level_before, high, state.level);
+    if (state.have_pool_events) appendTick(pool_curve_, t, pool_before, pool_high, state.pool);
     g = end;
   }
-  if (!have_alloc_events) peak_ns_ = 0;
+  if (!state.have_alloc_events) peak_ns_ = 0;
+  return state.have_alloc_events;
+}
 
+void MemoryTimeline::findPhasePeaks(std::vector<const TraceEvent*> phases, bool have_alloc_events) {
   // Phase peaks: the level carried in at the phase start, then the range maximum inside it.
   std::stable_sort(phases.begin(), phases.end(),
                    [](const TraceEvent* a, const TraceEvent* b) { return a->start_ns < b->start_ns; });
@@ -222,14 +261,12 @@ MemoryTimeline::MemoryTimeline(const std::vector<TraceEvent>& events, const Memo
   }
 
   // The innermost phase holding the peak: the latest start, then the shortest.
+  if (!have_alloc_events) return;
   const PhasePeak* holder = nullptr;
-  if (have_alloc_events) {
-    for (const PhasePeak& pp : phase_peaks_) {
-      if (pp.start_ns > peak_ns_ || pp.end_ns < peak_ns_) continue;
-      if (!holder || pp.start_ns > holder->start_ns ||
-          (pp.start_ns == holder->start_ns && pp.end_ns < holder->end_ns))
-        holder = &pp;
-    }
+  for (const PhasePeak& pp : phase_peaks_) {
+    if (pp.start_ns > peak_ns_ || pp.end_ns < peak_ns_) continue;
+    if (!holder || pp.start_ns > holder->start_ns || (pp.start_ns == holder->start_ns && pp.end_ns < holder->end_ns))
+      holder = &pp;
   }
   if (holder) peak_phase_ = holder->name;
 }

@@ -86,6 +86,12 @@ class MemoryTimeline {
   int64_t eventCount() const { return event_count_; }  // alloc/free/pool events that matched
 
  private:
+  // Applies the selected events in replay order (the tie rule), building both curves, the
+  // peaks and the anomalies. Returns whether any alloc/free event was seen.
+  bool replay(const std::vector<TraceEvent>& events, const std::vector<uint32_t>& order);
+  // Each phase's peak from the curve, and the innermost phase holding the overall peak.
+  void findPhasePeaks(std::vector<const TraceEvent*> phases, bool have_alloc_events);
+
   std::vector<MemoryPoint> curve_;
   std::vector<MemoryPoint> pool_curve_;
   std::vector<PhasePeak> phase_peaks_;
