@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "core/reference.h"
+#include "reference_test_backend.h"
 #include "core/run_engine.h"
 #include "core/sweep_runner.h"
 
@@ -128,60 +129,7 @@ TEST(SweepSpec, ExpandsTheGridAndReportsBadPoints) {
 
 namespace {
 
-// Computes attention with the float64 reference; buffers tracked as a real backend's would be.
-class ReferenceTestBackend : public Backend {
- public:
-  int64_t available = -1;
-  bool slow = false;
-  std::string id() const override { return "test.reference"; }
-  std::string device() const override { return "cpu"; }
-  std::string description() const override { return "float64 reference (tests)"; }
-  Availability availability() const override { return {}; }
-  Support support(const WorkloadSpec& s) const override {
-    Support r;
-    if (s.dtype == DType::bf16) r.reasons.push_back("bf16 not supported by the test backend");
-    return r;
-  }
-  MemoryPlan plan(const WorkloadSpec& s) const override {
-    MemoryPlan p;
-    int st = p.addStep("all");
-    p.add("io", s.ioBytes(), st, st, BufferRole::input);
-    return p;
-  }
-  int64_t memoryAvailable() const override { return available; }
-  std::unique_ptr<TrackingAllocator> makeAllocator() const override { return std::make_unique<HostAllocator>(); }
-  std::unique_ptr<Execution> prepare(const WorkloadSpec& s, const HostInputs& in, RunContext& ctx) override {
-    struct Exec : Execution {
-      WorkloadSpec s;
-      const HostInputs* in;
-      RunContext* ctx;
-      bool slow;
-      Buffer<uint8_t> io;
-      std::vector<float> o;
-      double run() override {
-        PhaseScope phase(*ctx, "compute");
-        for (int i = 0; slow && i < 1000; ++i) {
-          ctx->throwIfCancelled();
-          std::this_thread::sleep_for(std::chrono::milliseconds(5));
-        }
-        std::vector<int64_t> rows(static_cast<size_t>(s.batch * s.heads * s.seq_q));
-        for (size_t r = 0; r < rows.size(); ++r) rows[r] = static_cast<int64_t>(r);
-        std::vector<double> out;
-        referenceRows(s, *in, rows, out);
-        o.assign(out.begin(), out.end());
-        return 1e-3;
-      }
-      void output(std::vector<float>& out) override { out = o; }
-    };
-    auto e = std::make_unique<Exec>();
-    e->s = s;
-    e->in = &in;
-    e->ctx = &ctx;
-    e->slow = slow;
-    e->io = Buffer<uint8_t>(ctx.allocator(), s.ioBytes(), "io");
-    return e;
-  }
-};
+using attnscope::testing::ReferenceTestBackend;
 
 WorkloadSpec small() {
   WorkloadSpec s;

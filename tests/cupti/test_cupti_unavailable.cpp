@@ -7,7 +7,7 @@
 
 #include "core/cupti/cupti_capture.h"
 #include "core/run_engine.h"
-#include "tests/trace/tiny_backend.h"
+#include "reference_test_backend.h"
 
 using namespace attnscope;
 using namespace attnscope::testing;
@@ -44,11 +44,11 @@ TEST(CuptiCapture, ReportsWhyItIsUnavailableOrWhatItTraces) {
 TEST(CuptiCapture, RunsCompleteWithTheCapture) {
   CuptiCapture& capture = CuptiCapture::start();
   for (MemoryKind kind : {MemoryKind::host, MemoryKind::device}) {
-    TinyBackend backend(kind);
+    ReferenceTestBackend backend(kind);
     RunOptions o;
     o.capture = &capture;
     o.reps = 2;
-    RunResult r = runPoint(backend, tinySpec(), o);
+    RunResult r = runPoint(backend, smallTestSpec(), o);
     ASSERT_EQ(r.status, RunStatus::ok) << r.message;
     EXPECT_TRUE(r.accuracy.passed());
     EXPECT_GT(r.memory.measured_peak, 0);

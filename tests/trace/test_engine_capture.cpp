@@ -4,7 +4,7 @@
 
 #include "core/clock.h"
 #include "core/run_engine.h"
-#include "tests/trace/tiny_backend.h"
+#include "reference_test_backend.h"
 #include "tests/trace/trace_builders.h"
 
 using namespace attnscope;
@@ -41,12 +41,13 @@ class FakeCapture : public TraceCapture {
 }  // namespace
 
 TEST(EngineCapture, DeviceRunGetsCuptiPeakAndEvents) {
-  TinyBackend backend(MemoryKind::device);
+  ReferenceTestBackend backend(MemoryKind::device);
+  backend.scratch_per_pass = true;
   FakeCapture capture;
   RunOptions o;
   o.capture = &capture;
   o.reps = 2;
-  RunResult r = runPoint(backend, tinySpec(), o);
+  RunResult r = runPoint(backend, smallTestSpec(), o);
   ASSERT_EQ(r.status, RunStatus::ok) << r.message;
   EXPECT_EQ(capture.begins, 1);
   EXPECT_EQ(capture.ends, 1);
@@ -61,29 +62,29 @@ TEST(EngineCapture, DeviceRunGetsCuptiPeakAndEvents) {
     phases += e.kind == EventKind::phase;
   }
   EXPECT_EQ(cupti, 6);
-  EXPECT_GE(allocator, 2);
+  EXPECT_EQ(allocator, 2 + 2 * 3);  // io, and scratch in each of the 3 passes: alloc and free
   EXPECT_EQ(phases, 3);  // one per pass: 1 warm-up + 2 reps
   for (size_t i = 1; i < r.trace.events.size(); ++i)
     EXPECT_LE(r.trace.events[i - 1].start_ns, r.trace.events[i].start_ns);
 }
 
 TEST(EngineCapture, HostRunHasNoCuptiPeak) {
-  TinyBackend backend(MemoryKind::host);
+  ReferenceTestBackend backend(MemoryKind::host);
   FakeCapture capture;
   RunOptions o;
   o.capture = &capture;
-  RunResult r = runPoint(backend, tinySpec(), o);
+  RunResult r = runPoint(backend, smallTestSpec(), o);
   ASSERT_EQ(r.status, RunStatus::ok) << r.message;
   EXPECT_EQ(r.memory.cupti_peak, -1);
 }
 
 TEST(EngineCapture, InactiveCaptureIsNotedAndTheRunCompletes) {
-  TinyBackend backend(MemoryKind::device);
+  ReferenceTestBackend backend(MemoryKind::device);
   FakeCapture capture;
   capture.is_active = false;
   RunOptions o;
   o.capture = &capture;
-  RunResult r = runPoint(backend, tinySpec(), o);
+  RunResult r = runPoint(backend, smallTestSpec(), o);
   ASSERT_EQ(r.status, RunStatus::ok) << r.message;
   EXPECT_EQ(capture.begins, 0);
   EXPECT_EQ(capture.ends, 0);
