@@ -21,19 +21,30 @@ std::vector<BufferBand> bufferBands(const std::vector<TraceEvent>& events, const
   });
   std::vector<BufferBand> bands;
   std::map<std::tuple<int, uint32_t, uint64_t>, size_t> live;  // (source, device, address) -> band
+  // The live bands in allocation order (a band's index is its order): the stack, bottom first.
+  std::map<size_t, int64_t> stack;  // band -> its current base
   int64_t live_bytes = 0;
   for (const TraceEvent* e : order) {
     const auto key = std::make_tuple(static_cast<int>(e->source), e->device, e->address);
     if (e->kind == EventKind::alloc) {
-      bands.push_back({e->name.empty() ? std::string("(unnamed)") : e->name, e->bytes, e->start_ns, last, live_bytes, false});
+      bands.push_back({e->name.empty() ? std::string("(unnamed)") : e->name, e->bytes, e->start_ns, last, live_bytes, false, {}});
       live[key] = bands.size() - 1;
+      stack[bands.size() - 1] = live_bytes;
       live_bytes += e->bytes;
     } else if (auto it = live.find(key); it != live.end()) {
-      BufferBand& b = bands[it->second];
+      const size_t freed = it->second;
+      BufferBand& b = bands[freed];
       b.end_ns = e->start_ns;
       b.freed = true;
       live_bytes -= b.bytes;
       live.erase(it);
+      // Everything stacked above the freed block moves down by its bytes.
+      for (auto above = stack.erase(stack.find(freed)); above != stack.end(); ++above) {
+        above->second -= b.bytes;
+        auto& moves = bands[above->first].moves;
+        if (!moves.empty() && moves.back().t_ns == e->start_ns) moves.back().bytes = above->second;
+        else moves.push_back({e->start_ns, above->second});
+      }
     }
   }
   if (bands.size() > max_bands) {
@@ -48,6 +59,31 @@ std::vector<BufferBand> bufferBands(const std::vector<TraceEvent>& events, const
     bands = std::move(kept);
   }
   return bands;
+}
+
+int64_t baseAt(const BufferBand& band, int64_t t_ns) {
+  int64_t base = band.base;
+  for (const MemoryPoint& m : band.moves) {
+    if (m.t_ns > t_ns) break;
+    base = m.bytes;
+  }
+  return base;
+}
+
+std::vector<BandPiece> piecesOf(const BufferBand& band) {
+  std::vector<BandPiece> pieces;
+  int64_t start = band.start_ns, base = band.base;
+  auto add = [&](int64_t end) {
+    if (end > start) pieces.push_back({start, end, base});
+  };
+  for (const MemoryPoint& m : band.moves) {
+    if (m.t_ns >= band.end_ns) break;
+    add(m.t_ns);
+    start = std::max(start, m.t_ns);
+    base = m.bytes;
+  }
+  add(band.end_ns);
+  return pieces;
 }
 
 }  // namespace attnscope::ui

@@ -128,6 +128,7 @@ void TimelineView::loadRun() {
   setPlotContext(plot_, run ? QString::fromStdString(runInWords(*run))
                             : tr("pick a run that finished ok (Run: above, or a run in the Runs dock)"));
   const quint64 job = ++load_job_;
+  if (!background_ || id <= 0 || !source_) shown_job_ = job;
   if (id <= 0 || !source_) {
     setEvents({});
     return;
@@ -139,32 +140,37 @@ void TimelineView::loadRun() {
     } catch (const std::exception& e) {
       info_->setText(tr("cannot load the trace: %1").arg(QString::fromStdString(e.what())));
     }
-    setEvents(std::move(events));
+    showTrace(analyse(std::move(events)));
     return;
   }
   info_->setText(tr("loading the trace of R%1...").arg(id));
   QPointer<TimelineView> self(this);
   QThreadPool::globalInstance()->start([self, source = source_, id, job] {
-    struct Loaded {
-      std::vector<TraceEvent> events;
-      MemoryTimeline timeline;
-      QString error;
-    };
-    auto loaded = std::make_shared<Loaded>();
+    auto loaded = std::make_shared<LoadedTrace>();
+    QString error;
     try {
-      loaded->events = source(id);
-      loaded->timeline = memoryTimelineOf(loaded->events);
+      *loaded = analyse(source(id));
     } catch (const std::exception& e) {
-      loaded->error = QString::fromStdString(e.what());
+      error = QString::fromStdString(e.what());
     }
     // Back on the GUI thread, where the view can only be deleted between events: a view gone
     // or a newer pick drops the result.
-    QMetaObject::invokeMethod(qApp, [self, job, loaded] {
+    QMetaObject::invokeMethod(qApp, [self, job, loaded, error] {
       if (!self || job != self->load_job_) return;
-      self->showTrace(std::move(loaded->events), std::move(loaded->timeline));
-      if (!loaded->error.isEmpty()) self->info_->setText(tr("cannot load the trace: %1").arg(loaded->error));
+      self->shown_job_ = job;
+      self->showTrace(std::move(*loaded));
+      if (!error.isEmpty()) self->info_->setText(tr("cannot load the trace: %1").arg(error));
     }, Qt::QueuedConnection);
   });
+}
+
+TimelineView::LoadedTrace TimelineView::analyse(std::vector<TraceEvent> events) {
+  LoadedTrace out;
+  const MemoryFilter filter = memoryFilterFor(events);
+  out.timeline = MemoryTimeline(events, filter);
+  out.bands = ui::bufferBands(events, filter);  // the free function, not the getter
+  out.events = std::move(events);
+  return out;
 }
 
 MemoryFilter TimelineView::memoryFilterFor(const std::vector<TraceEvent>& events) {
@@ -190,28 +196,36 @@ void TimelineView::drawBands() {
   // With the bands on, the curve is their outline; without, a filled area.
   memory_graph_->setBrush(on ? QBrush(Qt::NoBrush) : QBrush(QColor(0x4e, 0x79, 0xa7, 60)));
   if (!on) return;
-  bands_ = ui::bufferBands(events_, memoryFilterFor(events_));  // the free function, not the getter
+  bands_ = all_bands_;
   QCPAxis* x = memory_rect_->axis(QCPAxis::atBottom);
   QCPAxis* y = memory_rect_->axis(QCPAxis::atLeft);
   const double peak = std::max<double>(1.0, static_cast<double>(timeline_.peakBytes()));
   for (const BufferBand& b : bands_) {
-    auto* rect = new QCPItemRect(plot_);
-    rect->setClipAxisRect(memory_rect_);
-    rect->topLeft->setAxes(x, y);
-    rect->bottomRight->setAxes(x, y);
-    rect->topLeft->setCoords(static_cast<double>(b.start_ns - t0_), static_cast<double>(b.base + b.bytes));
-    rect->bottomRight->setCoords(static_cast<double>(b.end_ns - t0_), static_cast<double>(b.base));
     uint32_t h = 2166136261u;  // one colour per buffer name, the same in every run
     for (unsigned char c : b.name) h = (h ^ c) * 16777619u;
     const QColor color = QColor::fromHsv(static_cast<int>(h % 360), 110, 225);
-    rect->setBrush(color);
-    rect->setPen(QPen(color.darker(140)));
-    band_items_.push_back(rect);
-    if (b.bytes < peak * 0.06) continue;  // no room for a label
+    // One rectangle per stretch at one height: the band steps down when a block below it is freed.
+    const std::vector<BandPiece> pieces = piecesOf(b);
+    for (const BandPiece& piece : pieces) {
+      auto* rect = new QCPItemRect(plot_);
+      rect->setClipAxisRect(memory_rect_);
+      rect->topLeft->setAxes(x, y);
+      rect->bottomRight->setAxes(x, y);
+      rect->topLeft->setCoords(static_cast<double>(piece.start_ns - t0_), static_cast<double>(piece.base + b.bytes));
+      rect->bottomRight->setCoords(static_cast<double>(piece.end_ns - t0_), static_cast<double>(piece.base));
+      rect->setBrush(color);
+      rect->setPen(QPen(color.darker(140)));
+      band_items_.push_back(rect);
+    }
+    if (b.bytes < peak * 0.06 || pieces.empty()) continue;  // no room for a label
+    // The label on the band's longest stretch, where there is most room for it.
+    const BandPiece& widest = *std::max_element(pieces.begin(), pieces.end(), [](const BandPiece& l, const BandPiece& r) {
+      return l.end_ns - l.start_ns < r.end_ns - r.start_ns;
+    });
     auto* label = new QCPItemText(plot_);
     label->setClipAxisRect(memory_rect_);
     label->position->setAxes(x, y);
-    label->position->setCoords(static_cast<double>(b.start_ns - t0_), static_cast<double>(b.base) + b.bytes / 2.0);
+    label->position->setCoords(static_cast<double>(widest.start_ns - t0_), static_cast<double>(widest.base) + b.bytes / 2.0);
     label->setPositionAlignment(Qt::AlignLeft | Qt::AlignVCenter);
     label->setPadding(QMargins(4, 0, 0, 0));
     label->setText(QString::fromStdString(b.name) + "  " + QString::fromStdString(formatBytes(b.bytes)));
@@ -221,14 +235,12 @@ void TimelineView::drawBands() {
   }
 }
 
-void TimelineView::setEvents(std::vector<TraceEvent> events) {
-  MemoryTimeline timeline = memoryTimelineOf(events);
-  showTrace(std::move(events), std::move(timeline));
-}
+void TimelineView::setEvents(std::vector<TraceEvent> events) { showTrace(analyse(std::move(events))); }
 
-void TimelineView::showTrace(std::vector<TraceEvent> events, MemoryTimeline timeline) {
-  events_ = std::move(events);
-  timeline_ = std::move(timeline);
+void TimelineView::showTrace(LoadedTrace loaded) {
+  events_ = std::move(loaded.events);
+  timeline_ = std::move(loaded.timeline);
+  all_bands_ = std::move(loaded.bands);
   t0_ = 0;
   int64_t t1 = 1;
   if (!events_.empty()) {
@@ -372,14 +384,16 @@ QString TimelineView::hoverText(QMouseEvent* e) const {
   if (memory_rect_->rect().contains(pos.toPoint())) {
     const double t = memory_rect_->axis(QCPAxis::atBottom)->pixelToCoord(pos.x());
     const double bytes = memory_rect_->axis(QCPAxis::atLeft)->pixelToCoord(pos.y());
-    for (const BufferBand& b : bands_)
-      if (t >= static_cast<double>(b.start_ns - t0_) && t <= static_cast<double>(b.end_ns - t0_) &&
-          bytes >= static_cast<double>(b.base) && bytes <= static_cast<double>(b.base + b.bytes))
+    for (const BufferBand& b : bands_) {
+      if (t < static_cast<double>(b.start_ns - t0_) || t > static_cast<double>(b.end_ns - t0_)) continue;
+      const double base = static_cast<double>(baseAt(b, static_cast<int64_t>(t) + t0_));
+      if (bytes >= base && bytes <= base + static_cast<double>(b.bytes))
         return tr("<b>%1</b><br>%2, allocated at %3, %4")
             .arg(QString::fromStdString(b.name).toHtmlEscaped(), QString::fromStdString(formatBytes(b.bytes)),
                  QString::fromStdString(formatTimeTick(static_cast<double>(b.start_ns - t0_))),
                  b.freed ? tr("freed at %1").arg(QString::fromStdString(formatTimeTick(static_cast<double>(b.end_ns - t0_))))
                          : tr("never freed"));
+    }
     auto it = std::upper_bound(curve_.begin(), curve_.end(), t,
                                [](double v, const MemoryPoint& p) { return v < static_cast<double>(p.t_ns); });
     if (it == curve_.begin()) return {};

@@ -42,6 +42,8 @@ class TimelineView : public ChartView {
   // calling thread. On (the window): the trace and its MemoryTimeline are built on a pool thread
   // and a result for a run that is no longer picked is dropped, as hotspot's job tracker does.
   void setBackgroundLoading(bool on) { background_ = on; }
+  // A background load is on its way (the view shows "loading").
+  bool loading() const { return shown_job_ != load_job_; }
   // Shows these events directly (tests, synthetic traces).
   void setEvents(std::vector<TraceEvent> events);
   // The one memory source the view draws: the allocator's, or CUPTI's device memory when a trace
@@ -69,7 +71,14 @@ class TimelineView : public ChartView {
     QCPGraph* base = nullptr;
   };
   void loadRun();
-  void showTrace(std::vector<TraceEvent> events, MemoryTimeline timeline);
+  // What a load computes off the GUI thread: the curve and the bands.
+  struct LoadedTrace {
+    std::vector<TraceEvent> events;
+    MemoryTimeline timeline;
+    std::vector<BufferBand> bands;
+  };
+  static LoadedTrace analyse(std::vector<TraceEvent> events);
+  void showTrace(LoadedTrace loaded);
   void drawBands();
   void rebuildLanes();
   void refreshVisible();
@@ -90,9 +99,11 @@ class TimelineView : public ChartView {
   bool syncing_ = false;
   bool background_ = false;
   QCheckBox* bands_box_ = nullptr;
-  std::vector<BufferBand> bands_;
+  std::vector<BufferBand> all_bands_;  // computed with the trace
+  std::vector<BufferBand> bands_;      // drawn: all_bands_ while "Buffers" is on
   std::vector<QCPAbstractItem*> band_items_;
-  quint64 load_job_ = 0;  // the latest background load; older results are dropped
+  quint64 load_job_ = 0;   // the latest background load; older results are dropped
+  quint64 shown_job_ = 0;  // the load whose result is shown
 };
 
 }  // namespace attnscope::ui

@@ -129,6 +129,28 @@ class TestTimeline : public QObject {
     QCOMPARE(bands[3].base, int64_t(1200));
     QVERIFY(!bands[1].freed);                // k is never freed: its band runs to the end
     QCOMPARE(bands[1].end_ns, int64_t(40));
+    // Blocks freed below a band move it down: k drops onto the floor when q goes; P, which
+    // stacked on q, k and S at t=20, sits on k alone once q and S are freed at that tick.
+    QCOMPARE(baseAt(bands[1], 19), int64_t(100));
+    QCOMPARE(baseAt(bands[1], 20), int64_t(0));
+    QCOMPARE(baseAt(bands[3], 20), int64_t(100));
+    const auto k_pieces = piecesOf(bands[1]);
+    QCOMPARE(k_pieces.size(), size_t(2));
+    QCOMPARE(k_pieces[0].end_ns, int64_t(20));
+    QCOMPARE(k_pieces[1].base, int64_t(0));
+    const auto p_pieces = piecesOf(bands[3]);  // the moment at 1200 has no length: one piece
+    QCOMPARE(p_pieces.size(), size_t(1));
+    QCOMPARE(p_pieces[0].base, int64_t(100));
+    // At every moment the top band's top is the live-bytes curve: nothing floats above it.
+    for (int64_t t : {5, 15, 25, 39}) {
+      int64_t top = 0;
+      for (const auto& b : bands)
+        if (b.start_ns <= t && t < b.end_ns) top = std::max(top, baseAt(b, t) + b.bytes);
+      int64_t live = 0;
+      for (const auto& p : view.memoryTimeline().curve())
+        if (p.t_ns <= t) live = p.bytes;
+      QCOMPARE(top, live);
+    }
     // Off: no bands, the curve is filled again.
     auto* box = view.findChild<QCheckBox*>("timelineBuffers");
     QVERIFY(box);

@@ -24,6 +24,7 @@
 #include "ui/gui_entry.h"
 #include "ui/main_window.h"
 #include "ui/runs_panel.h"
+#include "ui/timeline_view.h"
 
 using namespace attnscope;
 
@@ -37,7 +38,7 @@ int64_t runSweep(Store& store, BackendRegistry& registry, const std::string& nam
   setField(s.base, "mask_layout", "per_head");
   s.axes = {{"heads", {"1", "2", "4", "8", "16"}}, {"seq", {"128", "256", "512", "1024"}}};
   s.backends = {"cpu.reference", "cpu.flash"};
-  s.warmup = 0;
+  s.warmup = 1;  // the Timeline labels the warm-up pass apart from the repetitions
   s.reps = 2;
   const int64_t id = store.createSweep(s, store.saveEnvironment(captureEnvironment()));
   SweepCallbacks cb;
@@ -56,6 +57,14 @@ void settle() {
 
 bool grab(QWidget& w, const QString& file) {
   settle();
+  // The Timeline loads its trace on a pool thread: wait for it (at most 20 s).
+  for (int i = 0; i < 400; ++i) {
+    bool loading = false;
+    for (auto* t : w.findChildren<ui::TimelineView*>()) loading |= t->loading();
+    if (!loading) break;
+    QApplication::processEvents();
+    QThread::msleep(50);
+  }
   for (auto* view : w.findChildren<ui::ChartView*>())
     for (QCustomPlot* p : view->plots()) p->replot();
   settle();
@@ -96,6 +105,13 @@ int main(int argc, char** argv) {
   w.runsPanel()->selectSweep(dense);
   w.runsPanel()->expandSweep(dense);
   w.showSweeps({dense});
+  // Breakdown and Timeline of a materialising run: S and P allocated and freed, the bands of
+  // what stays live moving down as blocks below them are freed.
+  {
+    Store store(db.toStdString(), StoreMode::read);
+    for (const RunResult& r : store.runs(dense))
+      if (r.backend == "cpu.reference" && r.spec.heads == 8 && r.spec.seq_q == 512) w.runsPanel()->selectRun(dense, r.id);
+  }
   bool ok = true;
   const char* names[] = {"memory", "heatmap", "time", "breakdown", "timeline"};
   for (int i = 0; i < 5; ++i) {
