@@ -187,21 +187,6 @@ const CommandDef kCompareDef{"compare", "compare ID ID [--db FILE] [--json]",
                              "by side, or two runs field by field.",
                              {dbOption(), jsonOption()}, 2, {}};
 
-namespace {
-// The torch environment a side's torch runs saw (version, CUDA, cuDNN, device as torch reports
-// them), from its first torch run: stored with each run, not with the sweep's environment.
-nlohmann::json torchEnvironment(const std::vector<RunResult>& runs) {
-  nlohmann::json out = nlohmann::json::object();
-  for (const auto& r : runs) {
-    if (!r.facts.count("torch")) continue;
-    for (const char* k : {"python", "torch", "torch.cuda", "torch.cudnn", "torch.device", "torch.capability"})
-      if (auto it = r.facts.find(k); it != r.facts.end()) out[k] = it->second;
-    break;
-  }
-  return out;
-}
-}  // namespace
-
 int cmdCompare(const std::vector<std::string>& argv) {
   Args args(kCompareDef, argv);
   if (args.positionals().size() != 2) throw UsageError("compare needs two ids (S<n> or R<n>)");
@@ -230,6 +215,7 @@ int cmdCompare(const std::vector<std::string>& argv) {
     const SweepComparison cmp = compareSweeps({&ra, &rb});
     for (const auto& p : cmp.points) pairs.push_back({p.runs[0], p.runs[1], p.label});
   }
+  // core's torchEnvironment, which the GUI's Compare tab shows too.
   const nlohmann::json torch_a = torchEnvironment(ra), torch_b = torchEnvironment(rb);
   if (args.flag("json")) {
     nlohmann::json out = {{"a", a.text()}, {"b", b.text()}, {"environments", envs}, {"points", nlohmann::json::array()}};

@@ -116,4 +116,20 @@ std::optional<double> timeRatio(const ComparedPoint& p, size_t a, size_t b) {
   return ratio(p, a, b, [](const RunResult& r) { return r.timing.median_s; });
 }
 
+std::map<std::string, std::string> torchEnvironment(const std::vector<RunResult>& runs) {
+  std::map<std::string, std::string> out;
+  for (const auto& r : runs) {
+    if (!r.facts.count("torch")) continue;
+    for (const char* k : {"python", "torch", "torch.cuda", "torch.cudnn", "torch.device", "torch.capability"})
+      if (auto it = r.facts.find(k); it != r.facts.end()) out[k] = it->second;
+    break;
+  }
+  return out;
+}
+
+std::string torchRan(const RunResult& run) {
+  const auto it = run.facts.find("torch.ran");
+  return it == run.facts.end() ? std::string() : it->second;
+}
+
 }  // namespace attnscope

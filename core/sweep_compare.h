@@ -9,6 +9,7 @@
 // `differing_fields` and do not stop points pairing. A point found in only some sweeps is kept,
 // absent (nullptr) in the others.
 
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -46,5 +47,13 @@ SweepComparison compareSweeps(const std::vector<const std::vector<RunResult>*>& 
 // runs exist, finished ok and have a positive A value.
 std::optional<double> peakRatio(const ComparedPoint& p, size_t a, size_t b);
 std::optional<double> timeRatio(const ComparedPoint& p, size_t a, size_t b);
+
+// The torch environment a sweep's torch runs saw (python, torch, torch.cuda, torch.cudnn,
+// torch.device, torch.capability as torch reports them), from its first torch run: stored with
+// each run, not with the sweep's environment. Empty when the sweep ran no torch backend.
+std::map<std::string, std::string> torchEnvironment(const std::vector<RunResult>& runs);
+
+// The kernel torch ran for this run ("flash", "math", ...); empty for other backends.
+std::string torchRan(const RunResult& run);
 
 }  // namespace attnscope

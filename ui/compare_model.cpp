@@ -63,6 +63,7 @@ QVariant CompareModel::data(const QModelIndex& index, int role) const {
   if (c < n * kPerSweep) {
     const RunResult* r = row.runs[static_cast<size_t>(c / kPerSweep)];
     if (role == Qt::ForegroundRole && c % kPerSweep == 2 && r && r->status != RunStatus::ok) return QColor(0xd0, 0x3a, 0x3a);
+    if (role == Qt::ToolTipRole && c % kPerSweep == 2 && r && !r->message.empty()) return QString::fromStdString(r->message);
     if (role != Qt::DisplayRole && role != RawRole) return {};
     if (!r) return role == RawRole ? QVariant() : QVariant(QStringLiteral("-"));
     switch (c % kPerSweep) {
@@ -70,7 +71,12 @@ QVariant CompareModel::data(const QModelIndex& index, int role) const {
       case 1:
         if (role == RawRole) return time(r);
         return time(r) < 0 ? QStringLiteral("-") : QString::fromStdString(formatDuration(time(r)));
-      default: return QString::fromUtf8(toString(r->status).data(), toString(r->status).size());
+      default: {
+        // A torch run says which kernel torch picked, as `attnscope show` and the Results do.
+        const QString status = QString::fromUtf8(toString(r->status).data(), toString(r->status).size());
+        const std::string ran = torchRan(*r);
+        return ran.empty() ? status : tr("%1, torch ran: %2").arg(status, QString::fromStdString(ran));
+      }
     }
   }
   c -= n * kPerSweep;

@@ -106,6 +106,9 @@ void CompareView::setSweeps(const SweepSnapshots& sweeps) {
   QStringList headers;
   for (const auto& s : sweeps) {
     envs.push_back(toJson(s->environment));
+    // The torch a sweep's torch runs saw is stored with the runs (core's torchEnvironment, the
+    // table `attnscope compare` prints): rows of its own under the machine's.
+    for (const auto& [k, v] : torchEnvironment(s->runs)) envs.back()["torch run: " + k] = v;
     headers << QString::fromStdString(s->info.name);
     for (const auto& [k, v] : envs.back().items())
       if (seen.insert(k).second) keys.push_back(k);

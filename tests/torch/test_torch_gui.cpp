@@ -12,9 +12,12 @@
 
 #include "core/store.h"
 #include "ui/backend_list_model.h"
+#include "ui/compare_model.h"
+#include "ui/compare_view.h"
 #include "ui/main_window.h"
 #include "ui/results_table_model.h"
 #include "ui/sweep_panel.h"
+#include "ui/sweep_snapshot.h"
 #include "ui_test_support.h"
 #include "ui/workload_form.h"
 
@@ -108,6 +111,26 @@ class TorchGuiTest : public QObject {
     for (int row = 0; table && row < table->model()->rowCount(); ++row)
       noted |= table->model()->index(row, ResultsTableModel::MessageColumn).data().toString().startsWith("torch ran: math");
     QVERIFY(noted);
+
+    // Compare (the sweep against itself) shows the kernel torch ran per point and the torch
+    // environment the runs saw, as `attnscope compare` does.
+    const SweepSnapshots pair{loadSweepSnapshot(store, id), loadSweepSnapshot(store, id)};
+    CompareView compare;
+    compare.setSweeps(pair);
+    auto* model = compare.findChild<CompareModel*>();
+    QVERIFY(model);
+    bool ran_shown = false;
+    for (int row = 0; row < model->rowCount(); ++row)
+      for (int col = 0; col < model->columnCount(); ++col)
+        ran_shown |= model->index(row, col).data().toString() == "ok, torch ran: math";
+    QVERIFY(ran_shown);
+    auto* env = compare.findChild<QTableView*>("environmentTable");
+    QVERIFY(env);
+    bool torch_row = false;
+    for (int row = 0; row < env->model()->rowCount(); ++row)
+      torch_row |= env->model()->headerData(row, Qt::Vertical).toString() == "torch run: torch" &&
+                   !env->model()->index(row, 0).data().toString().isEmpty();
+    QVERIFY(torch_row);
   }
 };
 
