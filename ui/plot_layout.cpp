@@ -5,6 +5,8 @@
 
 #include <qcustomplot.h>
 
+#include "ui/plot_style.h"
+
 namespace attnscope::ui {
 
 namespace {
@@ -123,7 +125,11 @@ void addStyleKey(QCustomPlot* plot, bool measured, bool predicted, const std::se
     g->setSelectable(QCP::stNone);
   };
   if (measured) key(QObject::tr("measured"), QPen(grey, 2), QCPScatterStyle(QCPScatterStyle::ssDisc, 6), true);
-  if (predicted) key(QObject::tr("predicted"), QPen(grey, 1.5, Qt::DashLine), QCPScatterStyle(), true);
+  if (predicted) {
+    const QColor shade = predictedShade(grey, isDarkPalette(plot->palette()));
+    key(QObject::tr("predicted"), QPen(shade, 1.5, Qt::DashLine),
+        QCPScatterStyle(QCPScatterStyle::ssCircle, QPen(shade, 1.5), QBrush(Qt::NoBrush), 10), true);
+  }
   for (RunStatus s : failed) {
     const auto name = toString(s);
     key(QObject::tr("%1 (at its prediction)").arg(QString::fromUtf8(name.data(), static_cast<int>(name.size()))),

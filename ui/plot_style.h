@@ -18,6 +18,9 @@ QColor backendColor(const std::string& backend_id);
 QColor variantColor(const std::string& backend_id, int variant, int count);
 
 bool isDarkPalette(const QPalette& palette);
+// The predicted (dashed) line's shade of a series colour: deeper on a light background, paler on
+// a dark one, so it stands out from the measured line it is drawn over.
+QColor predictedShade(const QColor& color, bool dark_background);
 
 // Background, axes, grid, labels and legend readable on the palette.
 void applyPlotTheme(QCustomPlot* plot, const QPalette& palette);

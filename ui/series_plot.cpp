@@ -81,8 +81,12 @@ void SeriesPlot::add(QCustomPlot* plot, const PlotSeries& s, Metric metric, bool
   fill(measured, ok, false);
 
   if (with_predicted && metric == Metric::memory) {
+    // Drawn above the measured line, in a deeper (on dark: paler) shade with open rings larger
+    // than the measured dots: where prediction and measurement coincide both stay visible.
     QCPGraph* g = make("predicted", label + " (predicted)");
-    g->setPen(QPen(color, 1.5, Qt::DashLine));
+    const QColor shade = predictedShade(color, isDarkPalette(plot->palette()));
+    g->setPen(QPen(shade, 1.5, Qt::DashLine));
+    g->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCircle, QPen(shade, 1.5), QBrush(Qt::NoBrush), 10));
     fill(g, predicted, true);
     g->removeFromLegend();
   }
