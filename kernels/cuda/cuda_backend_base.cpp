@@ -32,11 +32,11 @@ Support CudaBackendBase::support(const WorkloadSpec& spec) const {
     s.reasons.push_back("GPU backends unavailable: " + info.reason);
     addWorkloadProblems(spec, s.reasons);
     // Spec problems that hold on any device are still worth saying.
-    if (family_ == CudaFamily::flash)
-      if (auto p = flashHeadDimProblem(spec.headDim())) s.reasons.push_back(*p);
+    for (auto& p : specProblems(spec)) s.reasons.push_back(std::move(p));
     return s;
   }
-  s.reasons = deviceProblems(family_, spec, info.caps, cudaBuiltArchitectures(), plan(spec).peakBytes());
+  s.reasons = deviceProblems(spec, info.caps, cudaBuiltArchitectures(), plan(spec).peakBytes());
+  for (auto& p : backendProblems(spec, info.caps)) s.reasons.push_back(std::move(p));
   addWorkloadProblems(spec, s.reasons);
   return s;
 }

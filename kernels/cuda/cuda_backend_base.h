@@ -1,6 +1,8 @@
 #pragma once
-// What the three CUDA backends share: device 0, availability from the runtime, the device
-// allocator, and support() built from the device's capabilities and the backend's plan.
+// What the CUDA backends share: device 0, availability from the runtime, the device allocator,
+// and support() built from the checks every CUDA backend needs (deviceProblems) plus the
+// backend's own (backendProblems, virtual): a new CUDA backend adds its checks by overriding,
+// not by joining a list of kinds here.
 
 #include "core/backend.h"
 #include "kernels/cuda/kernel_selection.h"
@@ -9,7 +11,6 @@ namespace attnscope::cuda {
 
 class CudaBackendBase : public Backend {
  public:
-  explicit CudaBackendBase(CudaFamily family) : family_(family) {}
 
   std::string device() const override { return "cuda:0"; }
   Availability availability() const override;
@@ -21,9 +22,10 @@ class CudaBackendBase : public Backend {
  protected:
   // Throws std::runtime_error with the reason when the device is unavailable.
   void requireDevice() const;
-
- private:
-  CudaFamily family_;
+  // This backend's own reasons it cannot run the spec on a device with these capabilities.
+  virtual std::vector<std::string> backendProblems(const WorkloadSpec& spec, const DeviceCaps& caps) const = 0;
+  // The part of backendProblems that holds on any device (said even without a GPU).
+  virtual std::vector<std::string> specProblems(const WorkloadSpec& spec) const = 0;
 };
 
 }  // namespace attnscope::cuda

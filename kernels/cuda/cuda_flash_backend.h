@@ -10,11 +10,19 @@ namespace attnscope::cuda {
 
 class CudaFlashBackend final : public CudaBackendBase {
  public:
-  CudaFlashBackend() : CudaBackendBase(CudaFamily::flash) {}
   std::string id() const override { return "cuda.flash"; }
   std::string description() const override;
   MemoryPlan plan(const WorkloadSpec& spec) const override;
   std::unique_ptr<Execution> prepare(const WorkloadSpec& spec, const HostInputs& inputs, RunContext& ctx) override;
+
+ protected:
+  std::vector<std::string> backendProblems(const WorkloadSpec& spec, const DeviceCaps& caps) const override {
+    return flashDeviceProblems(spec, caps);
+  }
+  std::vector<std::string> specProblems(const WorkloadSpec& spec) const override {
+    if (auto p = flashHeadDimProblem(spec.headDim())) return {*p};
+    return {};
+  }
 };
 
 }  // namespace attnscope::cuda

@@ -180,8 +180,7 @@ class MathExecution final : public Execution {
 }  // namespace
 
 CudaMathBackend::CudaMathBackend(bool chunked, int64_t chunk_rows, int64_t chunk_score_budget)
-    : CudaBackendBase(chunked ? CudaFamily::chunked : CudaFamily::math),
-      chunked_(chunked),
+    : chunked_(chunked),
       chunk_rows_(chunk_rows),
       chunk_budget_(chunk_score_budget) {}
 

@@ -29,6 +29,12 @@ class CudaMathBackend final : public CudaBackendBase {
 
   int64_t chunkRows(const WorkloadSpec& spec) const;
 
+ protected:
+  std::vector<std::string> backendProblems(const WorkloadSpec& spec, const DeviceCaps&) const override {
+    return cublasShapeProblems(spec);
+  }
+  std::vector<std::string> specProblems(const WorkloadSpec& spec) const override { return cublasShapeProblems(spec); }
+
  private:
   // One handle for the backend's lifetime: cublasCreate is slow, and the pool it sets up
   // internally then stays outside every run. Runs hand it their own tracked workspace.

@@ -19,6 +19,7 @@
 #include "kernels/cuda/attention_tiling.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/flash_params.h"
+#include "kernels/cuda/flash_tiling.h"
 
 namespace attnscope::cuda::mma {
 
@@ -110,7 +111,7 @@ __device__ __forceinline__ void loadTile(T* dst, const T* src, int64_t row_strid
 template <typename T, int kD, int kBM, int kBN, int kWarps>
 __global__ void __launch_bounds__(kWarps * 32) flashFwdMma(const FlashParams p) {
   constexpr int kThreads = kWarps * 32;
-  constexpr int kStride = kD + 8;  // +16 bytes a row: ldmatrix rows land in distinct banks
+  constexpr int kStride = kD + kMmaRowPad;  // +16 bytes a row: ldmatrix rows land in distinct banks
   constexpr int kRowsPerWarp = kBM / kWarps;
   constexpr int kMT = kRowsPerWarp / 16;  // m16 tiles per warp
   constexpr int kNT = kBN / 8;            // n8 tiles of S
@@ -324,7 +325,9 @@ __global__ void __launch_bounds__(kWarps * 32) flashFwdMma(const FlashParams p) 
 
 template <typename T, int kD, int kBM, int kBN, int kWarps>
 void launchMma(const FlashParams& p, cudaStream_t stream) {
-  constexpr int kSmem = (kBM + 4 * kBN) * (kD + 8) * static_cast<int>(sizeof(T));
+  constexpr int kSmem = static_cast<int>(mmaSmemBytes(kD, static_cast<int>(sizeof(T))));
+  static_assert(mmaTile(kD).block_m == kBM && mmaTile(kD).block_n == kBN && mmaTile(kD).warps == kWarps,
+                "launch through launchMmaBucket, whose tile is flash_tiling.h's");
   auto kernel = &flashFwdMma<T, kD, kBM, kBN, kWarps>;
   if (kSmem > 48 * 1024)
     ATTNSCOPE_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
@@ -334,13 +337,11 @@ void launchMma(const FlashParams& p, cudaStream_t stream) {
   ATTNSCOPE_CHECK_LAUNCH("flash_fwd_mma");
 }
 
-// Tile shapes per head-dim bucket; must agree with selectFlashKernel (kernel_selection.cpp).
+// The tile of each head-dim bucket comes from flash_tiling.h, which selectFlashKernel reads too.
 template <typename T, int kD>
 void launchMmaBucket(const FlashParams& p, cudaStream_t stream) {
-  if constexpr (kD == 256)
-    launchMma<T, 256, 64, 32, 4>(p, stream);
-  else
-    launchMma<T, kD, 128, 64, 4>(p, stream);
+  constexpr FlashTile kTile = mmaTile(kD);
+  launchMma<T, kD, kTile.block_m, kTile.block_n, kTile.warps>(p, stream);
 }
 
 }  // namespace attnscope::cuda::mma

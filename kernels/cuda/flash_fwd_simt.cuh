@@ -12,6 +12,7 @@
 #include "kernels/cuda/attention_tiling.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/flash_params.h"
+#include "kernels/cuda/flash_tiling.h"
 
 namespace attnscope::cuda::simt {
 
@@ -28,7 +29,9 @@ __device__ __forceinline__ float warpSum(float x) {
 
 template <int kD>
 __global__ void __launch_bounds__(128) flashFwdSimt(const FlashParams p) {
-  constexpr int kBM = 16, kBN = 32, kWarps = 4, kRows = kBM / kWarps, kDC = kD / 32;
+  constexpr FlashTile kTile = simtTile();  // flash_tiling.h: the shape selectFlashKernel reports
+  constexpr int kBM = kTile.block_m, kBN = kTile.block_n, kWarps = kTile.warps, kRows = kBM / kWarps, kDC = kD / 32;
+  static_assert(kWarps * 32 == 128 && kBN == 32, "the loops below stride by 128 threads, one key per lane");
   extern __shared__ float smem[];
   float* sQ = smem;                  // [kBM][kD]
   float* sK = sQ + kBM * kD;         // [kBN][kD + 1]: lane j reads row j, column d: no conflicts
@@ -121,13 +124,14 @@ __global__ void __launch_bounds__(128) flashFwdSimt(const FlashParams p) {
 
 template <int kD>
 void launchSimt(const FlashParams& p, cudaStream_t stream) {
-  constexpr int kSmem = (16 * kD + 32 * (kD + 1) + 32 * kD) * static_cast<int>(sizeof(float));
+  constexpr FlashTile kTile = simtTile();
+  constexpr int kSmem = static_cast<int>(simtSmemBytes(kD));
   auto kernel = &flashFwdSimt<kD>;
   if (kSmem > 48 * 1024)
     ATTNSCOPE_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
-  const dim3 grid(static_cast<unsigned>((p.seq_q + 15) / 16), static_cast<unsigned>(p.heads),
+  const dim3 grid(static_cast<unsigned>((p.seq_q + kTile.block_m - 1) / kTile.block_m), static_cast<unsigned>(p.heads),
                   static_cast<unsigned>(p.batch));
-  kernel<<<grid, 128, kSmem, stream>>>(p);
+  kernel<<<grid, kTile.warps * 32, kSmem, stream>>>(p);
   ATTNSCOPE_CHECK_LAUNCH("flash_fwd_simt");
 }
 

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "core/format.h"
+#include "kernels/cuda/flash_tiling.h"
 
 namespace attnscope::cuda {
 
@@ -27,22 +28,14 @@ FlashKernelConfig selectFlashKernel(DType dtype, int64_t head_dim) {
   if (flashHeadDimProblem(head_dim)) return c;
   c.head_dim_bucket = headDimBucket(head_dim);
   const int64_t d = c.head_dim_bucket;
-  c.warps = 4;
-  if (dtype == DType::fp32) {
-    // SIMT path: one warp computes a query row against 32 keys at a time.
-    c.tensor_cores = false;
-    c.block_m = 16;
-    c.block_n = 32;
-    c.smem_bytes = (c.block_m * d + c.block_n * (d + 1) + c.block_n * d) * 4;
-  } else {
-    // Tensor-core path: each warp owns block_m / warps query rows (16 per m16n8k16 tile). Rows
-    // of shared memory are padded by 8 elements so ldmatrix reads are free of bank conflicts;
-    // K and V are double-buffered.
-    c.tensor_cores = true;
-    c.block_m = d == 256 ? 64 : 128;
-    c.block_n = d == 256 ? 32 : 64;
-    c.smem_bytes = (c.block_m + 4 * c.block_n) * (d + 8) * 2;
-  }
+  // The shapes and sizes the launchers instantiate (flash_tiling.h): SIMT for fp32, tensor
+  // cores for fp16 and bf16.
+  c.tensor_cores = dtype != DType::fp32;
+  const FlashTile tile = c.tensor_cores ? mmaTile(static_cast<int>(d)) : simtTile();
+  c.block_m = tile.block_m;
+  c.block_n = tile.block_n;
+  c.warps = tile.warps;
+  c.smem_bytes = c.tensor_cores ? mmaSmemBytes(static_cast<int>(d), 2) : simtSmemBytes(static_cast<int>(d));
   std::ostringstream name;
   name << (c.tensor_cores ? "flash_fwd_mma<" : "flash_fwd_simt<") << toString(dtype) << ", " << d << ", "
        << c.block_m << "x" << c.block_n << ">";
@@ -71,7 +64,7 @@ namespace {
 std::string ccText(const DeviceCaps& c) { return std::to_string(c.cc_major) + "." + std::to_string(c.cc_minor); }
 }  // namespace
 
-std::vector<std::string> deviceProblems(CudaFamily family, const WorkloadSpec& spec, const DeviceCaps& caps,
+std::vector<std::string> deviceProblems(const WorkloadSpec& spec, const DeviceCaps& caps,
                                         const std::vector<int>& built_archs, int64_t predicted_peak) {
   std::vector<std::string> why;
   const int cc = caps.cc_major * 10 + caps.cc_minor;
@@ -84,29 +77,35 @@ std::vector<std::string> deviceProblems(CudaFamily family, const WorkloadSpec& s
   }
   if (spec.dtype == DType::bf16 && cc < 80)
     why.push_back("bf16 needs compute capability 8.0 or newer; the device has " + ccText(caps));
-  if (family == CudaFamily::flash) {
-    if (auto p = flashHeadDimProblem(spec.headDim())) why.push_back(*p);
-    if (spec.dtype == DType::fp16 && cc < 70)
-      why.push_back("cuda.flash fp16 needs tensor cores (compute capability 7.0 or newer); the device has " +
-                    ccText(caps));
-    else if (spec.dtype == DType::fp16 && cc < 80)
-      why.push_back("cuda.flash fp16 uses mma.sync m16n8k16, which needs compute capability 8.0 or newer; the "
-                    "device has " + ccText(caps));
-    const FlashKernelConfig k = selectFlashKernel(spec.dtype, spec.headDim());
-    if (k.head_dim_bucket > 0 && caps.max_smem_per_block > 0 && k.smem_bytes > caps.max_smem_per_block)
-      why.push_back(k.name + " needs " + formatBytes(k.smem_bytes) + " of shared memory per block; the device allows " +
-                    formatBytes(caps.max_smem_per_block));
-  } else {
-    // cuBLAS takes 32-bit dimensions; the softmax kernel indexes rows in 32 bits too.
-    const int64_t group = spec.heads / spec.kvHeads();
-    constexpr int64_t kIntMax = std::numeric_limits<int32_t>::max();
-    if (spec.seqKv() > kIntMax || group * spec.seq_q > kIntMax || spec.batch * spec.heads * spec.seq_q > kIntMax)
-      why.push_back("sequence too long for cuBLAS's 32-bit matrix dimensions");
-  }
   if (caps.memory_total > 0 && predicted_peak > caps.memory_total)
     why.push_back("predicted peak " + formatBytes(predicted_peak) + " exceeds the device's " +
                   formatBytes(caps.memory_total) + " of memory");
   return why;
+}
+
+std::vector<std::string> flashDeviceProblems(const WorkloadSpec& spec, const DeviceCaps& caps) {
+  std::vector<std::string> why;
+  const int cc = caps.cc_major * 10 + caps.cc_minor;
+  if (auto p = flashHeadDimProblem(spec.headDim())) why.push_back(*p);
+  if (spec.dtype == DType::fp16 && cc < 70)
+    why.push_back("cuda.flash fp16 needs tensor cores (compute capability 7.0 or newer); the device has " +
+                  ccText(caps));
+  else if (spec.dtype == DType::fp16 && cc < 80)
+    why.push_back("cuda.flash fp16 uses mma.sync m16n8k16, which needs compute capability 8.0 or newer; the "
+                  "device has " + ccText(caps));
+  const FlashKernelConfig k = selectFlashKernel(spec.dtype, spec.headDim());
+  if (k.head_dim_bucket > 0 && caps.max_smem_per_block > 0 && k.smem_bytes > caps.max_smem_per_block)
+    why.push_back(k.name + " needs " + formatBytes(k.smem_bytes) + " of shared memory per block; the device allows " +
+                  formatBytes(caps.max_smem_per_block));
+  return why;
+}
+
+std::vector<std::string> cublasShapeProblems(const WorkloadSpec& spec) {
+  const int64_t group = spec.heads / spec.kvHeads();
+  constexpr int64_t kIntMax = std::numeric_limits<int32_t>::max();
+  if (spec.seqKv() > kIntMax || group * spec.seq_q > kIntMax || spec.batch * spec.heads * spec.seq_q > kIntMax)
+    return {"sequence too long for cuBLAS's 32-bit matrix dimensions"};
+  return {};
 }
 
 }  // namespace attnscope::cuda

@@ -48,11 +48,18 @@ struct DeviceCaps {
   int64_t max_smem_per_block = 0;  // opt-in dynamic shared memory limit
 };
 
-// Reasons the device cannot run this backend family on this spec: compute capability below what
-// the build or the dtype needs (bf16 needs 8.0; our fp16 mma.sync kernels need 8.0, tensor cores
-// at all 7.0), shared memory, and a predicted peak above the device's memory.
-enum class CudaFamily { math, chunked, flash };
-std::vector<std::string> deviceProblems(CudaFamily family, const WorkloadSpec& spec, const DeviceCaps& caps,
+// Reasons the device cannot run any CUDA backend on this spec: compute capability below what the
+// build or the dtype needs (bf16 needs 8.0), and a predicted peak above the device's memory.
+// Each backend adds its own (CudaBackendBase::backendProblems): no list of backends lives here.
+std::vector<std::string> deviceProblems(const WorkloadSpec& spec, const DeviceCaps& caps,
                                         const std::vector<int>& built_archs, int64_t predicted_peak);
+
+// cuda.flash's own: the head dim, tensor cores for fp16 (our mma.sync kernels need 8.0), and the
+// shared memory of the instance selectFlashKernel picks.
+std::vector<std::string> flashDeviceProblems(const WorkloadSpec& spec, const DeviceCaps& caps);
+
+// The cuBLAS backends' own (cuda.math, cuda.chunked): cuBLAS and the softmax kernel take 32-bit
+// dimensions.
+std::vector<std::string> cublasShapeProblems(const WorkloadSpec& spec);
 
 }  // namespace attnscope::cuda

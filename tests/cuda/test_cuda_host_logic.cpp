@@ -8,6 +8,7 @@
 #include "core/mask.h"
 #include "kernels/cuda/attention_tiling.h"
 #include "kernels/cuda/cuda_plans.h"
+#include "kernels/cuda/flash_tiling.h"
 #include "kernels/cuda/kernel_selection.h"
 
 using namespace attnscope;
@@ -226,34 +227,67 @@ TEST(CudaSelection, BuiltArchitectures) {
 }
 
 TEST(CudaSelection, DeviceProblems) {
+  // What support() assembles: the checks every CUDA backend needs, then the backend's own.
+  auto flash = [](const WorkloadSpec& s, const DeviceCaps& c, const std::vector<int>& a, int64_t peak) {
+    auto why = deviceProblems(s, c, a, peak);
+    for (auto& p : flashDeviceProblems(s, c)) why.push_back(p);
+    return why;
+  };
+  auto math = [](const WorkloadSpec& s, const DeviceCaps& c, const std::vector<int>& a, int64_t peak) {
+    auto why = deviceProblems(s, c, a, peak);
+    for (auto& p : cublasShapeProblems(s)) why.push_back(p);
+    return why;
+  };
   const std::vector<int> archs{80, 90};
   DeviceCaps h200{9, 0, int64_t{141} << 30, 227 * 1024};
   WorkloadSpec s = specOf(1, 8, 8, 1024, 1024, 64, DType::bf16);
-  for (auto f : {CudaFamily::math, CudaFamily::chunked, CudaFamily::flash})
-    EXPECT_TRUE(deviceProblems(f, s, h200, archs, 1 << 20).empty());
+  EXPECT_TRUE(math(s, h200, archs, 1 << 20).empty());
+  EXPECT_TRUE(flash(s, h200, archs, 1 << 20).empty());
 
   DeviceCaps turing{7, 5, int64_t{16} << 30, 64 * 1024};
-  auto why = deviceProblems(CudaFamily::math, s, turing, archs, 1 << 20);
+  auto why = math(s, turing, archs, 1 << 20);
   ASSERT_EQ(why.size(), 2u);
   EXPECT_NE(why[0].find("sm_80, sm_90"), std::string::npos);
   EXPECT_NE(why[1].find("bf16 needs compute capability 8.0"), std::string::npos);
   // Without the arch mismatch (a build for 75), fp16 flash still needs 8.0 for m16n8k16.
   s.dtype = DType::fp16;
-  why = deviceProblems(CudaFamily::flash, s, turing, {75}, 1 << 20);
+  why = flash(s, turing, {75}, 1 << 20);
   ASSERT_EQ(why.size(), 1u);
   EXPECT_NE(why[0].find("m16n8k16"), std::string::npos);
   DeviceCaps pascal{6, 1, int64_t{8} << 30, 48 * 1024};
-  why = deviceProblems(CudaFamily::flash, s, pascal, {60}, 1 << 20);
+  why = flash(s, pascal, {60}, 1 << 20);
   ASSERT_FALSE(why.empty());
   EXPECT_NE(why[0].find("tensor cores"), std::string::npos);
 
   s.head_dim = 59;
-  why = deviceProblems(CudaFamily::flash, s, h200, archs, 1 << 20);
+  why = flash(s, h200, archs, 1 << 20);
   ASSERT_EQ(why.size(), 1u);
   EXPECT_NE(why[0].find("multiple of 8"), std::string::npos);
-  EXPECT_TRUE(deviceProblems(CudaFamily::math, s, h200, archs, 1 << 20).empty());
+  EXPECT_TRUE(math(s, h200, archs, 1 << 20).empty());
 
-  why = deviceProblems(CudaFamily::math, s, h200, archs, h200.memory_total + 1);
+  why = math(s, h200, archs, h200.memory_total + 1);
   ASSERT_EQ(why.size(), 1u);
   EXPECT_NE(why[0].find("exceeds the device's"), std::string::npos);
+  // Shared memory of the picked instance against the device's limit (fp32 at 256: the SIMT tile).
+  s.head_dim = 256;
+  s.dtype = DType::fp32;
+  DeviceCaps small_smem{8, 0, int64_t{16} << 30, 48 * 1024};
+  why = flashDeviceProblems(s, small_smem);
+  ASSERT_EQ(why.size(), 1u);
+  EXPECT_NE(why[0].find("shared memory"), std::string::npos);
+}
+
+TEST(CudaSelection, FlashTilesAreTheLaunchersTiles) {
+  // selectFlashKernel reports what flash_tiling.h gives the launchers, nothing of its own.
+  for (int d : {64, 128, 256}) {
+    const FlashKernelConfig half = selectFlashKernel(DType::fp16, d);
+    EXPECT_EQ(half.block_m, mmaTile(d).block_m);
+    EXPECT_EQ(half.block_n, mmaTile(d).block_n);
+    EXPECT_EQ(half.smem_bytes, mmaSmemBytes(d, 2));
+    const FlashKernelConfig single = selectFlashKernel(DType::fp32, d);
+    EXPECT_EQ(single.block_m, simtTile().block_m);
+    EXPECT_EQ(single.smem_bytes, simtSmemBytes(d));
+  }
+  // The 128 bucket: Q 128 rows plus K and V double-buffered, 64 keys each, rows of 128 + 8.
+  EXPECT_EQ(mmaSmemBytes(128, 2), (128 + 4 * 64) * (128 + 8) * 2);
 }
