@@ -25,6 +25,7 @@ void SweepTreeModel::setStore(Store* store) {
 }
 
 void SweepTreeModel::reload() {
+  const ChangeInFlight change(changing_);
   beginResetModel();
   sweeps_.clear();
   if (store_) {
@@ -81,6 +82,7 @@ void SweepTreeModel::refreshSweep(int64_t sweep_id) {
   }
   SweepNode node{std::move(*info), readRuns(sweep_id), true};
   const int n = static_cast<int>(sweeps_.size());
+  const ChangeInFlight change(changing_);
   beginInsertRows({}, n, n);
   sweeps_.push_back(std::move(node));
   reindex();
@@ -101,6 +103,7 @@ void SweepTreeModel::addRun(int64_t sweep_id, const RunResult& run) {
   const bool known = std::any_of(s.runs.begin(), s.runs.end(), [&](const RunRow& r) { return r.id == run.id; });
   if (!known) {
     const int n = static_cast<int>(s.runs.size());
+    const ChangeInFlight change(changing_);
     beginInsertRows(index(row, 0), n, n);
     s.runs.push_back(rowOf(run));
     endInsertRows();
@@ -126,6 +129,7 @@ void SweepTreeModel::fetchRow(int row) {
   std::vector<RunRow> runs = readRuns(s.info.id);
   s.read = true;
   if (runs.empty()) return;
+  const ChangeInFlight change(changing_);
   beginInsertRows(index(row, 0), 0, static_cast<int>(runs.size()) - 1);
   s.runs = std::move(runs);
   endInsertRows();
@@ -136,7 +140,7 @@ void SweepTreeModel::fetchAll() {
 }
 
 bool SweepTreeModel::canFetchMore(const QModelIndex& parent) const {
-  if (!parent.isValid() || parent.model() != this || parent.internalId() != 0 || parent.column() != 0) return false;
+  if (changing_ || !parent.isValid() || parent.model() != this || parent.internalId() != 0 || parent.column() != 0) return false;
   return parent.row() < static_cast<int>(sweeps_.size()) && !sweeps_[static_cast<size_t>(parent.row())].read;
 }
 
@@ -181,6 +185,7 @@ bool SweepTreeModel::deleteSweeps(const std::vector<int64_t>& ids) {
     }
     const int row = sweepRow(id);
     if (row < 0) continue;
+    const ChangeInFlight change(changing_);
     beginRemoveRows({}, row, row);
     sweeps_.erase(sweeps_.begin() + row);
     reindex();
@@ -206,6 +211,7 @@ bool SweepTreeModel::deleteRuns(const std::vector<int64_t>& ids) {
     if (!run.isValid()) continue;
     const int row = run.parent().row();
     auto& runs = sweeps_[static_cast<size_t>(row)].runs;
+    const ChangeInFlight change(changing_);
     beginRemoveRows(run.parent(), run.row(), run.row());
     runs.erase(runs.begin() + run.row());
     endRemoveRows();

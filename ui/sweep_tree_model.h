@@ -100,6 +100,18 @@ class SweepTreeModel : public QAbstractItemModel {
   Store* store_ = nullptr;
   std::vector<SweepNode> sweeps_;
   std::unordered_map<int64_t, int> rows_;  // sweep id -> row
+  // True from a begin*() to its end*(): listeners (views, proxies, a model tester) may react to
+  // rowsAboutToBeInserted or modelReset by asking for more, and a fetch then would insert rows
+  // inside another change; canFetchMore says no until the change is complete.
+  bool changing_ = false;
+  struct ChangeInFlight {
+    explicit ChangeInFlight(bool& flag) : flag_(flag), was_(flag) { flag_ = true; }
+    ~ChangeInFlight() { flag_ = was_; }
+    ChangeInFlight(const ChangeInFlight&) = delete;
+    ChangeInFlight& operator=(const ChangeInFlight&) = delete;
+    bool& flag_;
+    bool was_;
+  };
 };
 
 }  // namespace attnscope::ui
