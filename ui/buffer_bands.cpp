@@ -1,6 +1,7 @@
 #include "ui/buffer_bands.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <map>
 #include <tuple>
 
@@ -84,6 +85,36 @@ std::vector<BandPiece> piecesOf(const BufferBand& band) {
   }
   add(band.end_ns);
   return pieces;
+}
+
+std::vector<PassRange> passRanges(const std::vector<TraceEvent>& events, int warmup) {
+  std::vector<const TraceEvent*> phases;
+  for (const TraceEvent& e : events)
+    if (e.kind == EventKind::phase) phases.push_back(&e);
+  // By start; at one start the longer first, so an enclosing phase comes before what it holds.
+  std::stable_sort(phases.begin(), phases.end(), [](const TraceEvent* a, const TraceEvent* b) {
+    if (a->start_ns != b->start_ns) return a->start_ns < b->start_ns;
+    return a->end_ns > b->end_ns;
+  });
+  std::vector<PassRange> passes;
+  std::string first;
+  int64_t top_end = INT64_MIN;  // end of the top-level phase last seen
+  int n = 0;
+  for (const TraceEvent* p : phases) {
+    const int64_t end = std::max(p->start_ns, p->end_ns);
+    if (p->start_ns < top_end) continue;  // inside a top-level phase
+    top_end = end;
+    if (p->name == "inputs") continue;
+    if (first.empty()) first = p->name;
+    if (p->name == first) {
+      ++n;
+      passes.push_back({n <= warmup ? "warm-up " + std::to_string(n) : "rep " + std::to_string(n - warmup),
+                        p->start_ns, end});
+    } else if (!passes.empty()) {
+      passes.back().end_ns = std::max(passes.back().end_ns, end);
+    }
+  }
+  return passes;
 }
 
 }  // namespace attnscope::ui

@@ -124,6 +124,10 @@ void TimelineView::selectRun(qint64 run_id) { selectRunIn(run_, run_id); }
 void TimelineView::loadRun() {
   const qlonglong id = run_->currentData().toLongLong();
   const RunResult* run = findRun(sweeps_, id);
+  warmup_ = 0;
+  for (const auto& sweep : sweeps_)
+    for (const RunResult& r : sweep->runs)
+      if (r.id == id) warmup_ = sweep->spec.warmup;
   setPlotTitle(plot_, run ? tr("Timeline of R%1").arg(id) : tr("Timeline"));
   setPlotContext(plot_, run ? QString::fromStdString(runInWords(*run))
                             : tr("pick a run that finished ok (Run: above, or a run in the Runs dock)"));
@@ -299,12 +303,25 @@ void TimelineView::rebuildLanes() {
     lane.intervals.push_back({static_cast<double>(e.start_ns - t0_), static_cast<double>(std::max(e.end_ns, e.start_ns) - t0_)});
     lane.event_index.push_back(i);
   }
-  // Lanes in key order (phases on top), each sorted by start.
+  // Lanes in key order (phases on top), each sorted by start; above them the passes.
   std::vector<size_t> order;
   for (const auto& [k, v] : index) order.push_back(v);
   std::vector<Lane> sorted;
+  passes_ = passRanges(events_, warmup_);
+  if (!passes_.empty()) {
+    Lane lane;
+    lane.name = tr("passes");
+    lane.passes = true;
+    for (size_t i = 0; i < passes_.size(); ++i) {
+      lane.intervals.push_back({static_cast<double>(passes_[i].start_ns - t0_), static_cast<double>(passes_[i].end_ns - t0_)});
+      lane.event_index.push_back(i);
+    }
+    sorted.push_back(std::move(lane));
+  }
   for (size_t v : order) sorted.push_back(std::move(lanes_[v]));
   lanes_ = std::move(sorted);
+  for (QCPAbstractItem* item : pass_items_) plot_->removeItem(item);
+  pass_items_.clear();
   auto ticks = QSharedPointer<QCPAxisTickerText>::create();
   const int n = static_cast<int>(lanes_.size());
   for (int k = 0; k < n; ++k) {
@@ -328,8 +345,21 @@ void TimelineView::rebuildLanes() {
     lane.graph = plot_->addGraph(lane_rect_->axis(QCPAxis::atBottom), lane_rect_->axis(QCPAxis::atLeft));
     lane.graph->setLineStyle(QCPGraph::lsStepLeft);
     lane.graph->setAdaptiveSampling(false);
-    const bool is_phase = events_[lane.event_index.front()].kind == EventKind::phase;
-    const QColor c = is_phase ? QColor(0xb0, 0x7a, 0xa1) : QColor(0xf2, 0x8e, 0x2b);
+    const bool is_phase = !lane.passes && events_[lane.event_index.front()].kind == EventKind::phase;
+    const QColor c = lane.passes ? QColor(0x9c, 0xb8, 0xd6) : is_phase ? QColor(0xb0, 0x7a, 0xa1) : QColor(0xf2, 0x8e, 0x2b);
+    if (lane.passes) {
+      // Each pass named in its bar (clipped to it when zoomed out too far to fit).
+      for (size_t i = 0; i < lane.intervals.size(); ++i) {
+        auto* label = new QCPItemText(plot_);
+        label->setClipAxisRect(lane_rect_);
+        label->position->setAxes(lane_rect_->axis(QCPAxis::atBottom), lane_rect_->axis(QCPAxis::atLeft));
+        label->position->setCoords((lane.intervals[i].start + lane.intervals[i].end) / 2, base + 0.4);
+        label->setText(QString::fromStdString(passes_[lane.event_index[i]].label));
+        label->setFont(QFont(font().family(), 8));
+        label->setColor(QColor(0x20, 0x20, 0x20));
+        pass_items_.push_back(label);
+      }
+    }
     lane.graph->setPen(QPen(c.darker(130), 1));
     lane.graph->setBrush(c);
     lane.graph->setChannelFillGraph(lane.base);
@@ -416,7 +446,12 @@ QString TimelineView::hoverText(QMouseEvent* e) const {
   for (int steps = 0; it != lane.intervals.begin() && steps < 64; ++steps) {
     --it;
     if (it->end + slack < t) continue;
-    const TraceEvent& ev = events_[lane.event_index[static_cast<size_t>(it - lane.intervals.begin())]];
+    const size_t at = lane.event_index[static_cast<size_t>(it - lane.intervals.begin())];
+    if (lane.passes)
+      return tr("<b>%1</b> (forward pass)<br>start %2, duration %3")
+          .arg(QString::fromStdString(passes_[at].label), QString::fromStdString(formatTimeTick(it->start)),
+               QString::fromStdString(formatDuration((it->end - it->start) * 1e-9)));
+    const TraceEvent& ev = events_[at];
     QString text = tr("<b>%1</b> (%2)<br>start %3, duration %4")
                        .arg(QString::fromStdString(ev.name).toHtmlEscaped(),
                             QString::fromUtf8(toString(ev.kind).data(), toString(ev.kind).size()),

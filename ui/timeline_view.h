@@ -66,7 +66,8 @@ class TimelineView : public ChartView {
   struct Lane {
     QString name;
     std::vector<Interval> intervals;  // sorted by start, ns relative to t0_
-    std::vector<size_t> event_index;  // parallel: index into events_
+    std::vector<size_t> event_index;  // parallel: index into events_ (into passes_ for the pass lane)
+    bool passes = false;              // the lane of inferred passes (warm-up / rep)
     QCPGraph* graph = nullptr;
     QCPGraph* base = nullptr;
   };
@@ -99,6 +100,9 @@ class TimelineView : public ChartView {
   bool syncing_ = false;
   bool background_ = false;
   QCheckBox* bands_box_ = nullptr;
+  std::vector<PassRange> passes_;      // inferred from the phases (buffer_bands.h)
+  std::vector<QCPAbstractItem*> pass_items_;
+  int warmup_ = 0;                     // warm-up passes of the run shown (its sweep's setting)
   std::vector<BufferBand> all_bands_;  // computed with the trace
   std::vector<BufferBand> bands_;      // drawn: all_bands_ while "Buffers" is on
   std::vector<QCPAbstractItem*> band_items_;

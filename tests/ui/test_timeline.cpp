@@ -158,6 +158,39 @@ class TestTimeline : public QObject {
     QVERIFY(view.bufferBands().empty());
   }
 
+  void passesAreInferredFromThePhases() {
+    // cpu.reference's shape: inputs once, then scores / softmax / output per pass, with a phase
+    // nested inside softmax that must not start a pass of its own.
+    auto phase = [](const char* name, int64_t start, int64_t end) {
+      TraceEvent e;
+      e.kind = EventKind::phase;
+      e.name = name;
+      e.start_ns = start;
+      e.end_ns = end;
+      return e;
+    };
+    std::vector<TraceEvent> ev{phase("inputs", 0, 5)};
+    for (int64_t p = 0; p < 3; ++p) {
+      const int64_t t = 10 + p * 100;
+      ev.push_back(phase("scores", t, t + 30));
+      ev.push_back(phase("softmax", t + 30, t + 60));
+      ev.push_back(phase("scores", t + 35, t + 40));  // nested: not a pass
+      ev.push_back(phase("output", t + 60, t + 90));
+    }
+    const auto passes = passRanges(ev, 1);
+    QCOMPARE(passes.size(), size_t(3));
+    QCOMPARE(QString::fromStdString(passes[0].label), QString("warm-up 1"));
+    QCOMPARE(QString::fromStdString(passes[1].label), QString("rep 1"));
+    QCOMPARE(QString::fromStdString(passes[2].label), QString("rep 2"));
+    QCOMPARE(passes[1].start_ns, int64_t(110));
+    QCOMPARE(passes[1].end_ns, int64_t(200));
+    QVERIFY(passRanges({phase("inputs", 0, 5)}, 1).empty());
+    // The view draws them as a lane of their own, on top.
+    TimelineView view;
+    view.setEvents(ev);
+    QCOMPARE(view.laneCount(), 5);  // passes, then inputs, scores, softmax, output
+  }
+
   void emptyTrace() {
     TimelineView view;
     view.setEvents({});
