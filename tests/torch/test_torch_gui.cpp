@@ -117,12 +117,12 @@ class TorchGuiTest : public QObject {
     const SweepSnapshots pair{loadSweepSnapshot(store, id), loadSweepSnapshot(store, id)};
     CompareView compare;
     compare.setSweeps(pair);
-    auto* model = compare.findChild<CompareModel*>();
-    QVERIFY(model);
+    auto* compared = compare.findChild<CompareModel*>();
+    QVERIFY(compared);
     bool ran_shown = false;
-    for (int row = 0; row < model->rowCount(); ++row)
-      for (int col = 0; col < model->columnCount(); ++col)
-        ran_shown |= model->index(row, col).data().toString() == "ok, torch ran: math";
+    for (int row = 0; row < compared->rowCount(); ++row)
+      for (int col = 0; col < compared->columnCount(); ++col)
+        ran_shown |= compared->index(row, col).data().toString() == "ok, torch ran: math";
     QVERIFY(ran_shown);
     auto* env = compare.findChild<QTableView*>("environmentTable");
     QVERIFY(env);
