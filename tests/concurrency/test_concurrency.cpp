@@ -18,26 +18,12 @@
 #include "core/store.h"
 #include "core/sweep_runner.h"
 #include "kernels/cpu/cpu_backends.h"
+#include "tests/support/temp_dir.h"
 
 namespace attnscope {
 namespace {
 
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "attnscope-threads-XXXXXX").string();
-    if (!mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
-    path_ = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  std::string file(const std::string& name) const { return (path_ / name).string(); }
-
- private:
-  std::filesystem::path path_;
-};
+using test::TempDir;
 
 WorkloadSpec tiny(int64_t seq) {
   WorkloadSpec s;

@@ -11,27 +11,12 @@
 
 #include "core/dtype.h"
 #include "core/npy.h"
+#include "tests/support/temp_dir.h"
 
 namespace attnscope {
 namespace {
 
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "attnscope-npy-XXXXXX").string();
-    if (!mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
-    path_ = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  std::string file(const std::string& name) const { return (path_ / name).string(); }
-  std::string str() const { return path_.string(); }
-
- private:
-  std::filesystem::path path_;
-};
+using test::TempDir;
 
 WorkloadSpec spec(DType dtype, const char* mask, MaskLayout layout) {
   WorkloadSpec s;

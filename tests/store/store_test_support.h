@@ -15,26 +15,10 @@
 #include "core/run_result.h"
 #include "core/store.h"
 #include "core/sweep_spec.h"
+#include "tests/support/temp_dir.h"
 
 namespace attnscope::test {
 
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "attnscope-store-XXXXXX").string();
-    if (!mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
-    path_ = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  std::string file(const std::string& name) const { return (path_ / name).string(); }
-  const std::filesystem::path& path() const { return path_; }
-
- private:
-  std::filesystem::path path_;
-};
 
 inline std::string readBytes(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
