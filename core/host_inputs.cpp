@@ -1,5 +1,6 @@
 #include "core/host_inputs.h"
 
+#include <cmath>
 #include <cstring>
 
 #include "core/backend.h"
@@ -60,14 +61,15 @@ HostTensor HostTensor::zeros(DType d, std::vector<int64_t> shape) {
 }
 
 namespace {
+// Uniform in [-bound, bound), rounded to the dtype.
 HostTensor randomTensor(const WorkloadSpec& s, RandomStream stream, std::vector<int64_t> shape,
-                        const std::atomic<bool>* cancel) {
+                        const std::atomic<bool>* cancel, double bound = 1.0) {
   HostTensor t = HostTensor::zeros(s.dtype, std::move(shape));
   const int64_t n = t.elements();
   for (int64_t i = 0; i < n; ++i) {
     // Large inputs take seconds to draw; Ctrl-C must not wait for them.
     if ((i & 0xfffff) == 0 && cancel && cancel->load(std::memory_order_relaxed)) throw Cancelled();
-    t.set(i, static_cast<float>(2.0 * uniform01(s.seed, stream, static_cast<uint64_t>(i)) - 1.0));
+    t.set(i, static_cast<float>(bound * (2.0 * uniform01(s.seed, stream, static_cast<uint64_t>(i)) - 1.0)));
   }
   return t;
 }
@@ -76,6 +78,19 @@ HostTensor randomTensor(const WorkloadSpec& s, RandomStream stream, std::vector<
 HostInputs HostInputs::generate(const WorkloadSpec& s, const std::atomic<bool>* cancel) {
   HostInputs in;
   const int64_t d = s.headDim();
+  if (s.kind == WorkloadKind::layer) {
+    const int64_t e = layerWidth(s), rows = layerQkvRows(s), hd = s.heads * d;
+    const double in_bound = 1.0 / std::sqrt(static_cast<double>(e));
+    const double out_bound = 1.0 / std::sqrt(static_cast<double>(hd));
+    in.x = randomTensor(s, RandomStream::x, {s.batch, s.seq_q, e}, cancel);
+    in.w_qkv = randomTensor(s, RandomStream::w_qkv, {rows, e}, cancel, in_bound);
+    in.b_qkv = randomTensor(s, RandomStream::b_qkv, {rows}, cancel, in_bound);
+    in.w_o = randomTensor(s, RandomStream::w_o, {e, hd}, cancel, out_bound);
+    in.b_o = randomTensor(s, RandomStream::b_o, {e}, cancel, out_bound);
+    if (s.mask.kind == MaskKind::dense) in.mask = makeDenseMask(s);
+    if (s.pass == Pass::train) in.g = randomTensor(s, RandomStream::grad_out, {s.batch, s.seq_q, e}, cancel);
+    return in;
+  }
   in.q = randomTensor(s, RandomStream::q, {s.batch, s.heads, s.seq_q, d}, cancel);
   in.k = randomTensor(s, RandomStream::k, {s.batch, s.kvHeads(), s.seqKv(), d}, cancel);
   in.v = randomTensor(s, RandomStream::v, {s.batch, s.kvHeads(), s.seqKv(), d}, cancel);

@@ -1,7 +1,9 @@
 #pragma once
-// The inputs of one run on the host: Q [B,H,Lq,D], K and V [B,Hkv,Lkv,D] stored in the spec's
-// dtype (fp32 as float, fp16/bf16 as their 16-bit patterns), and the dense mask when there is
-// one. Generated from the seed (uniform in [-1, 1), rounded to the dtype) or loaded from files.
+// The inputs of one run on the host, stored in the spec's dtype (fp32 as float, fp16/bf16 as
+// their 16-bit patterns), and the dense mask when there is one. kind = attention: Q [B,H,Lq,D],
+// K and V [B,Hkv,Lkv,D]. kind = layer: x [B,L,E] and the layer's weights (q, k, v empty; the
+// layer computes them). Generated from the seed (each tensor its own stream, rounded to the
+// dtype) or loaded from files.
 
 #include <atomic>
 #include <cstdint>
@@ -11,6 +13,11 @@
 #include "core/workload_spec.h"
 
 namespace attnscope {
+
+// A layer's model width E: spec.width when set, else heads x head_dim.
+inline int64_t layerWidth(const WorkloadSpec& s) { return s.width > 0 ? s.width : s.heads * s.headDim(); }
+// Rows of the fused projection, (H + 2 Hkv) x D.
+inline int64_t layerQkvRows(const WorkloadSpec& s) { return (s.heads + 2 * s.kvHeads()) * s.headDim(); }
 
 struct HostTensor {
   DType dtype = DType::fp32;
@@ -25,10 +32,16 @@ struct HostTensor {
 };
 
 struct HostInputs {
-  HostTensor q, k, v;
+  HostTensor q, k, v;  // kind = attention
+  // kind = layer, with E the model width (layerWidth) and Ht = H + 2 Hkv:
+  //   x [B,L,E] uniform in [-1, 1);  w_qkv [Ht D, E] and b_qkv [Ht D] uniform in +-1/sqrt(E)
+  //   (torch.nn.Linear's default bound; rows: H*D query rows head-major, then Hkv*D key rows,
+  //   then Hkv*D value rows);  w_o [E, H D] and b_o [E] uniform in +-1/sqrt(H D).
+  HostTensor x, w_qkv, b_qkv, w_o, b_o;
   std::vector<uint8_t> mask;  // dense masks only; layout per spec.mask_layout
-  // pass = train only: G [B,H,Lq,D] in the spec's dtype, the gradient of the loss sum(O * G)
-  // with respect to O (drawn like Q from its own stream); empty for a forward pass.
+  // pass = train only: the gradient of the loss sum(O * G) with respect to the output O
+  // ([B,H,Lq,D]; a layer's output y: [B,L,E]), in the spec's dtype, uniform in [-1, 1) from its
+  // own stream; empty for a forward pass.
   HostTensor g;
 
   // Throws Cancelled (core/backend.h) when `cancel` is set while generating.

@@ -6,8 +6,12 @@
 
 namespace attnscope {
 
-// grad_out: G of the train pass's loss sum(O * G).
-enum class RandomStream : uint64_t { q = 1, k = 2, v = 3, mask = 4, sample = 5, grad_out = 6 };
+// grad_out: G of the train pass's loss sum(O * G). x .. b_o: a kind = layer workload's input and
+// weights (docs/ARCHITECTURE.md, the layer contract).
+enum class RandomStream : uint64_t {
+  q = 1, k = 2, v = 3, mask = 4, sample = 5, grad_out = 6,
+  x = 7, w_qkv = 8, b_qkv = 9, w_o = 10, b_o = 11
+};
 
 inline uint64_t splitmix64(uint64_t x) {
   x += 0x9e3779b97f4a7c15ull;

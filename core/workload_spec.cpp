@@ -33,9 +33,12 @@ void checkSizes(const WorkloadSpec& s, std::vector<SpecError>& errs) {
     const char* name;
     std::vector<Dim> dims;
   };
-  const Tensor tensors[] = {{"Q/O", {{"batch", s.batch}, {"heads", s.heads}, {"seq", s.seq_q}, headDim}},
-                            {"K/V", {{"batch", s.batch}, kvHeads, seqKv, headDim}},
-                            {"scores", {{"batch", s.batch}, {"heads", s.heads}, {"seq", s.seq_q}, seqKv}}};
+  std::vector<Tensor> tensors = {{"Q/O", {{"batch", s.batch}, {"heads", s.heads}, {"seq", s.seq_q}, headDim}},
+                                 {"K/V", {{"batch", s.batch}, kvHeads, seqKv, headDim}},
+                                 {"scores", {{"batch", s.batch}, {"heads", s.heads}, {"seq", s.seq_q}, seqKv}}};
+  // A layer's largest weight: w_qkv, (H + 2 Hkv) D x E with E = H D.
+  if (s.kind == WorkloadKind::layer)
+    tensors.push_back({"w_qkv", {{"heads", s.heads + 2 * s.kvHeads()}, headDim, {"heads", s.heads}, headDim}});
   for (const auto& t : tensors) {
     int64_t n = 1;
     bool over = false;
@@ -162,6 +165,9 @@ std::vector<SpecError> validate(const WorkloadSpec& s) {
   if (s.seq_q < 1) add("seq", str(s.seq_q), "seq must be >= 1 (got " + str(s.seq_q) + ")");
   if (s.seq_kv < 0)
     add("seq_kv", str(s.seq_kv), "seq_kv must be >= 1, or 0 for the same as seq (got " + str(s.seq_kv) + ")");
+  if (s.kind == WorkloadKind::layer && s.seq_kv > 0 && s.seq_q >= 1 && s.seq_kv != s.seq_q)
+    add("seq_kv", str(s.seq_kv),
+        "kind layer is self-attention: seq_kv must equal seq (" + str(s.seq_q) + ") or be 0 (got " + str(s.seq_kv) + ")");
   if (s.width < 0) add("width", str(s.width), "width must be >= 1, or 0 to use head_dim (got " + str(s.width) + ")");
   if (s.width > 0 && s.heads >= 1) {
     if (s.width % s.heads != 0)
