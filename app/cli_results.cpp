@@ -24,19 +24,22 @@ std::string errorCell(const RunResult& r) {
 }
 }  // namespace
 
-Table resultsTable(const std::vector<RunResult>& runs) {
-  // The spec columns (core/spec_fields.h): the fields with a terminal header, plus any other
-  // field some run here sets to other than its default (pass train, a fixed width), so two points
-  // that differ only there are told apart.
+std::vector<const SpecField*> specColumns(const std::vector<RunResult>& runs) {
   const WorkloadSpec defaults;
   std::vector<const SpecField*> shown;
-  std::vector<std::string> header = {"id", "backend"};
   for (const SpecField& f : specFields()) {
     const bool varied = std::any_of(runs.begin(), runs.end(), [&](const RunResult& r) { return f.format(r.spec) != f.format(defaults); });
-    if (f.table_header.empty() && !varied) continue;
-    shown.push_back(&f);
-    header.emplace_back(f.table_header.empty() ? f.name : f.table_header);
+    if (!f.table_header.empty() || varied) shown.push_back(&f);
   }
+  return shown;
+}
+
+std::string columnHeader(const SpecField& f) { return std::string(f.table_header.empty() ? f.name : f.table_header); }
+
+Table resultsTable(const std::vector<RunResult>& runs) {
+  const std::vector<const SpecField*> shown = specColumns(runs);
+  std::vector<std::string> header = {"id", "backend"};
+  for (const SpecField* f : shown) header.push_back(columnHeader(*f));
   for (const char* h : {"status", "time", "GFLOP/s", "predicted", "measured", "max err", "note"}) header.emplace_back(h);
   Table t(header);
   for (const auto& r : runs) {

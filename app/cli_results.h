@@ -6,10 +6,16 @@
 
 #include "app/cli_table.h"
 #include "core/run_result.h"
+#include "core/spec_fields.h"
 
 namespace attnscope::cli {
 
 Table resultsTable(const std::vector<RunResult>& runs);
+// The spec columns of a table of these runs (core/spec_fields.h): the fields with a terminal
+// header, plus any field some run sets to other than its default (pass train, a fixed width), so
+// two points that differ only there are told apart.
+std::vector<const SpecField*> specColumns(const std::vector<RunResult>& runs);
+std::string columnHeader(const SpecField& f);
 void printRunDetails(const RunResult& r, std::ostream& os);
 // "12.3 ms" or "-" when the run has no timing.
 std::string timeCell(const RunResult& r);

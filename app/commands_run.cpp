@@ -109,8 +109,8 @@ const CommandDef kRunDef{
     withSpec({{"backend", "ID", "backend id (see attnscope backends)"},
               {"reps", "N", "timed repetitions (default 5)"},
               {"warmup", "N", "warm-up runs (default 1)"},
-              {"dump", "DIR", "write q.npy k.npy v.npy out.npy (and mask.npy) in [B,H,L,D] layout"},
-              {"inputs", "DIR", "read q.npy k.npy v.npy (and mask.npy) instead of generating inputs"},
+              {"dump", "DIR", "write q.npy k.npy v.npy out.npy (and mask.npy; for --pass train g.npy dq.npy dk.npy dv.npy) in [B,H,L,D] layout"},
+              {"inputs", "DIR", "read q.npy k.npy v.npy (and mask.npy; for --pass train g.npy) instead of generating inputs"},
               {"no-check", "", "skip the accuracy check against the float64 reference"},
               {"name", "NAME", "name of the saved run's sweep (default: run <backend>)"},
               pythonOption(),
@@ -164,6 +164,7 @@ int cmdRun(const std::vector<std::string>& argv) {
   RunResult r = preflight(backend, spec, opt);
   HostInputs inputs;
   std::vector<float> output;
+  AttentionGradients gradients;
   if (r.status == RunStatus::ok) {
     if (auto dir = args.value("inputs")) {
       try {
@@ -175,7 +176,10 @@ int cmdRun(const std::vector<std::string>& argv) {
     } else if (dumpDir) {
       opt.generated_inputs = &inputs;
     }
-    if (dumpDir) opt.output = &output;
+    if (dumpDir) {
+      opt.output = &output;
+      opt.gradients = &gradients;
+    }
     r = runPoint(backend, spec, opt);
   }
   if (store) {
@@ -191,7 +195,7 @@ int cmdRun(const std::vector<std::string>& argv) {
   }
   // A wrong output is dumped too: the files are how one looks into it.
   const bool dumped = dumpDir && (r.status == RunStatus::ok || r.status == RunStatus::wrong);
-  if (dumped) dumpRun(*dumpDir, spec, inputs, output);
+  if (dumped) dumpRun(*dumpDir, spec, inputs, output, &gradients);
   if (args.flag("json")) {
     std::cout << toJson(r).dump(2) << "\n";
   } else {

@@ -102,7 +102,7 @@ const CommandDef kShowDef{"show", "show ID [--kernels] [--phases] [--db FILE] [-
                           "Show one sweep (S<n>) or run (R<n>) in full: spec, environment, results, memory "
                           "(predicted, allocator and CUPTI peaks side by side).",
                           {{"kernels", "", "list the run's kernels: count, total and mean time, grid, block, registers, shared memory"},
-                           {"phases", "", "the run's phases (scores, softmax, backward, ...): count, total and mean time, share, peak memory inside"},
+                           {"phases", "", "a run's phases (scores, softmax, backward, ...): count, total and mean time, share, peak memory inside; for a sweep, each point's phases side by side"},
                            dbOption(), jsonOption()},
                           1, {}};
 
@@ -124,6 +124,59 @@ void printPhases(const RunResult& r, std::ostream& out) {
   }
   out << "\n" << t.render();
 }
+
+// A sweep's phases, one row per run that recorded any: each top-level phase's mean time per
+// occurrence and its share of the run, so the points compare at a glance (the Breakdown view's
+// stacked bars, in text). The runs' events are read one run at a time.
+struct SweepPhases {
+  std::vector<RunResult> runs;  // without events
+  std::vector<std::vector<PhaseStats>> phases;
+};
+
+SweepPhases sweepPhases(Store& store, const std::vector<RunResult>& runs) {
+  SweepPhases sp;
+  for (const auto& r : runs) {
+    auto full = store.run(r.id, true);
+    auto phases = full ? summarizePhases(full->trace.events) : std::vector<PhaseStats>{};
+    if (phases.empty()) continue;
+    sp.runs.push_back(r);
+    sp.phases.push_back(std::move(phases));
+  }
+  return sp;
+}
+
+void printSweepPhases(int64_t sweepId, const SweepPhases& sp, std::ostream& out) {
+  if (sp.runs.empty()) {
+    out << "\nno phases recorded in S" << sweepId << "\n";
+    return;
+  }
+  const PhaseMatrix m = phaseMatrix(sp.phases);
+  const auto columns = specColumns(sp.runs);
+  std::vector<std::string> header = {"id", "backend"};
+  for (const SpecField* f : columns) header.push_back(columnHeader(*f));
+  for (const auto& name : m.names) header.push_back(name);
+  header.emplace_back("peak memory");
+  Table t(header);
+  for (size_t i = 0; i < sp.runs.size(); ++i) {
+    const RunResult& r = sp.runs[i];
+    std::vector<std::string> row = {"R" + std::to_string(r.id), r.backend};
+    for (const SpecField* f : columns) row.push_back(f->cell(r.spec));
+    int64_t peak = 0;
+    for (const auto& cell : m.cells[i]) {
+      if (!cell) {
+        row.emplace_back("-");
+        continue;
+      }
+      char share[16];
+      std::snprintf(share, sizeof share, " %.0f%%", 100.0 * cell->share);
+      row.push_back(formatDuration(static_cast<double>(cell->meanNs()) * 1e-9) + share);
+      peak = std::max(peak, cell->peak_bytes);
+    }
+    row.push_back(formatBytes(peak));
+    t.add(row);
+  }
+  out << "\nphases (mean time per occurrence, share of the run)\n" << t.render();
+}
 }  // namespace
 
 int cmdShow(const std::vector<std::string>& argv) {
@@ -137,7 +190,14 @@ int cmdShow(const std::vector<std::string>& argv) {
     auto runs = store->runs(sw.id);
     Environment env = store->environment(sw.environment_id);
     if (json) {
-      std::cout << sweepToJson(sw, env, runs).dump(2) << "\n";
+      nlohmann::json j = sweepToJson(sw, env, runs);
+      if (args.flag("phases")) {
+        const SweepPhases sp = sweepPhases(*store, runs);
+        nlohmann::json phases = nlohmann::json::array();
+        for (size_t i = 0; i < sp.runs.size(); ++i) phases.push_back({{"run", sp.runs[i].id}, {"phases", toJson(sp.phases[i])}});
+        j["phases"] = std::move(phases);
+      }
+      std::cout << j.dump(2) << "\n";
       return 0;
     }
     std::cout << "sweep S" << sw.id << " '" << printable(sw.name) << "' (" << sw.state << "), created " << formatTime(sw.created_unix_ms) << "\n"
@@ -151,6 +211,7 @@ int cmdShow(const std::vector<std::string>& argv) {
       std::cout << "  gpu         " << g.name << " (sm_" << g.cc_major << g.cc_minor << ", " << formatBytes(g.memory_total) << ")\n";
     if (!env.gpu_note.empty()) std::cout << "  gpu         " << env.gpu_note << "\n";
     std::cout << "  app         " << env.app_version << " (" << env.git_revision << ")\n\n" << resultsTable(runs).render();
+    if (args.flag("phases")) printSweepPhases(sw.id, sweepPhases(*store, runs), std::cout);
     return 0;
   }
   RunResult r = requireRun(*store, id.id, true);

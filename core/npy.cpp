@@ -1,5 +1,7 @@
 #include "core/npy.h"
 
+#include "core/backend.h"
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -321,15 +323,27 @@ HostTensor npyToTensor(const std::string& path, const NpyArray& a, DType dtype, 
 
 }  // namespace
 
-void dumpRun(const std::string& dir, const WorkloadSpec& s, const HostInputs& in, const std::vector<float>& output) {
+void dumpRun(const std::string& dir, const WorkloadSpec& s, const HostInputs& in, const std::vector<float>& output,
+             const AttentionGradients* gradients) {
   std::filesystem::create_directories(dir);
   const auto p = [&](const char* name) { return (std::filesystem::path(dir) / name).string(); };
+  // Float results are stored rounded to the spec's dtype, as the backend held them.
+  const auto writeFloats = [&](const char* name, const std::vector<float>& values, std::vector<int64_t> shape) {
+    HostTensor t = HostTensor::zeros(s.dtype, std::move(shape));
+    for (int64_t i = 0; i < t.elements() && i < static_cast<int64_t>(values.size()); ++i) t.set(i, values[static_cast<size_t>(i)]);
+    writeNpy(p(name), tensorToNpy(t));
+  };
   writeNpy(p("q.npy"), tensorToNpy(in.q));
   writeNpy(p("k.npy"), tensorToNpy(in.k));
   writeNpy(p("v.npy"), tensorToNpy(in.v));
-  HostTensor o = HostTensor::zeros(s.dtype, {s.batch, s.heads, s.seq_q, s.headDim()});
-  for (int64_t i = 0; i < o.elements() && i < static_cast<int64_t>(output.size()); ++i) o.set(i, output[i]);
-  writeNpy(p("out.npy"), tensorToNpy(o));
+  const std::vector<int64_t> qShape{s.batch, s.heads, s.seq_q, s.headDim()}, kvShape{s.batch, s.kvHeads(), s.seqKv(), s.headDim()};
+  writeFloats("out.npy", output, qShape);
+  if (s.pass == Pass::train && in.g.elements() > 0) writeNpy(p("g.npy"), tensorToNpy(in.g));
+  if (s.pass == Pass::train && gradients && !gradients->dq.empty()) {
+    writeFloats("dq.npy", gradients->dq, qShape);
+    writeFloats("dk.npy", gradients->dk, kvShape);
+    writeFloats("dv.npy", gradients->dv, kvShape);
+  }
   if (s.mask.kind == MaskKind::dense) {
     NpyArray m;
     m.descr = "|b1";
@@ -361,6 +375,7 @@ HostInputs loadInputs(const std::string& dir, const WorkloadSpec& s) {
   in.q = tensor("q.npy", {s.batch, s.heads, s.seq_q, d});
   in.k = tensor("k.npy", {s.batch, s.kvHeads(), s.seqKv(), d});
   in.v = tensor("v.npy", {s.batch, s.kvHeads(), s.seqKv(), d});
+  if (s.pass == Pass::train) in.g = tensor("g.npy", {s.batch, s.heads, s.seq_q, d});
   if (s.mask.kind == MaskKind::dense) {
     const std::string path = p("mask.npy");
     const std::vector<int64_t> want = s.mask_layout == MaskLayout::per_head

@@ -15,6 +15,8 @@
 
 namespace attnscope {
 
+struct AttentionGradients;  // core/backend.h
+
 struct NpyArray {
   std::string descr;  // "<f4", "<f2", "|b1"
   std::vector<int64_t> shape;
@@ -54,10 +56,11 @@ void writeNpy(const std::string& path, const NpyArray& a);
 // `check`, when given, sees the header before the data is read (and may throw to refuse it).
 NpyArray readNpy(const std::string& path, const std::function<void(const NpyHeader&)>& check = {});
 
-// Writes q.npy, k.npy, v.npy, out.npy (and mask.npy for dense masks) into dir (created).
+// Writes q.npy, k.npy, v.npy, out.npy (and mask.npy for dense masks) into dir (created); for a
+// train pass also g.npy, and dq.npy, dk.npy, dv.npy when `gradients` holds them.
 void dumpRun(const std::string& dir, const WorkloadSpec& spec, const HostInputs& inputs,
-             const std::vector<float>& output);
-// Reads q.npy, k.npy, v.npy (and mask.npy for dense masks) from dir, checking each file's shape
+             const std::vector<float>& output, const AttentionGradients* gradients = nullptr);
+// Reads q.npy, k.npy, v.npy (and mask.npy for dense masks; g.npy for a train pass) from dir, checking each file's shape
 // and dtype against the spec, and that every value is finite (a NaN or Inf input would make the
 // reference itself meaningless). Throws std::invalid_argument with the file, expected and found.
 HostInputs loadInputs(const std::string& dir, const WorkloadSpec& spec);

@@ -58,6 +58,21 @@ std::vector<PhaseStats> summarizePhases(const std::vector<TraceEvent>& events) {
   return rows;
 }
 
+PhaseMatrix phaseMatrix(const std::vector<std::vector<PhaseStats>>& runs) {
+  PhaseMatrix m;
+  std::map<std::string, size_t> column;
+  for (const auto& run : runs)
+    for (const auto& s : run)
+      if (s.depth == 0 && column.emplace(s.name, m.names.size()).second) m.names.push_back(s.name);
+  for (const auto& run : runs) {
+    std::vector<std::optional<PhaseStats>> row(m.names.size());
+    for (const auto& s : run)
+      if (s.depth == 0) row[column.at(s.name)] = s;
+    m.cells.push_back(std::move(row));
+  }
+  return m;
+}
+
 nlohmann::json toJson(const std::vector<PhaseStats>& phases) {
   nlohmann::json out = nlohmann::json::array();
   for (const auto& s : phases)

@@ -12,6 +12,7 @@
 // the allocator's events, or CUPTI's device memory when the trace has no allocator events.
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,16 @@ struct PhaseStats {
 };
 
 std::vector<PhaseStats> summarizePhases(const std::vector<TraceEvent>& events);
+
+// Several runs side by side (a sweep's points, one stacked bar each): the top-level phase names in
+// the order they first appear across the runs, and for each run its row per name (nullopt where
+// that run has no such phase, e.g. cpu.flash has no "softmax"). Nested phases stay in the runs'
+// own summaries; their time is inside their parent's cell here.
+struct PhaseMatrix {
+  std::vector<std::string> names;
+  std::vector<std::vector<std::optional<PhaseStats>>> cells;  // cells[run][name]
+};
+PhaseMatrix phaseMatrix(const std::vector<std::vector<PhaseStats>>& runs);
 
 // [{"name", "depth", "count", "total_ns", "mean_ns", "share", "peak_bytes"}, ...]
 nlohmann::json toJson(const std::vector<PhaseStats>& phases);

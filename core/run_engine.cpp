@@ -82,7 +82,7 @@ void execute(Backend& backend, const WorkloadSpec& spec, const RunOptions& opt, 
       inputs = &generated;
     }
     if (spec.pass == Pass::train && inputs->g.elements() != spec.qElements())
-      throw std::invalid_argument("a train pass needs the output gradient g in the inputs (files from --inputs hold none)");
+      throw std::invalid_argument("a train pass needs the output gradient g in the inputs");
     std::unique_ptr<Execution> exec = backend.prepare(spec, *inputs, ctx);
     const int64_t total = static_cast<int64_t>(opt.warmup) + std::max(1, opt.reps);
     for (int64_t pass = 0; pass < total; ++pass) {
@@ -309,6 +309,7 @@ RunResult runPoint(Backend& backend, const WorkloadSpec& spec, const RunOptions&
   summarise(r.timing);
   if (inputs) collectAccuracy(spec, opt, *inputs, ex, r);
   if (opt.generated_inputs && inputs == &generated) *opt.generated_inputs = std::move(generated);
+  if (opt.gradients) *opt.gradients = std::move(ex.grads);
   return finish();
 }
 

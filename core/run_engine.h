@@ -29,6 +29,7 @@ struct RunOptions {
   const HostInputs* inputs = nullptr;  // nullptr: generated from the spec's seed
   std::vector<float>* output = nullptr;  // when set, receives O ([B,H,Lq,D] float)
   HostInputs* generated_inputs = nullptr;  // when set, receives the inputs runPoint generated
+  AttentionGradients* gradients = nullptr;  // when set, receives a train pass's dQ, dK, dV (float)
   TraceCapture* capture = nullptr;
   PhaseListener* phase_listener = nullptr;
 };

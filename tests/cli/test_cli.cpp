@@ -172,6 +172,75 @@ TEST_F(Cli, DumpAndInputsRoundTrip) {
                    {"k.npy", "truncated"});
 }
 
+namespace {
+std::vector<float> npyFloats(const std::string& path) {
+  attnscope::NpyArray a = attnscope::readNpy(path);
+  EXPECT_EQ(a.descr, "<f4") << path;
+  std::vector<float> out(a.data.size() / 4);
+  std::memcpy(out.data(), a.data.data(), out.size() * 4);
+  return out;
+}
+}  // namespace
+
+// A train run's files: g.npy beside the inputs, dq/dk/dv.npy beside out.npy; fed back with
+// --inputs (g.npy included), another backend reproduces the gradients.
+TEST_F(Cli, TrainDumpAndInputsCarryGAndGradients) {
+  const std::string d1 = dir_ + "/train1", d2 = dir_ + "/train2";
+  auto spec = cat(kSmall, {"--pass", "train", "--mask", "causal", "--kv-heads", "1"});
+  CliResult a = run(cat({"run", "--backend", "cpu.flash", "--dump", d1}, spec));
+  ASSERT_EQ(a.code, 0) << a.err;
+  for (const char* f : {"q.npy", "k.npy", "v.npy", "out.npy", "g.npy", "dq.npy", "dk.npy", "dv.npy"}) EXPECT_TRUE(fs::exists(d1 + "/" + f)) << f;
+  EXPECT_EQ(attnscope::readNpy(d1 + "/g.npy").shape, (std::vector<int64_t>{1, 2, 33, 8}));
+  EXPECT_EQ(attnscope::readNpy(d1 + "/dk.npy").shape, (std::vector<int64_t>{1, 1, 33, 8}));
+  CliResult b = run(cat({"run", "--backend", "cpu.reference", "--inputs", d1, "--dump", d2, "--seed", "99"}, spec));
+  ASSERT_EQ(b.code, 0) << b.err;
+  EXPECT_EQ(readFile(d1 + "/g.npy"), readFile(d2 + "/g.npy"));
+  for (const char* f : {"dq.npy", "dk.npy", "dv.npy"}) {
+    const auto x = npyFloats(d1 + "/" + f), y = npyFloats(d2 + "/" + f);
+    ASSERT_EQ(x.size(), y.size()) << f;
+    double maxDiff = 0, maxAbs = 0;
+    for (size_t i = 0; i < x.size(); ++i) {
+      maxDiff = std::max(maxDiff, static_cast<double>(std::fabs(x[i] - y[i])));
+      maxAbs = std::max(maxAbs, static_cast<double>(std::fabs(x[i])));
+    }
+    EXPECT_LE(maxDiff, 1e-4) << f;
+    EXPECT_GT(maxAbs, 1e-3) << f << " is all zeros";
+  }
+  // Without g.npy a train pass cannot read its inputs: the error names the file.
+  fs::remove(d1 + "/g.npy");
+  expectUsageError(run(cat({"run", "--backend", "cpu.flash", "--inputs", d1}, spec)), {"--inputs", "g.npy"});
+  // A forward pass from the same folder does not need it.
+  const CliResult forward = run(cat({"run", "--backend", "cpu.flash", "--inputs", d1}, cat(kSmall, {"--mask", "causal", "--kv-heads", "1"})));
+  EXPECT_EQ(forward.code, 0) << forward.err;
+}
+
+// `show R --phases` and `show S --phases`: the run's table, and every point's phases side by side.
+TEST_F(Cli, ShowPhasesForARunAndASweep) {
+  CliResult s = run({"sweep", "--backends", "cpu.reference,cpu.flash", "--heads", "2", "--seq", "24", "--head-dim", "8",
+                     "--pass", "forward,train", "--reps", "1", "--warmup", "0", "--json"});
+  ASSERT_EQ(s.code, 0) << s.err;
+  auto sj = nlohmann::json::parse(s.out);
+  const std::string id = "S" + std::to_string(sj["sweep_id"].get<int64_t>());
+  ASSERT_EQ(sj["runs"].size(), 4u);
+  CliResult text = run({"show", id, "--phases"});
+  ASSERT_EQ(text.code, 0) << text.err;
+  for (const char* want : {"phases (mean time per occurrence", "scores", "softmax", "attention", "backward dQ", "peak memory", "train"})
+    EXPECT_NE(text.out.find(want), std::string::npos) << want << "\n" << text.out;
+  CliResult json = run({"show", id, "--phases", "--json"});
+  ASSERT_EQ(json.code, 0) << json.err;
+  auto j = nlohmann::json::parse(json.out);
+  ASSERT_EQ(j["phases"].size(), 4u);
+  std::set<std::string> names;
+  for (const auto& r : j["phases"])
+    for (const auto& p : r["phases"]) names.insert(p["name"].get<std::string>());
+  EXPECT_TRUE(names.count("scores") && names.count("attention") && names.count("backward dK dV")) << json.out;
+  const std::string runId = "R" + std::to_string(j["phases"][0]["run"].get<int64_t>());
+  CliResult one = run({"show", runId, "--phases"});
+  ASSERT_EQ(one.code, 0) << one.err;
+  EXPECT_NE(one.out.find("share"), std::string::npos) << one.out;
+  EXPECT_NE(one.out.find("inputs"), std::string::npos) << one.out;
+}
+
 TEST_F(Cli, SweepThenRunsShowCompareAndExport) {
   CliResult s = run({"sweep", "--backends", "cpu.reference,cpu.flash", "--heads", "1,2", "--seq", "16,32", "--head-dim", "8",
                      "--reps", "1", "--name", "tiny", "--json"});

@@ -67,3 +67,20 @@ TEST(PhaseSummary, GroupsNestsAndPeaks) {
 }
 
 TEST(PhaseSummary, EmptyTraceHasNoRows) { EXPECT_TRUE(summarizePhases({}).empty()); }
+
+TEST(PhaseSummary, MatrixUnitesTopLevelNamesInFirstSeenOrder) {
+  // A materialising run and a fused one: columns are the union, a run lacking a phase has none.
+  const auto reference = summarizePhases({phase("inputs", 0, 10), phase("scores", 10, 30), phase("softmax", 30, 40),
+                                          phase("recompute", 40, 80), phase("scores", 40, 60)});
+  const auto flash = summarizePhases({phase("inputs", 0, 5), phase("attention", 5, 25)});
+  const PhaseMatrix m = phaseMatrix({reference, flash});
+  ASSERT_EQ(m.names, (std::vector<std::string>{"inputs", "scores", "softmax", "recompute", "attention"}));
+  ASSERT_EQ(m.cells.size(), 2u);
+  ASSERT_TRUE(m.cells[0][1].has_value());
+  EXPECT_EQ(m.cells[0][1]->total_ns, 20);  // the nested recompute/scores is not a column of its own
+  EXPECT_FALSE(m.cells[0][4].has_value());
+  EXPECT_FALSE(m.cells[1][1].has_value());
+  ASSERT_TRUE(m.cells[1][4].has_value());
+  EXPECT_NEAR(m.cells[1][4]->share, 0.8, 1e-12);
+  EXPECT_TRUE(phaseMatrix({}).names.empty());
+}
