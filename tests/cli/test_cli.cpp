@@ -16,7 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "cli_process.h"
+#include "cli_fixture.h"
 #include "core/dtype.h"
 #include "core/npy.h"
 #include "core/reference.h"
@@ -25,25 +25,10 @@ namespace fs = std::filesystem;
 
 namespace {
 
-class Cli : public ::testing::Test {
+class Cli : public CliFixture {
  protected:
-  void SetUp() override {
-    dir_ = tempDir("clitest");
-    db_ = dir_ + "/runs.sqlite";
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  CliResult run(std::vector<std::string> args) {
-    args.push_back("--db");
-    args.push_back(db_);
-    return runCli(args);
-  }
-  std::string dir_, db_;
+  Cli() : CliFixture("clitest") {}
 };
-
-void expectUsageError(const CliResult& r, std::initializer_list<std::string> fragments) {
-  EXPECT_EQ(r.code, 2) << r.err;
-  for (const auto& f : fragments) EXPECT_NE(r.err.find(f), std::string::npos) << "stderr lacks '" << f << "': " << r.err;
-}
 
 const std::vector<std::string> kSmall{"--heads", "2", "--seq", "33", "--head-dim", "8"};
 

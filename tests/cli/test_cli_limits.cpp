@@ -15,7 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "cli_process.h"
+#include "cli_fixture.h"
 
 namespace fs = std::filesystem;
 
@@ -38,25 +38,10 @@ constexpr bool kAddressSanitized = false;
 
 namespace {
 
-class CliLimits : public ::testing::Test {
+class CliLimits : public CliFixture {
  protected:
-  void SetUp() override {
-    dir_ = tempDir("clilimits");
-    db_ = dir_ + "/runs.sqlite";
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  CliResult run(std::vector<std::string> args) {
-    args.push_back("--db");
-    args.push_back(db_);
-    return runCli(args);
-  }
-  std::string dir_, db_;
+  CliLimits() : CliFixture("clilimits") {}
 };
-
-void expectUsageError(const CliResult& r, std::initializer_list<std::string> fragments) {
-  EXPECT_EQ(r.code, 2) << r.err;
-  for (const auto& f : fragments) EXPECT_NE(r.err.find(f), std::string::npos) << "stderr lacks '" << f << "': " << r.err;
-}
 
 // Runs attnscope under an address-space limit (what `ulimit -v` sets), in a forked child.
 CliResult runUnderAddressLimit(const std::vector<std::string>& args, int64_t bytes, const std::string& dir) {
