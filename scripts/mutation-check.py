@@ -97,6 +97,19 @@ MUTANTS = [
     ("csv-cell-dropped", "core/results_export.cpp",
      "          r.message};", "          };",
      "test_csv_cells", "tests/reliability/test_csv_cells", "*"),
+    # Train passes (issue 12): the gradient check, the train files, the sweep's phase table.
+    ("grad-check-dk-ignored", "core/reference_grad.cpp",
+     "for (const TensorError* t : {&dq, &dk, &dv}) {", "for (const TensorError* t : {&dq, &dv}) {",
+     "test_cpu_train", "tests/cpu/test_cpu_train", "*AWrongGradientFails*"),
+    ("train-inputs-g-not-read", "core/npy.cpp",
+     "if (s.pass == Pass::train) in.g = tensor(", "if (false) in.g = tensor(",
+     "test_cli", "tests/cli/test_cli", "*TrainDump*"),
+    ("train-dump-dk-not-written", "core/npy.cpp",
+     '    writeFloats("dk.npy", gradients->dk, kvShape);\n', "",
+     "test_cli", "tests/cli/test_cli", "*TrainDump*"),
+    ("phase-matrix-nested-columns", "core/phase_summary.cpp",
+     "if (s.depth == 0 && column.emplace(s.name, m.names.size()).second)", "if (column.emplace(s.name, m.names.size()).second)",
+     "test_phase_summary", "tests/core/test_phase_summary", "*Matrix*"),
 ]
 
 
