@@ -16,12 +16,11 @@ Availability CudaBackendBase::availability() const {
   return {false, "GPU backends unavailable: " + info.reason};
 }
 
-// The GPU kernels compute the SDPA forward only; anything else is refused, never faked.
+// kind attention runs forward and train on cuda.math and cuda.flash (cuda.chunked refuses train
+// in its own specProblems); kind layer is refused, never faked.
 static void addWorkloadProblems(const WorkloadSpec& spec, std::vector<std::string>& reasons) {
   if (spec.kind == WorkloadKind::layer) reasons.push_back("kind layer is not implemented by the CUDA backends yet");
-  if (spec.pass == Pass::train)
-    reasons.push_back("pass train is not implemented by the CUDA backends yet (no backward kernels: forward only)");
-  else if (spec.checkpoint == Checkpoint::attention)
+  if (spec.pass != Pass::train && spec.checkpoint == Checkpoint::attention)
     reasons.push_back("checkpoint attention needs pass train (a forward pass saves nothing for a backward)");
 }
 

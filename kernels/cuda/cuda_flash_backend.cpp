@@ -31,11 +31,13 @@ class FlashExecution final : public Execution {
     mask_ = std::move(d.mask);
     o_ = Buffer<uint8_t>(a, z_.o, "o");
     lse_ = Buffer<float>(a, z_.lse / 4, "log-sum-exp");
+    if (spec.pass == Pass::train) grads_ = allocateGradients(a, spec, in, stream_);
     params_ = makeParams();
   }
 
   double run() override {
     ctx_.throwIfCancelled();
+    if (spec_.pass == Pass::train) return runTrain();
     PhaseScope phase(ctx_, "forward");
     stream_.startTimer();
     launchFlashForward(params_, stream_.get());
@@ -45,8 +47,38 @@ class FlashExecution final : public Execution {
   void output(std::vector<float>& out) override {
     downloadAsFloat(o_.data(), spec_.qElements(), spec_.dtype, out, stream_);
   }
+  bool gradients(AttentionGradients& out) override { return downloadGradients(spec_, grads_, out, stream_); }
 
  private:
+  // The forward saves O and the log-sum-exp, all the backward reads. checkpoint = attention runs
+  // the forward again inside "recompute" (as torch.utils.checkpoint would), which costs a forward
+  // and saves nothing here. Each phase waits for its kernels so the host-timed phases hold them.
+  double runTrain() {
+    stream_.startTimer();
+    phase("forward", [&] { launchFlashForward(params_, stream_.get()); });
+    if (spec_.checkpoint == Checkpoint::attention) {
+      PhaseScope recompute(ctx_, "recompute");
+      phase("forward", [&] { launchFlashForward(params_, stream_.get()); });
+    }
+    FlashBwdParams bp;
+    bp.fwd = params_;
+    bp.g = grads_.g.data();
+    bp.dq = grads_.dq.data();
+    bp.dk = grads_.dk.data();
+    bp.dv = grads_.dv.data();
+    phase("backward dK dV", [&] { launchFlashBackwardKeys(bp, stream_.get()); });
+    phase("backward dQ", [&] { launchFlashBackwardQueries(bp, stream_.get()); });
+    return stream_.stopTimer();
+  }
+
+  template <typename Launch>
+  void phase(const char* name, Launch launch) {
+    ctx_.throwIfCancelled();
+    PhaseScope scope(ctx_, name);
+    launch();
+    stream_.synchronize();
+  }
+
   FlashParams makeParams() const {
     const int64_t H = spec_.heads, Hkv = spec_.kvHeads(), Lq = spec_.seq_q, Lkv = spec_.seqKv(), D = spec_.headDim();
     FlashParams p;
@@ -89,6 +121,7 @@ class FlashExecution final : public Execution {
   CudaStream stream_;  // declared before the buffers: they are freed first
   Buffer<uint8_t> q_, k_, v_, mask_, o_;
   Buffer<float> lse_;
+  DeviceGradients grads_;
   FlashParams params_;
 };
 
@@ -96,13 +129,12 @@ class FlashExecution final : public Execution {
 
 std::string CudaFlashBackend::description() const {
   return "fused FlashAttention-style kernel (mma.sync tensor cores for fp16/bf16, SIMT fp32); memory linear in "
-         "sequence length";
+         "sequence length (train: FA2 backward from O and the log-sum-exp, dQ in a second kernel)";
 }
 
 MemoryPlan CudaFlashBackend::plan(const WorkloadSpec& spec) const {
-  // A forward plan drawn at a train or layer point would be a prediction of something else.
-  if (spec.pass == Pass::train || spec.kind == WorkloadKind::layer)
-    return MemoryPlan::unknown("only the attention forward is implemented on CUDA");
+  if (spec.kind == WorkloadKind::layer) return MemoryPlan::unknown("kind layer is not implemented on CUDA");
+  if (spec.pass == Pass::train) return planFlashTrain(spec);
   return planFlash(spec);
 }
 

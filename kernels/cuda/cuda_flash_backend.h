@@ -3,6 +3,9 @@
 // bf16 on tensor cores (mma.sync, fp32 accumulation), fp32 on the SIMT units; head_dim up to 256
 // in multiples of 8; GQA/MQA by indexing; every mask kind with tiles outside the mask skipped;
 // memory linear in sequence length (Q, K, V, O, mask, log-sum-exp).
+// pass = train: the FlashAttention-2 backward (flash_bwd.cu): a dK dV kernel over key tiles, then
+// a dQ kernel over query blocks, both recomputing P from the saved log-sum-exp; nothing of size
+// Lq x Lkv and no buffer beyond the gradients (the plan is the tensors and the log-sum-exp).
 
 #include "kernels/cuda/cuda_backend_base.h"
 

@@ -41,6 +41,10 @@ ElemType elemType(DType d) {
 
 TileMask tileMask(MaskKind k) { return static_cast<TileMask>(static_cast<int>(k)); }
 
+// pass = forward runs the chunks between the two timer events, its buffers allocated before the
+// timer starts. pass = train (cuda.math only, one chunk) keeps P from the forward and runs the
+// backward through cuBLAS and the softmax-backward kernel; each of its phases waits for its
+// kernels, so the host-timed phases (and the memory inside them) hold what ran in them.
 class MathExecution final : public Execution {
  public:
   MathExecution(const WorkloadSpec& spec, const HostInputs& in, RunContext& ctx, cublasHandle_t handle,
@@ -55,39 +59,117 @@ class MathExecution final : public Execution {
     mask_ = std::move(d.mask);
     o_ = Buffer<uint8_t>(a, z_.o, "o");
     workspace_ = Buffer<uint8_t>(a, z_.workspace, "cublas workspace");
+    if (spec.pass == Pass::train) {
+      if (z_.chunk_rows != spec.seq_q) throw std::invalid_argument("pass train runs on cuda.math, not in chunks");
+      grads_ = allocateGradients(a, spec, in, stream_);
+    }
   }
 
   double run() override {
     ctx_.throwIfCancelled();
+    if (spec_.pass == Pass::train) return runTrain();
     PhaseScope phase(ctx_, "forward");
-    TrackingAllocator& a = ctx_.allocator();
     // Allocated per forward pass, as a framework would, but before the timer starts so that
     // cudaMalloc's host time is not counted as device time.
-    Buffer<uint8_t> bias;
-    if (z_.bias > 0) bias = Buffer<uint8_t>(a, z_.bias, "additive mask");
-    Buffer<uint8_t> scores(a, z_.scores, "scores S");
-    Buffer<uint8_t> probs(a, z_.probs, "probs P");
-    // cublasSetStream resets a user workspace, so the workspace is set after it, every run.
-    ATTNSCOPE_CUBLAS_CHECK(cublasSetStream(handle_, stream_.get()));
-    ATTNSCOPE_CUBLAS_CHECK(cublasSetWorkspace(handle_, workspace_.data(), static_cast<size_t>(workspace_.bytes())));
-
+    ForwardBuffers f = allocateForward();
+    bindCublas();
     stream_.startTimer();
-    for (int64_t q0 = 0; q0 < spec_.seq_q; q0 += z_.chunk_rows) {
-      const int64_t rows = std::min(z_.chunk_rows, spec_.seq_q - q0);
-      if (bias) maskToBias(bias.data(), q0, rows);
-      scoresGemm(scores.data(), q0, rows);
-      softmax(scores.data(), probs.data(), bias ? bias.data() : nullptr, q0, rows);
-      outputGemm(probs.data(), q0, rows);
-    }
+    forwardChunks(f);
     return stream_.stopTimer();
   }
 
   void output(std::vector<float>& out) override {
     downloadAsFloat(o_.data(), spec_.qElements(), spec_.dtype, out, stream_);
   }
+  bool gradients(AttentionGradients& out) override { return downloadGradients(spec_, grads_, out, stream_); }
 
  private:
+  struct ForwardBuffers {
+    Buffer<uint8_t> bias, scores, probs;
+  };
+
   int64_t eb() const { return bytesPerElement(spec_.dtype); }
+  float scale() const { return static_cast<float>(spec_.effectiveScale()); }
+
+  ForwardBuffers allocateForward() {
+    TrackingAllocator& a = ctx_.allocator();
+    ForwardBuffers f;
+    if (z_.bias > 0) f.bias = Buffer<uint8_t>(a, z_.bias, "additive mask");
+    f.scores = Buffer<uint8_t>(a, z_.scores, "scores S");
+    f.probs = Buffer<uint8_t>(a, z_.probs, "probs P");
+    return f;
+  }
+
+  // cublasSetStream resets a user workspace, so the workspace is set after it, every run.
+  void bindCublas() {
+    ATTNSCOPE_CUBLAS_CHECK(cublasSetStream(handle_, stream_.get()));
+    ATTNSCOPE_CUBLAS_CHECK(cublasSetWorkspace(handle_, workspace_.data(), static_cast<size_t>(workspace_.bytes())));
+  }
+
+  void forwardChunks(ForwardBuffers& f) {
+    for (int64_t q0 = 0; q0 < spec_.seq_q; q0 += z_.chunk_rows) {
+      const int64_t rows = std::min(z_.chunk_rows, spec_.seq_q - q0);
+      if (f.bias) maskToBias(f.bias.data(), q0, rows);
+      rowsByKeysGemm(q_.data(), k_.data(), f.scores.data(), scale(), q0, rows);
+      softmax(f.scores.data(), f.probs.data(), f.bias ? f.bias.data() : nullptr, q0, rows);
+      scoresByValuesGemm(f.probs.data(), v_.data(), o_.data(), 1.f, q0, rows);
+    }
+  }
+
+  // Forward, then (checkpoint = attention: the forward again, inside "recompute") the backward
+  // from the kept P. Timed from the first kernel to the last, allocations included.
+  double runTrain() {
+    bindCublas();
+    const bool checkpoint = spec_.checkpoint == Checkpoint::attention;
+    stream_.startTimer();
+    Buffer<uint8_t> probs = trainForward(!checkpoint);
+    if (checkpoint) {
+      PhaseScope phase(ctx_, "recompute");
+      probs = trainForward(true);
+    }
+    backward(probs);
+    return stream_.stopTimer();
+  }
+
+  // Returns P when keep is set, else frees it with S and the additive mask.
+  Buffer<uint8_t> trainForward(bool keep) {
+    ctx_.throwIfCancelled();
+    PhaseScope phase(ctx_, "forward");
+    ForwardBuffers f = allocateForward();
+    forwardChunks(f);
+    stream_.synchronize();
+    if (!keep) return {};
+    return std::move(f.probs);
+  }
+
+  // dS (allocated here, first holding dP), then dQ, dK, dV; frees dS and P.
+  void backward(Buffer<uint8_t>& probs) {
+    const int64_t Lq = spec_.seq_q;
+    Buffer<uint8_t> ds;
+    {
+      ctx_.throwIfCancelled();
+      PhaseScope phase(ctx_, "backward dS");
+      ds = Buffer<uint8_t>(ctx_.allocator(), trainSizes(spec_).ds, kDsBufferName);
+      rowsByKeysGemm(grads_.g.data(), v_.data(), ds.data(), 1.f, 0, Lq);  // dP = dO V^T
+      softmaxBackward(probs.data(), ds.data());
+      stream_.synchronize();
+    }
+    {
+      ctx_.throwIfCancelled();
+      PhaseScope phase(ctx_, "backward dQ");
+      scoresByValuesGemm(ds.data(), k_.data(), grads_.dq.data(), scale(), 0, Lq);  // dQ = scale dS K
+      stream_.synchronize();
+    }
+    {
+      ctx_.throwIfCancelled();
+      PhaseScope phase(ctx_, "backward dK dV");
+      keyRowsGemm(ds.data(), q_.data(), grads_.dk.data(), scale());       // dK = scale dS^T Q
+      keyRowsGemm(probs.data(), grads_.g.data(), grads_.dv.data(), 1.f);  // dV = P^T dO
+      stream_.synchronize();
+    }
+    ds.reset();
+    probs.reset();
+  }
 
   void maskToBias(void* bias, int64_t q0, int64_t rows) {
     MaskToBiasParams p;
@@ -115,22 +197,58 @@ class MathExecution final : public Execution {
     return {group, rows};
   }
 
-  // Row-major S[rows, Lkv] = scale * Q[rows, D] K[Lkv, D]^T is column-major S^T = K Q^T.
-  void scoresGemm(void* scores, int64_t q0, int64_t rows) {
+  // Row-major C[rows, Lkv] = alpha * A[rows, D] B[Lkv, D]^T for every head, A in Q's layout and B
+  // in K's (S = scale Q K^T; dP = dO V^T), C a chunk [B, H, rows, Lkv]. Column-major: C^T = B A^T.
+  void rowsByKeysGemm(const uint8_t* a, const uint8_t* b, void* c, float alpha, int64_t q0, int64_t rows) {
     const int64_t D = spec_.headDim(), Lq = spec_.seq_q, Lkv = spec_.seqKv();
     const int64_t group = spec_.heads / spec_.kvHeads();
     const GroupCalls gc = groupCalls(rows);
-    const float alpha = static_cast<float>(spec_.effectiveScale()), beta = 0.f;
+    const float beta = 0.f;
     const cudaDataType_t t = cudaType(spec_.dtype);
     for (int64_t r = 0; r < gc.calls; ++r) {
-      const uint8_t* q = q_.data() + (r * Lq + q0) * D * eb();
-      auto* s = static_cast<uint8_t*>(scores) + r * rows * Lkv * eb();
+      const uint8_t* ar = a + (r * Lq + q0) * D * eb();
+      auto* cr = static_cast<uint8_t*>(c) + r * rows * Lkv * eb();
       ATTNSCOPE_CUBLAS_CHECK(cublasGemmStridedBatchedEx(
           handle_, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(Lkv), static_cast<int>(gc.m), static_cast<int>(D), &alpha,
-          k_.data(), t, static_cast<int>(D), Lkv * D, q, t, static_cast<int>(D), group * Lq * D, &beta, s, t,
+          b, t, static_cast<int>(D), Lkv * D, ar, t, static_cast<int>(D), group * Lq * D, &beta, cr, t,
           static_cast<int>(Lkv), group * rows * Lkv, static_cast<int>(spec_.batch * spec_.kvHeads()),
           CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
     }
+  }
+
+  // Row-major C[rows, D] = alpha * A[rows, Lkv] B[Lkv, D] for every head, A a chunk [B, H, rows,
+  // Lkv], B in V's layout, C in O's (O = P V; dQ = scale dS K). Column-major: C^T = B^T A^T.
+  void scoresByValuesGemm(const void* a, const uint8_t* b, uint8_t* c, float alpha, int64_t q0, int64_t rows) {
+    const int64_t D = spec_.headDim(), Lq = spec_.seq_q, Lkv = spec_.seqKv();
+    const int64_t group = spec_.heads / spec_.kvHeads();
+    const GroupCalls gc = groupCalls(rows);
+    const float beta = 0.f;
+    const cudaDataType_t t = cudaType(spec_.dtype);
+    for (int64_t r = 0; r < gc.calls; ++r) {
+      const auto* ar = static_cast<const uint8_t*>(a) + r * rows * Lkv * eb();
+      uint8_t* cr = c + (r * Lq + q0) * D * eb();
+      ATTNSCOPE_CUBLAS_CHECK(cublasGemmStridedBatchedEx(
+          handle_, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(D), static_cast<int>(gc.m), static_cast<int>(Lkv), &alpha,
+          b, t, static_cast<int>(D), Lkv * D, ar, t, static_cast<int>(Lkv), group * rows * Lkv, &beta, cr, t,
+          static_cast<int>(D), group * Lq * D, static_cast<int>(spec_.batch * spec_.kvHeads()), CUBLAS_COMPUTE_32F,
+          CUBLAS_GEMM_DEFAULT));
+    }
+  }
+
+  // Row-major C[Lkv, D] = alpha * sum over the group's heads of A[Lq, Lkv]^T B[Lq, D], A in
+  // [B, H, Lq, Lkv], B in Q's layout, C in K's (dK = scale dS^T Q; dV = P^T dO). The group's
+  // heads are contiguous, so the sum is one GEMM with K = group x Lq per KV head. Column-major:
+  // C^T [D, Lkv] = B^T [D, group Lq] A [group Lq, Lkv].
+  void keyRowsGemm(const void* a, const uint8_t* b, uint8_t* c, float alpha) {
+    const int64_t D = spec_.headDim(), Lq = spec_.seq_q, Lkv = spec_.seqKv();
+    const int64_t group = spec_.heads / spec_.kvHeads();
+    const float beta = 0.f;
+    const cudaDataType_t t = cudaType(spec_.dtype);
+    ATTNSCOPE_CUBLAS_CHECK(cublasGemmStridedBatchedEx(
+        handle_, CUBLAS_OP_N, CUBLAS_OP_T, static_cast<int>(D), static_cast<int>(Lkv), static_cast<int>(group * Lq),
+        &alpha, b, t, static_cast<int>(D), group * Lq * D, a, t, static_cast<int>(Lkv), group * Lq * Lkv, &beta, c, t,
+        static_cast<int>(D), Lkv * D, static_cast<int>(spec_.batch * spec_.kvHeads()), CUBLAS_COMPUTE_32F,
+        CUBLAS_GEMM_DEFAULT));
   }
 
   void softmax(const void* scores, void* probs, const void* bias, int64_t q0, int64_t rows) {
@@ -151,22 +269,19 @@ class MathExecution final : public Execution {
     launchMaskedSoftmax(p, stream_.get());
   }
 
-  // Row-major O[rows, D] = P[rows, Lkv] V[Lkv, D] is column-major O^T = V^T P^T.
-  void outputGemm(const void* probs, int64_t q0, int64_t rows) {
-    const int64_t D = spec_.headDim(), Lq = spec_.seq_q, Lkv = spec_.seqKv();
-    const int64_t group = spec_.heads / spec_.kvHeads();
-    const GroupCalls gc = groupCalls(rows);
-    const float alpha = 1.f, beta = 0.f;
-    const cudaDataType_t t = cudaType(spec_.dtype);
-    for (int64_t r = 0; r < gc.calls; ++r) {
-      const auto* pr = static_cast<const uint8_t*>(probs) + r * rows * Lkv * eb();
-      uint8_t* o = o_.data() + (r * Lq + q0) * D * eb();
-      ATTNSCOPE_CUBLAS_CHECK(cublasGemmStridedBatchedEx(
-          handle_, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(D), static_cast<int>(gc.m), static_cast<int>(Lkv), &alpha,
-          v_.data(), t, static_cast<int>(D), Lkv * D, pr, t, static_cast<int>(Lkv), group * rows * Lkv, &beta, o, t,
-          static_cast<int>(D), group * Lq * D, static_cast<int>(spec_.batch * spec_.kvHeads()), CUBLAS_COMPUTE_32F,
-          CUBLAS_GEMM_DEFAULT));
-    }
+  void softmaxBackward(const void* probs, void* ds) {
+    SoftmaxBackwardParams p;
+    p.probs = probs;
+    p.ds = ds;
+    p.o = o_.data();
+    p.g = grads_.g.data();
+    p.batch = static_cast<int>(spec_.batch);
+    p.heads = static_cast<int>(spec_.heads);
+    p.seq_q = spec_.seq_q;
+    p.seq_kv = spec_.seqKv();
+    p.head_dim = spec_.headDim();
+    p.dtype = elemType(spec_.dtype);
+    launchSoftmaxBackward(p, stream_.get());
   }
 
   WorkloadSpec spec_;
@@ -175,6 +290,7 @@ class MathExecution final : public Execution {
   MaterialisingSizes z_;
   CudaStream stream_;  // declared before the buffers: they are freed first
   Buffer<uint8_t> q_, k_, v_, mask_, o_, workspace_;
+  DeviceGradients grads_;
 };
 
 }  // namespace
@@ -190,7 +306,8 @@ CudaMathBackend::~CudaMathBackend() {
 
 std::string CudaMathBackend::description() const {
   if (!chunked_)
-    return "materialising path: S = QK^T (cuBLAS), softmax kernel, O = PV; S and P are full [B,H,Lq,Lkv] tensors";
+    return "materialising path: S = QK^T (cuBLAS), softmax kernel, O = PV; S and P are full [B,H,Lq,Lkv] tensors "
+           "(train: P kept, dS = P * (dP - delta) another)";
   if (chunk_rows_ > 0)
     return "cuda.math over chunks of " + std::to_string(chunk_rows_) + " query rows; memory grows with chunk x Lkv";
   return "cuda.math over chunks of query rows, each chunk's scores within " + formatBytes(chunk_budget_) +
@@ -202,9 +319,19 @@ int64_t CudaMathBackend::chunkRows(const WorkloadSpec& spec) const {
 }
 
 MemoryPlan CudaMathBackend::plan(const WorkloadSpec& spec) const {
-  if (spec.pass == Pass::train || spec.kind == WorkloadKind::layer)
-    return MemoryPlan::unknown("only the attention forward is implemented on CUDA");
+  if (spec.kind == WorkloadKind::layer) return MemoryPlan::unknown("kind layer is not implemented on CUDA");
+  if (spec.pass == Pass::train) {
+    if (chunked_) return MemoryPlan::unknown("cuda.chunked runs the forward only");
+    return planMathTrain(spec);
+  }
   return planMaterialising(spec, chunkRows(spec));
+}
+
+std::vector<std::string> CudaMathBackend::specProblems(const WorkloadSpec& spec) const {
+  std::vector<std::string> why = cublasShapeProblems(spec);
+  if (chunked_ && spec.pass == Pass::train)
+    why.push_back("pass train is implemented by cuda.math and cuda.flash; cuda.chunked runs the forward only");
+  return why;
 }
 
 cublasHandle_t CudaMathBackend::handle() {

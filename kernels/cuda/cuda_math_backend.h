@@ -4,6 +4,10 @@
 // additive mask in the input type), a softmax kernel writing P, then O = P V. S and P are real
 // device buffers: for cuda.math [B, H, Lq, Lkv]; for cuda.chunked one chunk of query rows at a
 // time, so memory grows with chunk x Lkv instead of Lq x Lkv.
+// pass = train (cuda.math only): the forward keeps P; the backward computes dP = dO V^T into the
+// dS tensor, turns it into dS = P * (dP - delta) in place (a kernel), then dQ = scale dS K,
+// dK = scale dS^T Q and dV = P^T dO through cuBLAS, GQA's sum over the group folded into the GEMM.
+// checkpoint = attention frees P after the forward and runs the forward again before the backward.
 
 #include <cublas_v2.h>
 
@@ -31,9 +35,10 @@ class CudaMathBackend final : public CudaBackendBase {
 
  protected:
   std::vector<std::string> backendProblems(const WorkloadSpec& spec, const DeviceCaps&) const override {
-    return cublasShapeProblems(spec);
+    return specProblems(spec);
   }
-  std::vector<std::string> specProblems(const WorkloadSpec& spec) const override { return cublasShapeProblems(spec); }
+  // cuBLAS's 32-bit dimensions; cuda.chunked refuses pass train.
+  std::vector<std::string> specProblems(const WorkloadSpec& spec) const override;
 
  private:
   // One handle for the backend's lifetime: cublasCreate is slow, and the pool it sets up

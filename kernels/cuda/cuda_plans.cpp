@@ -41,6 +41,28 @@ FlashSizes flashSizes(const WorkloadSpec& s) {
   return f;
 }
 
+TrainSizes trainSizes(const WorkloadSpec& s) {
+  TrainSizes t;
+  const int64_t eb = bytesPerElement(s.dtype);
+  t.g = t.dq = s.qElements() * eb;
+  t.dk = t.dv = s.kvElements() * eb;
+  t.ds = s.scoreElements() * eb;
+  return t;
+}
+
+namespace {
+
+// g, dq, dk, dv live over [first, last], under the names the executions allocate them with.
+void addTrainTensors(MemoryPlan& p, const WorkloadSpec& s, int first, int last) {
+  const TrainSizes t = trainSizes(s);
+  p.add("g", t.g, first, last, BufferRole::input);
+  p.add("dq", t.dq, first, last, BufferRole::output);
+  p.add("dk", t.dk, first, last, BufferRole::output);
+  p.add("dv", t.dv, first, last, BufferRole::output);
+}
+
+}  // namespace
+
 MemoryPlan planMaterialising(const WorkloadSpec& s, int64_t chunk_rows) {
   const MaterialisingSizes z = materialisingSizes(s, chunk_rows);
   MemoryPlan p;
@@ -73,6 +95,56 @@ MemoryPlan planFlash(const WorkloadSpec& s) {
   if (f.mask > 0) p.add("mask", f.mask, in, at, BufferRole::mask);
   p.add("o", f.o, in, at, BufferRole::output);
   p.add("log-sum-exp", f.lse, in, at, BufferRole::workspace);
+  return p;
+}
+
+MemoryPlan planMathTrain(const WorkloadSpec& s) {
+  const MaterialisingSizes z = materialisingSizes(s, s.seq_q);
+  const bool checkpoint = s.checkpoint == Checkpoint::attention;
+  MemoryPlan p;
+  const int in = p.addStep("inputs");
+  // One forward's buffers: the additive mask and S over the forward, P from the softmax to p_last.
+  auto forward = [&](const std::string& prefix, int p_last) {
+    const int sc = p.addStep(prefix + "scores");
+    const int sm = p.addStep(prefix + "softmax");
+    const int out = p.addStep(prefix + "output");
+    if (z.bias > 0) p.add("additive mask", z.bias, sc, out, BufferRole::workspace);
+    p.add("scores S", z.scores, sc, sm, BufferRole::workspace);
+    p.add("probs P", z.probs, sm, p_last < 0 ? out : p_last, BufferRole::workspace);
+  };
+  const int forward_steps = 3 * (checkpoint ? 2 : 1);
+  const int ds = 1 + forward_steps, last = ds + 2;
+  forward("", checkpoint ? -1 : last);
+  if (checkpoint) forward("recompute ", last);
+  p.addStep("backward dS");
+  p.addStep("backward dQ");
+  p.addStep("backward dK dV");
+  p.add("q", z.q, in, last, BufferRole::input);
+  p.add("k", z.k, in, last, BufferRole::input);
+  p.add("v", z.v, in, last, BufferRole::input);
+  if (z.mask > 0) p.add("mask", z.mask, in, last, BufferRole::mask);
+  p.add("o", z.o, in, last, BufferRole::output);
+  p.add("cublas workspace", z.workspace, in, last, BufferRole::library);
+  addTrainTensors(p, s, in, last);
+  p.add(kDsBufferName, trainSizes(s).ds, ds, last, BufferRole::workspace);
+  return p;
+}
+
+MemoryPlan planFlashTrain(const WorkloadSpec& s) {
+  const FlashSizes f = flashSizes(s);
+  MemoryPlan p;
+  const int in = p.addStep("inputs");
+  p.addStep("attention");
+  if (s.checkpoint == Checkpoint::attention) p.addStep("recompute attention");
+  p.addStep("backward dK dV");
+  const int last = p.addStep("backward dQ");
+  p.add("q", f.q, in, last, BufferRole::input);
+  p.add("k", f.k, in, last, BufferRole::input);
+  p.add("v", f.v, in, last, BufferRole::input);
+  if (f.mask > 0) p.add("mask", f.mask, in, last, BufferRole::mask);
+  p.add("o", f.o, in, last, BufferRole::output);
+  p.add("log-sum-exp", f.lse, in, last, BufferRole::workspace);
+  addTrainTensors(p, s, in, last);
   return p;
 }
 

@@ -42,9 +42,27 @@ struct FlashSizes {
 };
 FlashSizes flashSizes(const WorkloadSpec& spec);
 
+// pass = train: dO (g) and the gradients dq, dk, dv, in the input type, and (cuda.math) dS, a
+// [B, H, Lq, Lkv] tensor in the input type that first holds dP.
+struct TrainSizes {
+  int64_t g = 0, dq = 0, dk = 0, dv = 0;
+  int64_t ds = 0;
+};
+TrainSizes trainSizes(const WorkloadSpec& spec);
+inline constexpr const char* kDsBufferName = "dS = P * (dP - delta)";
+
 // Steps: inputs, scores, softmax, output. chunk_rows == seq_q gives cuda.math's plan.
 MemoryPlan planMaterialising(const WorkloadSpec& spec, int64_t chunk_rows);
 // Steps: inputs, attention.
 MemoryPlan planFlash(const WorkloadSpec& spec);
+
+// cuda.math, pass = train (one chunk of every query). Steps: inputs, scores, softmax, output,
+// with checkpoint = attention the same three prefixed "recompute ", then backward dS, backward dQ,
+// backward dK dV. The forward frees S and the additive mask and keeps P for the backward (with
+// checkpointing it frees P too and the recompute allocates all three again).
+MemoryPlan planMathTrain(const WorkloadSpec& spec);
+// cuda.flash, pass = train. Steps: inputs, attention, (recompute attention), backward dK dV,
+// backward dQ. Nothing beyond the tensors and the log-sum-exp: the kernels work in shared memory.
+MemoryPlan planFlashTrain(const WorkloadSpec& spec);
 
 }  // namespace attnscope::cuda

@@ -76,6 +76,32 @@ DeviceInputs uploadInputs(TrackingAllocator& alloc, const HostInputs& in, int64_
   return d;
 }
 
+DeviceGradients allocateGradients(TrackingAllocator& alloc, const WorkloadSpec& spec, const HostInputs& in,
+                                  CudaStream& stream) {
+  const int64_t eb = bytesPerElement(spec.dtype);
+  const int64_t q_bytes = spec.qElements() * eb, kv_bytes = spec.kvElements() * eb;
+  if (in.g.bytes.empty()) throw std::invalid_argument("a train pass needs the output gradient g in the inputs");
+  if (in.g.dtype != spec.dtype || static_cast<int64_t>(in.g.bytes.size()) != q_bytes)
+    throw std::invalid_argument("g has " + std::to_string(in.g.bytes.size()) + " bytes of " +
+                                std::string(toString(in.g.dtype)) + ", the spec needs " + std::to_string(q_bytes) +
+                                " of " + std::string(toString(spec.dtype)));
+  DeviceGradients d;
+  d.g = uploadTensor(alloc, in.g.data(), q_bytes, "g", stream);
+  d.dq = Buffer<uint8_t>(alloc, q_bytes, "dq");
+  d.dk = Buffer<uint8_t>(alloc, kv_bytes, "dk");
+  d.dv = Buffer<uint8_t>(alloc, kv_bytes, "dv");
+  return d;
+}
+
+bool downloadGradients(const WorkloadSpec& spec, const DeviceGradients& d, AttentionGradients& out,
+                       CudaStream& stream) {
+  if (!d.dq) return false;
+  downloadAsFloat(d.dq.data(), spec.qElements(), spec.dtype, out.dq, stream);
+  downloadAsFloat(d.dk.data(), spec.kvElements(), spec.dtype, out.dk, stream);
+  downloadAsFloat(d.dv.data(), spec.kvElements(), spec.dtype, out.dv, stream);
+  return true;
+}
+
 void downloadAsFloat(const void* device_data, int64_t elements, DType dtype, std::vector<float>& out,
                      CudaStream& stream) {
   const int64_t eb = bytesPerElement(dtype);

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 
+#include "core/backend.h"
 #include "core/host_inputs.h"
 #include "core/tracking_allocator.h"
 
@@ -41,6 +42,17 @@ struct DeviceInputs {
 };
 DeviceInputs uploadInputs(TrackingAllocator& alloc, const HostInputs& in, int64_t q_bytes, int64_t k_bytes,
                           int64_t v_bytes, int64_t mask_bytes, CudaStream& stream);
+
+// pass = train: G (dO) copied to the device and dQ, dK, dV allocated, under the names the plans
+// give them (cuda_plans.h). Throws std::invalid_argument when G is missing or has the wrong size.
+struct DeviceGradients {
+  Buffer<uint8_t> g, dq, dk, dv;
+};
+DeviceGradients allocateGradients(TrackingAllocator& alloc, const WorkloadSpec& spec, const HostInputs& in,
+                                  CudaStream& stream);
+// dQ, dK, dV as float; false when the buffers are empty (a forward pass).
+bool downloadGradients(const WorkloadSpec& spec, const DeviceGradients& d, AttentionGradients& out,
+                       CudaStream& stream);
 
 // The device tensor [elements] in dtype, converted to float on the host.
 void downloadAsFloat(const void* device_data, int64_t elements, DType dtype, std::vector<float>& out,

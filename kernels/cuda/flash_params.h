@@ -34,6 +34,31 @@ struct FlashParams {
   int64_t mask_width = 0;
 };
 
+// cuda.flash's backward (flash_bwd.cu). `fwd` is the forward's parameters: o and lse are what the
+// forward wrote and are read here. dO (g) and dQ have Q's strides, dK and dV have K's; the
+// gradients are written in the input type, accumulated in fp32.
+struct FlashBwdParams {
+  FlashParams fwd;
+  const void* g = nullptr;  // dO = G, [B, H, Lq, D]
+  void* dq = nullptr;       // [B, H, Lq, D]
+  void* dk = nullptr;       // [B, Hkv, Lkv, D]
+  void* dv = nullptr;       // [B, Hkv, Lkv, D]
+};
+
+// The softmax backward of the materialising path (cuda.math, pass = train), in place: ds holds
+// dP = dO V^T on entry and dS = P * (dP - delta) on return, delta_i = dO_i . O_i. probs, ds are
+// [B, H, Lq, Lkv]; o, g are [B, H, Lq, D]; all in the input type, the arithmetic in fp32. P is
+// zero where a key is masked, so dS is too.
+struct SoftmaxBackwardParams {
+  const void* probs = nullptr;
+  void* ds = nullptr;
+  const void* o = nullptr;
+  const void* g = nullptr;
+  int batch = 0, heads = 0;
+  int64_t seq_q = 0, seq_kv = 0, head_dim = 0;
+  ElemType dtype = ElemType::fp16;
+};
+
 // The softmax of the materialising path over one chunk of query rows [row0, row0 + rows):
 // P = softmax(S + bias) with structured masks applied by index. S and P are [B, H, rows, Lkv]
 // in the input type; bias (dense only) is [planes, rows, Lkv] with planes 1 or B x H.

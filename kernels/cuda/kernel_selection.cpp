@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "core/format.h"
+#include "kernels/cuda/flash_bwd_tiling.h"
 #include "kernels/cuda/flash_tiling.h"
 
 namespace attnscope::cuda {
@@ -97,6 +98,12 @@ std::vector<std::string> flashDeviceProblems(const WorkloadSpec& spec, const Dev
   if (k.head_dim_bucket > 0 && caps.max_smem_per_block > 0 && k.smem_bytes > caps.max_smem_per_block)
     why.push_back(k.name + " needs " + formatBytes(k.smem_bytes) + " of shared memory per block; the device allows " +
                   formatBytes(caps.max_smem_per_block));
+  const int64_t bwd_smem = flashBwdSmemBytes(spec.headDim());
+  if (spec.pass == Pass::train && k.head_dim_bucket > 0 && caps.max_smem_per_block > 0 &&
+      bwd_smem > caps.max_smem_per_block)
+    why.push_back("the cuda.flash backward needs " + formatBytes(bwd_smem) +
+                  " of shared memory per block at head_dim " + std::to_string(spec.headDim()) +
+                  "; the device allows " + formatBytes(caps.max_smem_per_block));
   return why;
 }
 

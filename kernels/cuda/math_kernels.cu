@@ -1,5 +1,6 @@
-// The two kernels of the materialising path (cuda.math, cuda.chunked) that are not GEMMs: the
-// dense boolean mask to an additive mask, and the masked softmax writing P.
+// The kernels of the materialising path (cuda.math, cuda.chunked) that are not GEMMs: the dense
+// boolean mask to an additive mask, the masked softmax writing P, and (pass = train) the softmax
+// backward turning dP into dS.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -119,6 +120,40 @@ __global__ void __launch_bounds__(kSoftmaxThreads) maskedSoftmax(const SoftmaxPa
   }
 }
 
+// One block per row of dS: (query, head, batch) = (blockIdx.x, blockIdx.y, blockIdx.z). delta is
+// reduced over the row's D values first, then dS_j = P_j * (dP_j - delta) over its Lkv keys.
+template <typename T>
+__global__ void __launch_bounds__(kSoftmaxThreads) softmaxBackward(const SoftmaxBackwardParams p) {
+  const int64_t i = blockIdx.x;
+  const int64_t plane = static_cast<int64_t>(blockIdx.z) * p.heads + blockIdx.y;
+  const int64_t row = plane * p.seq_q + i;
+  const T* o = static_cast<const T*>(p.o) + row * p.head_dim;
+  const T* g = static_cast<const T*>(p.g) + row * p.head_dim;
+  const T* probs = static_cast<const T*>(p.probs) + row * p.seq_kv;
+  T* ds = static_cast<T*>(p.ds) + row * p.seq_kv;
+
+  float part = 0.f;
+  for (int64_t d = threadIdx.x; d < p.head_dim; d += kSoftmaxThreads) part += toFloat(o[d]) * toFloat(g[d]);
+#pragma unroll
+  for (int off = 16; off > 0; off /= 2) part += __shfl_xor_sync(0xffffffffu, part, off);
+  __shared__ float partial[kSoftmaxThreads / 32];
+  if (threadIdx.x % 32 == 0) partial[threadIdx.x / 32] = part;
+  __syncthreads();
+  float delta = 0.f;
+#pragma unroll
+  for (int w = 0; w < kSoftmaxThreads / 32; ++w) delta += partial[w];
+
+  for (int64_t j = threadIdx.x; j < p.seq_kv; j += kSoftmaxThreads)
+    ds[j] = fromFloat<T>(toFloat(probs[j]) * (toFloat(ds[j]) - delta));
+}
+
+template <typename T>
+void launchSoftmaxBackwardT(const SoftmaxBackwardParams& p, cudaStream_t stream) {
+  const dim3 grid(static_cast<unsigned>(p.seq_q), static_cast<unsigned>(p.heads), static_cast<unsigned>(p.batch));
+  softmaxBackward<T><<<grid, kSoftmaxThreads, 0, stream>>>(p);
+  ATTNSCOPE_CHECK_LAUNCH("softmax_backward");
+}
+
 template <typename T>
 void launchMaskToBiasT(const MaskToBiasParams& p, cudaStream_t stream) {
   const int64_t total = p.planes * p.rows * p.seq_kv;
@@ -149,6 +184,14 @@ void launchMaskedSoftmax(const SoftmaxParams& p, cudaStream_t stream) {
     case ElemType::fp32: return launchSoftmaxT<float>(p, stream);
     case ElemType::fp16: return launchSoftmaxT<__half>(p, stream);
     case ElemType::bf16: return launchSoftmaxT<__nv_bfloat16>(p, stream);
+  }
+}
+
+void launchSoftmaxBackward(const SoftmaxBackwardParams& p, cudaStream_t stream) {
+  switch (p.dtype) {
+    case ElemType::fp32: return launchSoftmaxBackwardT<float>(p, stream);
+    case ElemType::fp16: return launchSoftmaxBackwardT<__half>(p, stream);
+    case ElemType::bf16: return launchSoftmaxBackwardT<__nv_bfloat16>(p, stream);
   }
 }
 

@@ -77,26 +77,45 @@ TEST(CudaRegistry, EnvironmentProbe) {
   }
 }
 
-// Only the attention forward runs on CUDA: train, layer and a checkpoint without train are refused
-// with the reason on any machine, and no forward plan is drawn at such a point.
-TEST(CudaRegistry, TrainAndLayerAreRefusedWithTheReason) {
+// kind attention trains on cuda.math and cuda.flash (their plans are known, their support names
+// no workload problem); cuda.chunked refuses train, every backend refuses kind layer and a
+// checkpoint without train, each with the reason, on any machine.
+TEST(CudaRegistry, TrainOnMathAndFlashLayerRefusedWithTheReason) {
   for (auto& b : makeCudaBackends()) {
-    WorkloadSpec train, layer, ckpt;
+    WorkloadSpec train, ckptTrain, layer, ckpt;
     train.pass = Pass::train;
+    ckptTrain.pass = Pass::train;
+    ckptTrain.checkpoint = Checkpoint::attention;
     layer.kind = WorkloadKind::layer;
     ckpt.checkpoint = Checkpoint::attention;
-    const std::pair<const WorkloadSpec*, const char*> cases[] = {
-        {&train, "pass train is not implemented"}, {&layer, "kind layer is not implemented"}, {&ckpt, "needs pass train"}};
-    for (const auto& [spec, why] : cases) {
+    auto says = [&](const Support& s, const char* why) {
+      return std::any_of(s.reasons.begin(), s.reasons.end(),
+                         [&](const std::string& r) { return r.find(why) != std::string::npos; });
+    };
+    for (const auto& [spec, why] : {std::pair<const WorkloadSpec*, const char*>{&layer, "kind layer is not implemented"},
+                                    {&ckpt, "needs pass train"}}) {
       const Support s = b->support(*spec);
       ASSERT_FALSE(s.ok()) << b->id();
-      EXPECT_TRUE(std::any_of(s.reasons.begin(), s.reasons.end(),
-                              [&](const std::string& r) { return r.find(why) != std::string::npos; }))
-          << b->id() << ": " << why;
+      EXPECT_TRUE(says(s, why)) << b->id() << ": " << why;
     }
-    EXPECT_FALSE(b->plan(train).known) << b->id();
     EXPECT_FALSE(b->plan(layer).known) << b->id();
-    RunOptions opt;
-    EXPECT_EQ(runPoint(*b, train, opt).status, RunStatus::unsupported) << b->id();
+    const bool trains = b->id() != "cuda.chunked";
+    for (const WorkloadSpec* spec : {&train, &ckptTrain}) {
+      const Support s = b->support(*spec);
+      EXPECT_EQ(says(s, "cuda.chunked runs the forward only"), !trains) << b->id();
+      EXPECT_EQ(b->plan(*spec).known, trains) << b->id();
+      // Without a device the only reason a training backend gives is the device's absence.
+      if (trains && !cuda::cudaDeviceInfo().available) {
+        ASSERT_EQ(s.reasons.size(), 1u) << b->id() << ": " << s.reasons.back();
+        EXPECT_NE(s.reasons[0].find("GPU backends unavailable"), std::string::npos);
+      }
+      if (trains) {
+        EXPECT_GT(b->plan(*spec).peakBytes(), b->plan(WorkloadSpec{}).peakBytes()) << b->id();
+      }
+    }
+    if (!trains) {
+      RunOptions opt;
+      EXPECT_EQ(runPoint(*b, train, opt).status, RunStatus::unsupported) << b->id();
+    }
   }
 }

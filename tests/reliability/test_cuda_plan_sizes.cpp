@@ -61,6 +61,25 @@ TEST(CudaPlanSizes, EveryBufferIsItsElementsTimesItsElementSize) {
         EXPECT_EQ(f.at("log-sum-exp"), 3 * 6 * 50 * 4) << where;
         EXPECT_EQ(f.count("mask") ? f.at("mask") : 0, maskBytes) << where;
         EXPECT_EQ(f.size(), dense ? 6u : 5u) << where;
+
+        // pass = train: G and the gradients in the input type, cuda.math's dS like its scores.
+        WorkloadSpec t = s;
+        t.pass = Pass::train;
+        const auto mt = byName(planMathTrain(t));
+        EXPECT_EQ(mt.at("g"), 3 * 6 * 50 * 40 * e) << where;
+        EXPECT_EQ(mt.at("dq"), 3 * 6 * 50 * 40 * e) << where;
+        EXPECT_EQ(mt.at("dk"), 3 * 2 * 70 * 40 * e) << where;
+        EXPECT_EQ(mt.at("dv"), 3 * 2 * 70 * 40 * e) << where;
+        EXPECT_EQ(mt.at("dS = P * (dP - delta)"), 3 * 6 * 50 * 70 * e) << where;
+        EXPECT_EQ(mt.at("probs P"), 3 * 6 * 50 * 70 * e) << where;
+        EXPECT_EQ(mt.size(), dense ? 14u : 12u) << where;
+        const auto ft = byName(planFlashTrain(t));
+        EXPECT_EQ(ft.at("g"), 3 * 6 * 50 * 40 * e) << where;
+        EXPECT_EQ(ft.at("dq"), 3 * 6 * 50 * 40 * e) << where;
+        EXPECT_EQ(ft.at("dk"), 3 * 2 * 70 * 40 * e) << where;
+        EXPECT_EQ(ft.at("dv"), 3 * 2 * 70 * 40 * e) << where;
+        EXPECT_EQ(ft.at("log-sum-exp"), 3 * 6 * 50 * 4) << where;
+        EXPECT_EQ(ft.size(), dense ? 10u : 9u) << where;
       }
 }
 
