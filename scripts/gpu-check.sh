@@ -190,7 +190,7 @@ configure=(cmake -S "$ROOT" -B "$BUILD" "${generator[@]}" -DCMAKE_BUILD_TYPE=Rel
 # What the GPU part needs: the CUDA and CUPTI tests (the gpu-labelled ones and the ones that check
 # whichever case the machine is in; test_cuda_train and test_plan_buffers_cuda check pass = train:
 # gradients against float64, plan == allocation) and bench_cuda. --full builds everything.
-wanted=(test_cuda_host_logic test_cuda_train_host test_cuda_registry test_cuda_backends test_cuda_train
+wanted=(test_cuda_host_logic test_cuda_train_host test_cuda_backward_serial test_cuda_registry test_cuda_backends test_cuda_train
         test_cuda_plan_sizes test_plan_buffers_cuda test_cupti_adapter test_cupti_unavailable
         test_cupti_gpu bench_cuda attnscope)
 

@@ -7,6 +7,7 @@
 #include "kernels/cuda/cuda_kernels.h"
 #include "kernels/cuda/cuda_plans.h"
 #include "kernels/cuda/cuda_stream.h"
+#include "kernels/cuda/flash_layout.h"
 
 namespace attnscope::cuda {
 namespace {
@@ -80,38 +81,13 @@ class FlashExecution final : public Execution {
   }
 
   FlashParams makeParams() const {
-    const int64_t H = spec_.heads, Hkv = spec_.kvHeads(), Lq = spec_.seq_q, Lkv = spec_.seqKv(), D = spec_.headDim();
-    FlashParams p;
+    FlashParams p = flashParams(spec_);
     p.q = q_.data();
     p.k = k_.data();
     p.v = v_.data();
     p.o = o_.data();
     p.lse = lse_.data();
-    p.q_row_stride = p.o_row_stride = D;
-    p.q_head_stride = p.o_head_stride = Lq * D;
-    p.q_batch_stride = p.o_batch_stride = H * Lq * D;
-    p.k_row_stride = p.v_row_stride = D;
-    p.k_head_stride = p.v_head_stride = Lkv * D;
-    p.k_batch_stride = p.v_batch_stride = Hkv * Lkv * D;
-    if (mask_) {
-      p.mask = mask_.data();
-      p.mask_row_stride = Lkv;
-      if (spec_.mask_layout == MaskLayout::per_head) {
-        p.mask_head_stride = Lq * Lkv;
-        p.mask_batch_stride = H * Lq * Lkv;
-      }
-    }
-    p.batch = static_cast<int>(spec_.batch);
-    p.heads = static_cast<int>(H);
-    p.kv_heads = static_cast<int>(Hkv);
-    p.seq_q = Lq;
-    p.seq_kv = Lkv;
-    p.head_dim = static_cast<int>(D);
-    p.scale = static_cast<float>(spec_.effectiveScale());
-    p.scale_log2 = static_cast<float>(spec_.effectiveScale() * 1.4426950408889634);
-    p.dtype = spec_.dtype == DType::fp16 ? ElemType::fp16 : spec_.dtype == DType::bf16 ? ElemType::bf16 : ElemType::fp32;
-    p.mask_kind = static_cast<int>(spec_.mask.kind);
-    p.mask_width = spec_.mask.width;
+    if (mask_) p.mask = mask_.data();
     return p;
   }
 

@@ -9,6 +9,7 @@
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/cuda_kernels.h"
 #include "kernels/cuda/cuda_stream.h"
+#include "kernels/cuda/math_gemms.h"
 
 namespace attnscope::cuda {
 namespace {
@@ -184,71 +185,33 @@ class MathExecution final : public Execution {
     launchMaskToBias(p, stream_.get());
   }
 
-  // The query rows of one kv group are contiguous when a chunk holds every query, so GQA costs
-  // one GEMM per kv head (M = group x Lq); otherwise one strided GEMM per head of the group.
-  // Either way K and V are read in place: no per-head copies.
-  struct GroupCalls {
-    int64_t calls;      // GEMMs per stage
-    int64_t m;          // query rows per GEMM
-  };
-  GroupCalls groupCalls(int64_t rows) const {
-    const int64_t group = spec_.heads / spec_.kvHeads();
-    if (rows == spec_.seq_q) return {1, group * rows};
-    return {group, rows};
-  }
-
-  // Row-major C[rows, Lkv] = alpha * A[rows, D] B[Lkv, D]^T for every head, A in Q's layout and B
-  // in K's (S = scale Q K^T; dP = dO V^T), C a chunk [B, H, rows, Lkv]. Column-major: C^T = B A^T.
-  void rowsByKeysGemm(const uint8_t* a, const uint8_t* b, void* c, float alpha, int64_t q0, int64_t rows) {
-    const int64_t D = spec_.headDim(), Lq = spec_.seq_q, Lkv = spec_.seqKv();
-    const int64_t group = spec_.heads / spec_.kvHeads();
-    const GroupCalls gc = groupCalls(rows);
+  // One cublasGemmStridedBatchedEx per description (math_gemms.h), operands in the input type.
+  void gemm(const GemmCall& c, const void* a, const void* b, void* out) {
     const float beta = 0.f;
     const cudaDataType_t t = cudaType(spec_.dtype);
-    for (int64_t r = 0; r < gc.calls; ++r) {
-      const uint8_t* ar = a + (r * Lq + q0) * D * eb();
-      auto* cr = static_cast<uint8_t*>(c) + r * rows * Lkv * eb();
-      ATTNSCOPE_CUBLAS_CHECK(cublasGemmStridedBatchedEx(
-          handle_, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(Lkv), static_cast<int>(gc.m), static_cast<int>(D), &alpha,
-          b, t, static_cast<int>(D), Lkv * D, ar, t, static_cast<int>(D), group * Lq * D, &beta, cr, t,
-          static_cast<int>(Lkv), group * rows * Lkv, static_cast<int>(spec_.batch * spec_.kvHeads()),
-          CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
-    }
-  }
-
-  // Row-major C[rows, D] = alpha * A[rows, Lkv] B[Lkv, D] for every head, A a chunk [B, H, rows,
-  // Lkv], B in V's layout, C in O's (O = P V; dQ = scale dS K). Column-major: C^T = B^T A^T.
-  void scoresByValuesGemm(const void* a, const uint8_t* b, uint8_t* c, float alpha, int64_t q0, int64_t rows) {
-    const int64_t D = spec_.headDim(), Lq = spec_.seq_q, Lkv = spec_.seqKv();
-    const int64_t group = spec_.heads / spec_.kvHeads();
-    const GroupCalls gc = groupCalls(rows);
-    const float beta = 0.f;
-    const cudaDataType_t t = cudaType(spec_.dtype);
-    for (int64_t r = 0; r < gc.calls; ++r) {
-      const auto* ar = static_cast<const uint8_t*>(a) + r * rows * Lkv * eb();
-      uint8_t* cr = c + (r * Lq + q0) * D * eb();
-      ATTNSCOPE_CUBLAS_CHECK(cublasGemmStridedBatchedEx(
-          handle_, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(D), static_cast<int>(gc.m), static_cast<int>(Lkv), &alpha,
-          b, t, static_cast<int>(D), Lkv * D, ar, t, static_cast<int>(Lkv), group * rows * Lkv, &beta, cr, t,
-          static_cast<int>(D), group * Lq * D, static_cast<int>(spec_.batch * spec_.kvHeads()), CUBLAS_COMPUTE_32F,
-          CUBLAS_GEMM_DEFAULT));
-    }
-  }
-
-  // Row-major C[Lkv, D] = alpha * sum over the group's heads of A[Lq, Lkv]^T B[Lq, D], A in
-  // [B, H, Lq, Lkv], B in Q's layout, C in K's (dK = scale dS^T Q; dV = P^T dO). The group's
-  // heads are contiguous, so the sum is one GEMM with K = group x Lq per KV head. Column-major:
-  // C^T [D, Lkv] = B^T [D, group Lq] A [group Lq, Lkv].
-  void keyRowsGemm(const void* a, const uint8_t* b, uint8_t* c, float alpha) {
-    const int64_t D = spec_.headDim(), Lq = spec_.seq_q, Lkv = spec_.seqKv();
-    const int64_t group = spec_.heads / spec_.kvHeads();
-    const float beta = 0.f;
-    const cudaDataType_t t = cudaType(spec_.dtype);
+    const auto* a8 = static_cast<const uint8_t*>(a) + c.a_offset * eb();
+    const auto* b8 = static_cast<const uint8_t*>(b) + c.b_offset * eb();
+    auto* c8 = static_cast<uint8_t*>(out) + c.c_offset * eb();
     ATTNSCOPE_CUBLAS_CHECK(cublasGemmStridedBatchedEx(
-        handle_, CUBLAS_OP_N, CUBLAS_OP_T, static_cast<int>(D), static_cast<int>(Lkv), static_cast<int>(group * Lq),
-        &alpha, b, t, static_cast<int>(D), group * Lq * D, a, t, static_cast<int>(Lkv), group * Lq * Lkv, &beta, c, t,
-        static_cast<int>(D), Lkv * D, static_cast<int>(spec_.batch * spec_.kvHeads()), CUBLAS_COMPUTE_32F,
-        CUBLAS_GEMM_DEFAULT));
+        handle_, c.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, c.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, static_cast<int>(c.m),
+        static_cast<int>(c.n), static_cast<int>(c.k), &c.alpha, a8, t, static_cast<int>(c.lda), c.stride_a, b8, t,
+        static_cast<int>(c.ldb), c.stride_b, &beta, c8, t, static_cast<int>(c.ldc), c.stride_c,
+        static_cast<int>(c.batch), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+  }
+
+  // S = scale Q K^T; dP = dO V^T (q_like Q's layout, k_like K's, out a chunk of scores).
+  void rowsByKeysGemm(const void* q_like, const void* k_like, void* out, float alpha, int64_t q0, int64_t rows) {
+    for (const GemmCall& c : rowsByKeysCalls(spec_, q0, rows, alpha)) gemm(c, k_like, q_like, out);
+  }
+
+  // O = P V; dQ = scale dS K (scores a chunk, k_like K's layout, out Q's).
+  void scoresByValuesGemm(const void* scores, const void* k_like, void* out, float alpha, int64_t q0, int64_t rows) {
+    for (const GemmCall& c : scoresByValuesCalls(spec_, q0, rows, alpha)) gemm(c, k_like, scores, out);
+  }
+
+  // dK = scale dS^T Q; dV = P^T dO, summed over the group (scores every query, q_like Q's layout).
+  void keyRowsGemm(const void* scores, const void* q_like, void* out, float alpha) {
+    gemm(keyRowsCall(spec_, alpha), q_like, scores, out);
   }
 
   void softmax(const void* scores, void* probs, const void* bias, int64_t q0, int64_t rows) {
