@@ -2,7 +2,11 @@
 
 #include <QComboBox>
 #include <QHBoxLayout>
+#include <QHeaderView>
 #include <QLabel>
+#include <QScrollArea>
+#include <QSplitter>
+#include <QTableWidget>
 #include <QVBoxLayout>
 #include <qcustomplot.h>
 
@@ -25,8 +29,12 @@ BreakdownView::BreakdownView(QWidget* parent) : ChartView(parent) {
   bar->addWidget(run_);
   bar->addStretch();
   layout->addLayout(bar);
-  auto* row = new QHBoxLayout;
-  plot_ = makePlot(this);
+  // Memory above, phases below; the splitter lets either take the height.
+  auto* split = new QSplitter(Qt::Vertical, this);
+  auto* memory = new QWidget(split);
+  auto* row = new QHBoxLayout(memory);
+  row->setContentsMargins(0, 0, 0, 0);
+  plot_ = makePlot(memory);
   plot_->setObjectName("breakdownPlot");
   plot_->setInteractions({});
   initPlotLayout(plot_, tr("Memory breakdown"));
@@ -40,14 +48,60 @@ BreakdownView::BreakdownView(QWidget* parent) : ChartView(parent) {
   plot_->xAxis->setTicker(ticks);
   plot_->xAxis->setRange(0.3, 2.7);
   row->addWidget(plot_, 3);
-  buffers_ = new QLabel(this);
+  buffers_ = new QLabel(memory);
   buffers_->setObjectName("breakdownBuffers");
   buffers_->setTextFormat(Qt::RichText);
   buffers_->setAlignment(Qt::AlignTop | Qt::AlignLeft);
   buffers_->setWordWrap(true);
-  row->addWidget(buffers_, 2);
-  layout->addLayout(row, 1);
-  connect(run_, &QComboBox::currentIndexChanged, this, [this] { rebuild(); });
+  // Scrolled: a training run's plan lists dozens of buffers, more than the half height holds.
+  auto* buffers_area = new QScrollArea(memory);
+  buffers_area->setWidgetResizable(true);
+  buffers_area->setFrameShape(QFrame::NoFrame);
+  buffers_area->setWidget(buffers_);
+  row->addWidget(buffers_area, 2);
+  split->addWidget(memory);
+
+  auto* phases = new QWidget(split);
+  auto* phase_row = new QHBoxLayout(phases);
+  phase_row->setContentsMargins(0, 0, 0, 0);
+  phase_plot_ = makePlot(phases);
+  phase_plot_->setObjectName("breakdownPhasePlot");
+  phase_plot_->setInteractions({});
+  initPlotLayout(phase_plot_, tr("Time share per phase"));
+  phase_plot_->yAxis->setLabel(tr("time share (%)"));
+  phase_plot_->yAxis->setRange(0, 100);
+  phase_plot_->legend->setVisible(true);
+  phase_plot_->legend->setFont(QFont(font().family(), 8));
+  phase_plot_->xAxis->setTickLabelFont(QFont(font().family(), 7));
+  phase_row->addWidget(phase_plot_, 3);
+  auto* table_box = new QVBoxLayout;
+  phase_title_ = new QLabel(phases);
+  phase_title_->setObjectName("breakdownPhaseTitle");
+  phase_title_->setWordWrap(true);
+  table_box->addWidget(phase_title_);
+  phase_table_ = new QTableWidget(0, static_cast<int>(phaseHeaders().size()), phases);
+  phase_table_->setObjectName("breakdownPhases");
+  phase_table_->setHorizontalHeaderLabels(phaseHeaders());
+  phase_table_->setEditTriggers(QAbstractItemView::NoEditTriggers);
+  phase_table_->verticalHeader()->setVisible(false);
+  phase_table_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+  table_box->addWidget(phase_table_, 1);
+  phase_row->addLayout(table_box, 2);
+  split->addWidget(phases);
+  split->setStretchFactor(0, 1);
+  split->setStretchFactor(1, 1);
+  layout->addWidget(split, 1);
+  connect(&phases_, &PhaseSummaries::ready, this, [this] { rebuildPhases(); });
+  // A click on a point's bar picks that run here and in the other per-run views.
+  connect(phase_plot_, &QCustomPlot::plottableClick, this, [this](QCPAbstractPlottable*, int index, QMouseEvent*) {
+    if (index < 0 || static_cast<size_t>(index) >= bar_runs_.size()) return;
+    selectRunIn(run_, bar_runs_[static_cast<size_t>(index)]);
+    Q_EMIT runPicked(bar_runs_[static_cast<size_t>(index)]);
+  });
+  connect(run_, &QComboBox::currentIndexChanged, this, [this] {
+    requestPhases();
+    rebuild();
+  });
   connect(run_, &QComboBox::activated, this, [this] { Q_EMIT runPicked(run_->currentData().toLongLong()); });
   applyTheme();
 }
@@ -55,10 +109,17 @@ BreakdownView::BreakdownView(QWidget* parent) : ChartView(parent) {
 void BreakdownView::setSweeps(const SweepSnapshots& sweeps) {
   sweeps_ = sweeps;
   fillRunChooser(run_, sweeps_, false);
+  requestPhases();
   rebuild();
 }
 
 void BreakdownView::selectRun(qint64 run_id) { selectRunIn(run_, run_id); }
+
+void BreakdownView::setEventSource(PhaseSummaries::EventLoader source) {
+  phases_.setEventSource(std::move(source));
+  requestPhases();
+  rebuildPhases();
+}
 
 const RunResult* BreakdownView::current() const {
   const qlonglong id = run_->currentData().toLongLong();
@@ -74,6 +135,7 @@ void BreakdownView::rebuild() {
   setPlotTitle(plot_, r ? tr("Memory breakdown of R%1").arg(r->id) : tr("Memory breakdown"));
   setPlotContext(plot_, r ? QString::fromStdString(runInWords(*r))
                           : tr("no run yet: press Run (Ctrl+R), or pick a sweep in the Runs dock"));
+  rebuildPhases();
   if (!r) {
     buffers_->clear();
     plot_->replot(QCustomPlot::rpQueuedReplot);

@@ -13,6 +13,7 @@
 #include <qcustomplot.h>
 
 #include "core/format.h"
+#include "ui/plot_layout.h"
 #include "ui/plot_style.h"
 
 namespace attnscope::ui {
@@ -63,8 +64,6 @@ DispatchView::DispatchView(QWidget* parent) : ChartView(parent) {
   bar->addWidget(x_);
   bar->addWidget(new QLabel(tr("y"), this));
   bar->addWidget(y_);
-  legend_ = new QLabel(this);
-  bar->addWidget(legend_);
   bar->addStretch();
   layout->addLayout(bar);
   status_ = new QLabel(this);
@@ -75,6 +74,17 @@ DispatchView::DispatchView(QWidget* parent) : ChartView(parent) {
   plot_ = makePlot(this);
   plot_->setObjectName("dispatchPlot");
   plot_->setInteractions({});
+  // Titled and keyed inside the plot, so an exported chart or the report's page says what it is.
+  initPlotLayout(plot_, tr("Which kernel torch's SDPA picks"));
+  plot_->legend->setVisible(true);
+  plot_->legend->setFont(QFont(font().family(), 8));
+  for (int i = 0; i < 5; ++i) {
+    QCPGraph* key = plot_->addGraph();
+    key->setName(i < 4 ? QString::fromUtf8(toString(kKernels[i]).data()) : tr("raises"));
+    key->setLineStyle(QCPGraph::lsNone);
+    key->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssSquare, kernelColor(i).darker(130), kernelColor(i), 10));
+    key->setProperty("kind", "key");
+  }
   map_ = new QCPColorMap(plot_->xAxis, plot_->yAxis);
   QCPColorGradient g;
   g.clearColorStops();
@@ -86,11 +96,6 @@ DispatchView::DispatchView(QWidget* parent) : ChartView(parent) {
   map_->setInterpolate(false);
   layout->addWidget(plot_, 1);
 
-  QString legend;
-  for (int i = 0; i < 5; ++i)
-    legend += QStringLiteral("<span style='color:%1'>&#9632;</span> %2 &nbsp;")
-                  .arg(kernelColor(i).name(), i < 4 ? QString::fromUtf8(toString(kKernels[i]).data()) : tr("raises"));
-  legend_->setText(legend);
 
   for (QComboBox* b : {torch_, x_, y_}) connect(b, &QComboBox::currentIndexChanged, this, [this] { rebuild(); });
   connect(gpu_, &QComboBox::currentTextChanged, this, [this] { rebuild(); });
@@ -191,6 +196,7 @@ void DispatchView::rebuild() {
   plot_->yAxis->setLabel(y_->currentText() == x_->currentText() ? QString() : y_->currentText());
   plot_->xAxis->setRange(-0.5, std::max(0.5, nx - 0.5));
   plot_->yAxis->setRange(-0.5, std::max(0.5, ny - 0.5));
+  setPlotContext(plot_, tr("predicted for %1 \u00b7 %2").arg(source_name_, q(t->describe())));
   status_->setText(tr("What torch's scaled_dot_product_attention would pick for %1 on %2 (predicted; hover a cell for "
                       "the rules).%3")
                        .arg(source_name_, q(t->describe()),

@@ -43,7 +43,6 @@ class DispatchView : public ChartView {
   void rebuild();
 
   QComboBox *torch_ = nullptr, *gpu_ = nullptr, *x_ = nullptr, *y_ = nullptr;
-  QLabel* legend_ = nullptr;
   QLabel* status_ = nullptr;
   QCustomPlot* plot_ = nullptr;
   QCPColorMap* map_ = nullptr;

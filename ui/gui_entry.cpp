@@ -42,20 +42,6 @@ void headlessMessages(QtMsgType type, const QMessageLogContext& context, const Q
   if (g_previousHandler) g_previousHandler(type, context, message);
 }
 
-// Without XDG_RUNTIME_DIR (cron, ssh -T, containers, `su`) Qt picks /tmp/runtime-USER itself and
-// warns about it on every start. The desktop application makes that folder the way the XDG spec
-// asks (owned by the user, mode 0700) and names it, so the start is quiet; when the folder cannot
-// be made or is not private, the warning is dropped instead (the GUI works without the folder).
-void ensureRuntimeDir() {
-  if (!qEnvironmentVariableIsEmpty("XDG_RUNTIME_DIR")) return;
-  g_previousHandler = qInstallMessageHandler(headlessMessages);
-  const std::string dir = QDir::tempPath().toStdString() + "/runtime-" + std::to_string(getuid());
-  if (mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) return;
-  struct stat st {};
-  if (lstat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != getuid() || (st.st_mode & 077) != 0) return;
-  qputenv("XDG_RUNTIME_DIR", QByteArray::fromStdString(dir));
-}
-
 // A QApplication for headless rendering, made only when the caller has none.
 class HeadlessApp {
  public:
@@ -87,6 +73,20 @@ ui::SweepSnapshotPtr loadSweep(const std::string& db_path, int64_t sweep_id, std
 }
 
 }  // namespace
+
+// Without XDG_RUNTIME_DIR (cron, ssh -T, containers, `su`) Qt picks /tmp/runtime-USER itself and
+// warns about it on every start. The desktop application makes that folder the way the XDG spec
+// asks (owned by the user, mode 0700) and names it, so the start is quiet; when the folder cannot
+// be made or is not private, the warning is dropped instead (the GUI works without the folder).
+void ensureRuntimeDir() {
+  if (!qEnvironmentVariableIsEmpty("XDG_RUNTIME_DIR")) return;
+  g_previousHandler = qInstallMessageHandler(headlessMessages);
+  const std::string dir = QDir::tempPath().toStdString() + "/runtime-" + std::to_string(getuid());
+  if (mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) return;
+  struct stat st {};
+  if (lstat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != getuid() || (st.st_mode & 077) != 0) return;
+  qputenv("XDG_RUNTIME_DIR", QByteArray::fromStdString(dir));
+}
 
 int runGui(int argc, char** argv, const std::string& db_path, bool explicit_path) {
   ensureRuntimeDir();

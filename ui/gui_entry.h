@@ -22,6 +22,11 @@ std::string exportSweepChart(const std::string& db_path, int64_t sweep_id, const
 // for a sweep into out_dir. Returns an error message, empty on success.
 std::string writeSweepReport(const std::string& db_path, int64_t sweep_id, const std::string& out_dir);
 
+// Without XDG_RUNTIME_DIR, makes the private runtime folder Qt would otherwise warn about
+// (TMPDIR/runtime-UID, mode 0700) and names it; call before the QApplication is made (runGui
+// does; so does the screenshot tool).
+void ensureRuntimeDir();
+
 // A real display (DISPLAY or WAYLAND_DISPLAY set), for the README's main command.
 bool displayAvailable();
 

@@ -30,6 +30,7 @@
 #include "kernels/torch/torch_python.h"
 #include "ui/backend_list_model.h"
 #include "ui/backends_panel.h"
+#include "ui/breakdown_view.h"
 #include "ui/chart_view.h"
 #include "ui/dispatch_view.h"
 #include "ui/memory_view.h"
@@ -84,6 +85,10 @@ MainWindow::MainWindow(const QString& db_path, QWidget* parent)
     if (auto* t = qobject_cast<TimelineView*>(v)) {
       timeline_view_ = t;
       t->setBackgroundLoading(true);  // its event source is set per database in openDatabase
+    }
+    if (auto* b = qobject_cast<BreakdownView*>(v)) {
+      breakdown_view_ = b;
+      b->setBackgroundLoading(true);  // phase summaries from the traces, likewise
     }
   }
   results_model_ = new ResultsTableModel(this);
@@ -161,13 +166,20 @@ void MainWindow::buildDocks() {
   sweep_model_ = new SweepTreeModel(this);
   runs_panel_ = new RunsPanel(sweep_model_);
   auto* wd = dock(this, tr("Workload"), "workloadDock", workload_, true);
-  auto* bd = dock(this, tr("Backends"), "backendsDock", backends_panel_, false);
+  // Scrolled too: the reasons listed under the backends can run long, and unscrolled they would
+  // claim the height the Workload form needs to show every field down to seed.
+  auto* bd = dock(this, tr("Backends"), "backendsDock", backends_panel_, true);
   auto* sd = dock(this, tr("Sweep"), "sweepDock", sweep_panel_, true);
   auto* rd = dock(this, tr("Runs"), "runsDock", runs_panel_, false);
   addDockWidget(Qt::LeftDockWidgetArea, wd);
   addDockWidget(Qt::LeftDockWidgetArea, bd);
   addDockWidget(Qt::RightDockWidgetArea, sd);
   addDockWidget(Qt::RightDockWidgetArea, rd);
+  // The form gets the height it asks for (a saved layout, restored later, wins).
+  resizeDocks({wd, bd}, {workload_->sizeHint().height() + 8, 160}, Qt::Vertical);
+  // ...and never less width than its widest row (the scroll area alone would let the dock shrink
+  // until the labels are cut).
+  wd->widget()->setMinimumWidth(workload_->minimumSizeHint().width() + 4);
   connect(workload_, &WorkloadForm::specChanged, this, &MainWindow::updateRunnable);
   connect(sweep_panel_, &SweepPanel::changed, this, &MainWindow::updateRunnable);
   connect(backend_model_, &BackendListModel::checkedChanged, this, &MainWindow::updateRunnable);
@@ -223,6 +235,8 @@ QString MainWindow::openDatabase(const QString& path, bool create) {
   // used by one thread at a time.
   if (timeline_view_)
     timeline_view_->setEventSource([db = path.toStdString()](int64_t run_id) { return Store(db, false).events(run_id); });
+  if (breakdown_view_)
+    breakdown_view_->setEventSource([db = path.toStdString()](int64_t run_id) { return Store(db, false).events(run_id); });
   setShown({});
   setWindowTitle(tr("AttnScope - %1").arg(QFileInfo(path).fileName()));
   statusBar()->showMessage(tr("Opened %1%2").arg(path, note), note.isEmpty() ? 5000 : 0);

@@ -26,6 +26,7 @@ namespace attnscope::ui {
 
 class BackendListModel;
 class BackendsPanel;
+class BreakdownView;
 class ChartView;
 class CompareView;
 class MemoryView;
@@ -113,6 +114,7 @@ class MainWindow : public QMainWindow {
   QTabWidget* tabs_ = nullptr;
   MemoryView* memory_view_ = nullptr;
   TimelineView* timeline_view_ = nullptr;
+  BreakdownView* breakdown_view_ = nullptr;
   CompareView* compare_view_ = nullptr;
   std::vector<ChartView*> charts_;
   ResultsTableModel* results_model_ = nullptr;

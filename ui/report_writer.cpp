@@ -14,8 +14,10 @@
 #include "core/output_file.h"
 #include "ui/chart_context.h"
 #include "ui/chart_export.h"
+#include "ui/breakdown_view.h"
 #include "ui/chart_view.h"
 #include "ui/memory_view.h"
+#include "ui/phase_breakdown.h"
 #include "ui/results_table_model.h"
 #include "ui/view_factory.h"
 
@@ -72,6 +74,65 @@ QStringList environmentLines(const Environment& e) {
   return l;
 }
 
+// At most this many phase tables: a report of a big sweep stays a report.
+constexpr size_t kPhaseTables = 8;
+
+void drawPhaseTables(QPdfWriter& pdf, QCPPainter& p, const QRect& page, const SweepSnapshots& sweeps,
+                     const TimelineView::EventLoader& events) {
+  const std::vector<const RunResult*> runs = representativeRuns(sweeps, kPhaseTables);
+  if (runs.empty() || !events) return;
+  PhaseSummaries summaries;  // loads on this thread: the report is written off the GUI thread or headless
+  summaries.setEventSource(events);
+  std::vector<int64_t> ids;
+  for (const RunResult* r : runs) ids.push_back(r->id);
+  summaries.request(ids);
+  const QFont title_font("Sans", 16, QFont::Bold), head("Sans", 9, QFont::Bold), mono("Monospace", 8);
+  const double widths[] = {0.34, 0.08, 0.14, 0.14, 0.12, 0.18};  // phase, count, total, mean, share, peak
+  const int row_h = 15;
+  int y = page.height();  // forces a new page before the first table
+  bool first_page = true;
+  auto draw_row = [&](const QStringList& cells, bool bold) {
+    QFont f = mono;
+    f.setBold(bold);
+    p.setFont(f);
+    double x = 0;
+    for (int c = 0; c < cells.size() && c < static_cast<int>(std::size(widths)); ++c) {
+      const double w = widths[c] * page.width() * 0.7;
+      p.drawText(QRectF(x, y, w - 4, row_h), (c == 0 ? Qt::AlignLeft : Qt::AlignRight) | Qt::AlignVCenter, cells[c]);
+      x += w;
+    }
+    y += row_h;
+  };
+  for (const RunResult* r : runs) {
+    const std::vector<PhaseStats>* rows = summaries.find(r->id);
+    const int need = 24 + row_h * (2 + (rows ? static_cast<int>(rows->size()) : 1));
+    if (y + need > page.height()) {
+      pdf.newPage();
+      p.setFont(title_font);
+      p.drawText(QRect(0, 0, page.width(), 30), Qt::AlignLeft,
+                 first_page ? QObject::tr("Phases") : QObject::tr("Phases (continued)"));
+      first_page = false;
+      y = 40;
+    }
+    p.setFont(head);
+    p.drawText(QRect(0, y, page.width(), 20), Qt::AlignLeft | Qt::AlignVCenter,
+               QString::fromStdString(runInWords(*r)) + QObject::tr(", peak %1").arg(QString::fromStdString(formatBytes(r->memory.measured_peak))));
+    y += 22;
+    if (!rows || rows->empty()) {
+      p.setFont(mono);
+      const QString error = summaries.error(r->id);
+      p.drawText(QRect(0, y, page.width(), row_h), Qt::AlignLeft,
+                 error.isEmpty() ? QObject::tr("no phases recorded") : QObject::tr("cannot read the trace: %1").arg(error));
+      y += row_h + 12;
+      continue;
+    }
+    draw_row(phaseHeaders(), true);
+    p.drawLine(QLineF(0, y, page.width() * 0.7, y));
+    for (const PhaseStats& ph : *rows) draw_row(phaseCells(ph), false);
+    y += 12;
+  }
+}
+
 }  // namespace
 
 QString writeReport(const SweepSnapshots& sweeps, const QString& pdf_file, const QString& png_dir,
@@ -89,6 +150,7 @@ QString writeReport(const SweepSnapshots& sweeps, const QString& pdf_file, const
     v->resize(1400, 650);
     auto* timeline = qobject_cast<TimelineView*>(v.get());
     if (timeline) timeline->setEventSource(events);
+    if (auto* breakdown = qobject_cast<BreakdownView*>(v.get())) breakdown->setEventSource(events);
     v->setSweeps(sweeps);
     // Breakdown and Timeline show the same run (their titles name it).
     if (largest) v->selectRun(largest->id);
@@ -155,6 +217,10 @@ QString writeReport(const SweepSnapshots& sweeps, const QString& pdf_file, const
     pdf.newPage();
     paintPlots(p, QRectF(0, 0, page.width(), page.height()), v->plots(), v->exportColumns());
   }
+
+  // The phase tables of representative points (per backend, kind, pass and checkpoint the
+  // largest finished one), as `attnscope show R --phases` prints them.
+  drawPhaseTables(pdf, p, page, sweeps, events);
 
   // The results table, paginated.
   ResultsTableModel model;

@@ -6,6 +6,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/spec_fields.h"
+
 namespace attnscope::ui {
 
 const char* xFieldName(XField x) { return x == XField::heads ? "heads" : "seq"; }
@@ -68,6 +70,13 @@ std::vector<PlotSeries> buildSeries(const SweepSnapshots& sweeps, XField x) {
       for (const auto& h : groups)
         if (!h.key.contains(k) || h.key[k] != v) varying.insert(k);
 
+  // In the field table's order, so kind, pass and checkpoint lead ("cpu.flash pass=train
+  // checkpoint=attention seq=512"): forward vs train and what checkpointing buys read first.
+  std::vector<std::string> ordered;
+  for (const SpecField& f : specFields())
+    if (varying.erase(std::string(f.name))) ordered.emplace_back(f.name);
+  ordered.insert(ordered.end(), varying.begin(), varying.end());
+
   std::vector<PlotSeries> out;
   std::map<std::string, int> per_backend;
   for (const auto& g : groups) {
@@ -76,7 +85,7 @@ std::vector<PlotSeries> buildSeries(const SweepSnapshots& sweeps, XField x) {
     ps.sweep = g.sweep;
     if (sweeps.size() > 1) ps.label = sweeps[g.sweep]->info.name + ": ";
     ps.label += g.backend;
-    for (const auto& k : varying)
+    for (const auto& k : ordered)
       if (g.key.contains(k)) ps.label += " " + k + "=" + valueText(g.key[k]);
     ps.variant = per_backend[g.backend]++;
     for (const RunResult* r : g.runs) {

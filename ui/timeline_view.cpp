@@ -386,6 +386,19 @@ void TimelineView::refreshVisible() {
     Lane& lane = lanes_[static_cast<size_t>(k)];
     const double base = n - 1 - k, top = base + 0.8;
     QVector<double> keys{r.lower - 1}, values{base};
+    if (lane.passes) {
+      // Passes are few and follow each other closely: drawn one by one, each ending 2 px early,
+      // so consecutive passes read as separate bars instead of merging into one.
+      for (const Interval& iv : lane.intervals) {
+        if (iv.end < r.lower || iv.start > r.upper) continue;
+        const double px = map.nsPerPixel();
+        const double end = iv.end - iv.start > 4 * px ? iv.end - 2 * px : std::max(iv.end, iv.start + px);
+        keys << iv.start << end;
+        values << top << base;
+      }
+      lane.graph->setData(keys, values, true);
+      continue;
+    }
     for (const Interval& iv : mergeForPixels(lane.intervals, map, 1.0)) {
       keys << iv.start << std::max(iv.end, iv.start + map.nsPerPixel());  // at least one pixel wide
       values << top << base;

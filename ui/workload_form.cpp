@@ -42,7 +42,11 @@ QWidget* makeWidget(const SpecField& f, QWidget* parent) {
     }
     case FieldWidget::number_text: {
       auto* e = new QLineEdit(parent);
-      e->setPlaceholderText(qs(f.help));
+      // The help's "(default ...)" part fits the box ("default 1/sqrt(head_dim)"); the whole
+      // help line is the tooltip.
+      const QString help = qs(f.help);
+      const qsizetype at = help.indexOf(QLatin1String("(default "));
+      e->setPlaceholderText(at >= 0 && help.endsWith(')') ? help.mid(at + 1, help.size() - at - 2) : help);
       w = e;
       break;
     }
@@ -68,6 +72,7 @@ void setWidgetText(QWidget* w, const QString& text) {
 
 WorkloadForm::WorkloadForm(QWidget* parent) : QWidget(parent) {
   auto* form = new QFormLayout;
+  form->setVerticalSpacing(3);  // twenty rows: compact enough to fit a laptop screen unscrolled
   fixed_head_dim_ = new QRadioButton(tr("fixed head_dim"), this);
   fixed_width_ = new QRadioButton(tr("fixed model width"), this);
   fixed_head_dim_->setObjectName("fixedHeadDim");

@@ -128,7 +128,12 @@ class TestExportDpi : public QObject {
     memory_.setSweeps({snap_});
     time_.setSweeps({snap_});
     heatmap_.setSweeps({snap_});
+    // The Breakdown's phase bars and legend too: its traces come from the store.
+    breakdown_.setEventSource([db = dir_.filePath("dpi.sqlite").toStdString()](int64_t id) {
+      return Store(db, StoreMode::read).events(id);
+    });
     breakdown_.setSweeps({snap_});
+    QVERIFY(breakdown_.phasePlot()->plottableCount() > 0);
     for (ChartView* v : std::initializer_list<ChartView*>{&memory_, &time_, &heatmap_, &breakdown_}) v->resize(1400, 600);
   }
 

@@ -189,6 +189,23 @@ class TestTimeline : public QObject {
     TimelineView view;
     view.setEvents(ev);
     QCOMPARE(view.laneCount(), 5);  // passes, then inputs, scores, softmax, output
+    // Consecutive passes are separate bars: between one pass's end and the next one's start the
+    // lane drops to its base (even when they are closer than a pixel: 10 ns apart here).
+    view.resize(1000, 600);
+    view.setTimeRange(0, 320);
+    QCPGraph* lane = view.laneGraph(0);
+    const double base = view.laneCount() - 1;  // the top lane's base line
+    int bars = 0;
+    for (auto it = lane->data()->constBegin(); it != lane->data()->constEnd(); ++it) {
+      if (it->value > base) {
+        ++bars;
+        auto next = it + 1;
+        QVERIFY(next != lane->data()->constEnd());
+        QCOMPARE(next->value, base);   // the bar ends...
+        QVERIFY(next->key > it->key);  // ...after it starts
+      }
+    }
+    QCOMPARE(bars, 3);
   }
 
   void emptyTrace() {

@@ -4,9 +4,12 @@
 
 #include <QAction>
 #include <QComboBox>
+#include <QDockWidget>
 #include <QDoubleSpinBox>
 #include <QLabel>
 #include <QLineEdit>
+#include <QScrollArea>
+#include <QScrollBar>
 #include <QSpinBox>
 #include <QSignalSpy>
 #include <QTreeView>
@@ -94,6 +97,26 @@ class TestWindow : public QObject {
     w.sweepPanel()->setAxisText("heads", "1, 0");
     QVERIFY(!w.runAction()->isEnabled());
     QVERIFY(w.sweepPanel()->findChild<QLabel*>("sweepMessage")->text().contains("heads"));
+  }
+
+  void workloadDockShowsEveryFieldOnALaptopScreen() {
+    // 1280 x 800, the window's first-start layout: the form is not scrolled to reach seed, and
+    // no field is wider than the dock (no sideways scrolling).
+    MainWindow w(dir_.filePath("small.sqlite"));
+    w.setInteractive(false);
+    w.resize(1280, 800);
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    QApplication::processEvents();
+    auto* area = qobject_cast<QScrollArea*>(w.findChild<QDockWidget*>("workloadDock")->widget());
+    QVERIFY(area);
+    QCOMPARE(area->verticalScrollBar()->maximum(), 0);
+    QCOMPARE(area->horizontalScrollBar()->maximum(), 0);
+    auto* scale = w.workloadForm()->findChild<QLineEdit*>("scale");
+    QVERIFY(scale);
+    // The placeholder is whole in its box.
+    QVERIFY2(scale->fontMetrics().horizontalAdvance(scale->placeholderText()) < scale->width() - 8,
+             qPrintable(scale->placeholderText()));
   }
 
   void formShowsSweptAndDerivedFields() {

@@ -19,6 +19,7 @@
 #include "core/store.h"
 #include "core/sweep_runner.h"
 #include "kernels/builtin_backends.h"
+#include "ui/breakdown_view.h"
 #include "ui/chart_view.h"
 #include "ui/compare_view.h"
 #include "ui/gui_entry.h"
@@ -48,6 +49,27 @@ int64_t runSweep(Store& store, BackendRegistry& registry, const std::string& nam
   return id;
 }
 
+// Training at a fixed head_dim: checkpoint none and attention in one sweep, and the forward pass
+// of the same grid in another, for the Memory view's forward / train / checkpoint series and the
+// Breakdown's phases (forward and backward).
+int64_t runTrainSweep(Store& store, BackendRegistry& registry, const std::string& name, const std::string& pass) {
+  SweepSpec s;
+  s.name = name;
+  s.base.head_dim = 32;
+  setField(s.base, "pass", pass);
+  s.axes = {{"heads", {"2", "4", "8"}}, {"seq", {"256", "512", "1024"}}};
+  if (pass == "train") s.axes.push_back({"checkpoint", {"none", "attention"}});
+  s.backends = {"cpu.reference", "cpu.flash"};
+  s.warmup = 0;
+  s.reps = 1;
+  const int64_t id = store.createSweep(s, store.saveEnvironment(captureEnvironment()));
+  SweepCallbacks cb;
+  cb.result = [&](RunResult& r) { r.id = store.saveRun(id, r); };
+  SweepRunner(registry).run(s, cb);
+  store.setSweepState(id, "finished");
+  return id;
+}
+
 void settle() {
   for (int i = 0; i < 5; ++i) {
     QApplication::processEvents();
@@ -57,10 +79,11 @@ void settle() {
 
 bool grab(QWidget& w, const QString& file) {
   settle();
-  // The Timeline loads its trace on a pool thread: wait for it (at most 20 s).
+  // The Timeline and the Breakdown's phases load on a pool thread: wait for them (at most 20 s).
   for (int i = 0; i < 400; ++i) {
     bool loading = false;
     for (auto* t : w.findChildren<ui::TimelineView*>()) loading |= t->loading();
+    for (auto* b : w.findChildren<ui::BreakdownView*>()) loading |= b->loadingPhases();
     if (!loading) break;
     QApplication::processEvents();
     QThread::msleep(50);
@@ -79,6 +102,7 @@ int main(int argc, char** argv) {
   if (qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM")) qputenv("QT_QPA_PLATFORM", "offscreen");
   QTemporaryDir config;
   qputenv("XDG_CONFIG_HOME", config.path().toUtf8());  // never the user's settings
+  ensureRuntimeDir();  // quiet like `attnscope gui`: no XDG_RUNTIME_DIR warning
   QApplication app(argc, argv);
   QCoreApplication::setOrganizationName("AttnScopeScreenshots");
   QCoreApplication::setApplicationName("AttnScopeScreenshots");
@@ -90,11 +114,13 @@ int main(int argc, char** argv) {
   QDir().mkpath(out.path());
   QTemporaryDir tmp;
   const QString db = tmp.filePath("sample.sqlite");
-  int64_t dense = 0, causal = 0;
+  int64_t dense = 0, causal = 0, train = 0, forward = 0;
   {
     Store store(db.toStdString());
     BackendRegistry registry;
     registerBuiltinBackends(registry);
+    train = runTrainSweep(store, registry, "train, checkpoint none vs attention", "train");
+    forward = runTrainSweep(store, registry, "forward", "forward");
     causal = runSweep(store, registry, "width 64, causal", "causal");
     dense = runSweep(store, registry, "width 64, boolean mask per head", "dense");
   }
@@ -136,6 +162,20 @@ int main(int argc, char** argv) {
   ok &= grab(w, out.filePath("compare.png"));
   w.tabs()->setCurrentIndex(0);
   ok &= grab(w, out.filePath("compare-memory.png"));
+  // Forward vs train, checkpoint none vs attention: one series each per backend; then the
+  // phases of a training run (cpu.reference keeps P for the backward).
+  w.showSweeps({train, forward});
+  w.tabs()->setCurrentIndex(0);
+  ok &= grab(w, out.filePath("memory-train.png"));
+  w.showSweeps({train});
+  {
+    Store store(db.toStdString(), StoreMode::read);
+    for (const RunResult& r : store.runs(train))
+      if (r.backend == "cpu.reference" && r.spec.heads == 8 && r.spec.seq_q == 1024 && r.spec.checkpoint == Checkpoint::attention)
+        w.runsPanel()->selectRun(train, r.id);
+  }
+  w.tabs()->setCurrentIndex(3);
+  ok &= grab(w, out.filePath("breakdown-phases.png"));
   // Dark palette: the View menu's toggle.
   for (QAction* a : w.menuBar()->findChildren<QAction*>())
     if (a->text() == QObject::tr("&Dark palette")) a->setChecked(true);

@@ -1,0 +1,203 @@
+// Issue 12's views on real training runs: two sweeps run by the real engine on cpu.reference and
+// cpu.flash into a real SQLite file (train x checkpoint none/attention, and forward vs train).
+// The Breakdown view's phase table and bars are core's phase summary of the stored trace (the
+// numbers `attnscope show R --phases` prints), loaded on a pool thread in the window's mode; the
+// Memory view has one series per backend, pass and checkpoint with the stored peaks; the PDF
+// report carries the phase tables.
+
+#include <QProcess>
+#include <QStandardPaths>
+#include <QTableWidget>
+#include <QThread>
+#include <qcustomplot.h>
+
+#include "core/phase_summary.h"
+#include "core/store.h"
+#include "core/sweep_spec.h"
+#include "ui/breakdown_view.h"
+#include "ui/memory_view.h"
+#include "ui/phase_breakdown.h"
+#include "ui/report_writer.h"
+#include "ui_test_support.h"
+
+using namespace attnscope;
+using namespace attnscope::ui;
+
+class TestPhases : public QObject {
+  Q_OBJECT
+ private Q_SLOTS:
+  void initTestCase() {
+    QVERIFY(dir_.isValid());
+    db_ = dir_.filePath("train.sqlite").toStdString();
+    Store store(db_);
+    SweepSpec train = test::tinySweep();
+    train.name = "train";
+    setField(train.base, "pass", "train");
+    train.axes.push_back({"checkpoint", {"none", "attention"}});
+    train_ = loadSweepSnapshot(store, test::runSweepInto(store, train));
+    SweepSpec passes = test::tinySweep();
+    passes.name = "passes";
+    passes.axes.push_back({"pass", {"forward", "train"}});
+    passes_ = loadSweepSnapshot(store, test::runSweepInto(store, passes));
+    QVERIFY(train_ && passes_);
+    QCOMPARE(train_->runs.size(), size_t{16});
+    for (const auto& snap : {train_, passes_})
+      for (const RunResult& r : snap->runs) QVERIFY2(r.status == RunStatus::ok, qPrintable(QString::fromStdString(r.message)));
+  }
+
+  void breakdownTableIsCoresPhaseSummary() {
+    BreakdownView view;
+    view.setEventSource(loader());
+    view.resize(1400, 900);
+    view.setSweeps({train_});
+    Store store(db_, StoreMode::read);
+    bool backward = false;
+    for (const RunResult& r : train_->runs) {
+      view.selectRun(r.id);
+      const std::vector<PhaseStats> want = summarizePhases(store.events(r.id));
+      QVERIFY(!want.empty());
+      QTableWidget* t = view.phaseTable();
+      QCOMPARE(t->rowCount(), static_cast<int>(want.size()));
+      for (int i = 0; i < t->rowCount(); ++i) {
+        const PhaseStats& p = want[static_cast<size_t>(i)];
+        const QStringList cells = phaseCells(p);  // the CLI's formatting
+        for (int c = 0; c < cells.size(); ++c) QCOMPARE(t->item(i, c)->text(), cells[c]);
+        QCOMPARE(t->item(i, 0)->data(Qt::UserRole).toString(), QString::fromStdString(p.name));
+        QCOMPARE(t->item(i, 1)->data(Qt::UserRole).toLongLong(), p.count);
+        QCOMPARE(t->item(i, 2)->data(Qt::UserRole).toLongLong(), p.total_ns);
+        QCOMPARE(t->item(i, 3)->data(Qt::UserRole).toLongLong(), p.meanNs());
+        QCOMPARE(t->item(i, 4)->data(Qt::UserRole).toDouble(), p.share);
+        QCOMPARE(t->item(i, 5)->data(Qt::UserRole).toLongLong(), p.peak_bytes);
+        backward = backward || p.name.find("backward") != std::string::npos;
+      }
+    }
+    QVERIFY2(backward, "a train run has backward phases");
+  }
+
+  void barsStackCoresShares() {
+    BreakdownView view;
+    view.setEventSource(loader());
+    view.resize(1400, 900);
+    view.setSweeps({train_});
+    Store store(db_, StoreMode::read);
+    const std::vector<int64_t>& bars = view.phaseBarRuns();
+    QCOMPARE(bars.size(), train_->runs.size());
+    QCustomPlot* plot = view.phasePlot();
+    QVERIFY(plot->plottableCount() > 0);
+    for (size_t i = 0; i < bars.size(); ++i) {
+      const std::vector<PhaseStats> want = summarizePhases(store.events(bars[i]));
+      double sum = 0;
+      for (int k = 0; k < plot->plottableCount(); ++k) {
+        auto* b = qobject_cast<QCPBars*>(plot->plottable(k));
+        QVERIFY(b);
+        double share = 0;
+        for (const PhaseStats& p : want)
+          if (p.depth == 0 && QString::fromStdString(p.name) == b->name()) share = 100.0 * p.share;
+        auto it = b->data()->findBegin(static_cast<double>(i), false);
+        QVERIFY(it != b->data()->end() && it->key == static_cast<double>(i));
+        QCOMPARE(it->value, share);
+        sum += it->value;
+      }
+      QVERIFY2(std::abs(sum - 100.0) < 1e-6, qPrintable(QString::number(sum)));
+    }
+    // Pass and checkpoint differ between the bars, so their labels say which is which.
+    const auto ticks = plot->xAxis->ticker().dynamicCast<QCPAxisTickerText>();
+    QVERIFY(ticks);
+    QVERIFY(ticks->ticks().value(0).contains("no ckpt"));
+    QVERIFY(ticks->ticks().value(static_cast<double>(bars.size() - 1)).contains("ckpt"));
+  }
+
+  void phasesLoadOffTheGuiThread() {
+    BreakdownView view;
+    QThread* gui = QThread::currentThread();
+    auto threads = std::make_shared<std::atomic<int>>(0);
+    const std::string db = db_;
+    view.setBackgroundLoading(true);
+    view.setEventSource([db, gui, threads](int64_t id) {
+      if (QThread::currentThread() != gui) ++*threads;
+      return Store(db, StoreMode::read).events(id);
+    });
+    view.setSweeps({train_});
+    QVERIFY(view.loadingPhases());
+    QTRY_VERIFY_WITH_TIMEOUT(!view.loadingPhases(), 60000);
+    QVERIFY(*threads >= static_cast<int>(train_->runs.size()));
+    QVERIFY(view.phaseTable()->rowCount() > 0);
+    // Another database forgets what was loaded (run ids are per database).
+    view.setEventSource([](int64_t) -> std::vector<TraceEvent> { throw std::runtime_error("gone"); });
+    QVERIFY(!view.phaseSummaries().find(train_->runs.front().id));
+  }
+
+  void memorySeriesByPassAndCheckpoint() {
+    MemoryView view;
+    view.resize(1400, 600);
+    view.setSweeps({train_, passes_});
+    std::map<int64_t, const RunResult*> runs;
+    for (const auto& snap : {train_, passes_})
+      for (const RunResult& r : snap->runs) runs[r.id] = &r;
+    QStringList labels;
+    int points = 0;
+    for (QCustomPlot* plot : view.plots()) {
+      for (int g = 0; g < plot->graphCount(); ++g) {
+        QCPGraph* graph = plot->graph(g);
+        if (graph->property("kind").toString() != "measured") continue;
+        const QString label = graph->name();
+        labels << label;
+        const QVariantList ids = graph->property("runIds").toList();
+        QCOMPARE(ids.size(), graph->dataCount());
+        for (int i = 0; i < ids.size(); ++i) {
+          const RunResult* r = runs.at(ids[i].toLongLong());
+          QCOMPARE(graph->data()->at(i)->value, static_cast<double>(r->memory.measured_peak));
+          // The label names the run's backend, pass and checkpoint.
+          QVERIFY2(label.contains(QString::fromStdString(r->backend)), qPrintable(label));
+          QVERIFY2(label.contains("pass=" + QString::fromUtf8(toString(r->spec.pass).data())), qPrintable(label));
+          QVERIFY2(label.contains("checkpoint=" + QString::fromUtf8(toString(r->spec.checkpoint).data())), qPrintable(label));
+          ++points;
+        }
+      }
+    }
+    QCOMPARE(points, 2 * static_cast<int>(runs.size()));  // every run in both plots
+    QVERIFY2(labels.contains("train: cpu.reference pass=train checkpoint=attention seq=32"), qPrintable(labels.join(" | ")));
+    QVERIFY2(labels.contains("passes: cpu.flash pass=forward checkpoint=none heads=2"), qPrintable(labels.join(" | ")));
+    // Training keeps more live than the forward pass of the same point (cpu.reference saves P).
+    for (const RunResult& f : passes_->runs)
+      for (const RunResult& t : passes_->runs)
+        if (f.backend == t.backend && f.spec.heads == t.spec.heads && f.spec.seq_q == t.spec.seq_q &&
+            f.spec.pass == Pass::forward && t.spec.pass == Pass::train)
+          QVERIFY(t.memory.measured_peak > f.memory.measured_peak);
+  }
+
+  void reportCarriesPhaseTables() {
+    const QString pdf = dir_.filePath("report.pdf");
+    QCOMPARE(writeReport({train_}, pdf, QString(), loader()), QString());
+    const QString pdftotext = QStandardPaths::findExecutable("pdftotext");
+    if (pdftotext.isEmpty()) QSKIP("pdftotext (poppler-utils) not installed: the report's text cannot be read back");
+    QProcess p;
+    p.start(pdftotext, {"-layout", pdf, "-"});
+    QVERIFY(p.waitForFinished(60000));
+    const QString text = QString::fromUtf8(p.readAllStandardOutput());
+    QVERIFY(text.contains("Phases"));
+    // One table per backend and checkpoint (the largest point), each with core's rows.
+    Store store(db_, StoreMode::read);
+    const auto reps = representativeRuns({train_}, 8);
+    QCOMPARE(reps.size(), size_t{4});
+    for (const RunResult* r : reps) {
+      QVERIFY2(text.contains(QStringLiteral("R%1 ").arg(r->id)), qPrintable(QString::number(r->id)));
+      for (const PhaseStats& ph : summarizePhases(store.events(r->id))) {
+        const QStringList cells = phaseCells(ph);
+        QVERIFY2(text.contains(cells[0].trimmed()), qPrintable(cells[0]));
+        QVERIFY2(text.contains(cells[5]), qPrintable(cells[5]));
+      }
+    }
+  }
+
+ private:
+  PhaseSummaries::EventLoader loader() const {
+    return [db = db_](int64_t id) { return Store(db, StoreMode::read).events(id); };
+  }
+  QTemporaryDir dir_;
+  std::string db_;
+  SweepSnapshotPtr train_, passes_;
+};
+
+ATTNSCOPE_UI_TEST_MAIN(TestPhases)
+#include "test_phases.moc"
