@@ -114,11 +114,6 @@ MemoryPlan planMathTrain(const WorkloadSpec& s) {
   };
   const int forward_steps = 3 * (checkpoint ? 2 : 1);
   const int ds = 1 + forward_steps, last = ds + 2;
-  forward("", checkpoint ? -1 : last);
-  if (checkpoint) forward("recompute ", last);
-  p.addStep("backward dS");
-  p.addStep("backward dQ");
-  p.addStep("backward dK dV");
   p.add("q", z.q, in, last, BufferRole::input);
   p.add("k", z.k, in, last, BufferRole::input);
   p.add("v", z.v, in, last, BufferRole::input);
@@ -126,6 +121,11 @@ MemoryPlan planMathTrain(const WorkloadSpec& s) {
   p.add("o", z.o, in, last, BufferRole::output);
   p.add("cublas workspace", z.workspace, in, last, BufferRole::library);
   addTrainTensors(p, s, in, last);
+  forward("", checkpoint ? -1 : last);
+  if (checkpoint) forward("recompute ", last);
+  p.addStep("backward dS");
+  p.addStep("backward dQ");
+  p.addStep("backward dK dV");
   p.add(kDsBufferName, trainSizes(s).ds, ds, last, BufferRole::workspace);
   return p;
 }
