@@ -15,40 +15,16 @@
 // speed: no tensor cores, runtime head_dim); the gradients are rounded to the input type once.
 // Tiles, layout and grids come from flash_bwd_tiling.h and the kernel bodies from
 // flash_bwd_body.h, both shared with the host tests (which run the bodies one thread per block).
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
-
 #include <cstdint>
 
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/cuda_kernels.h"
+#include "kernels/cuda/device_elems.cuh"
 #include "kernels/cuda/flash_bwd_body.h"
 #include "kernels/cuda/flash_bwd_tiling.h"
 
 namespace attnscope::cuda {
 namespace {
-
-struct F32 {
-  using Storage = float;
-  __device__ static float load(const float* p, int64_t i) { return p[i]; }
-  __device__ static void store(float* p, int64_t i, float x) { p[i] = x; }
-};
-struct F16 {
-  using Storage = __half;
-  __device__ static float load(const __half* p, int64_t i) { return __half2float(p[i]); }
-  __device__ static void store(__half* p, int64_t i, float x) { p[i] = __float2half_rn(x); }
-};
-struct BF16 {
-  using Storage = __nv_bfloat16;
-  __device__ static float load(const __nv_bfloat16* p, int64_t i) { return __bfloat162float(p[i]); }
-  __device__ static void store(__nv_bfloat16* p, int64_t i, float x) { p[i] = __float2bfloat16_rn(x); }
-};
-
-struct CudaBlock {
-  __device__ int64_t tid() const { return threadIdx.x; }
-  __device__ int64_t threads() const { return blockDim.x; }
-  __device__ void sync() const { __syncthreads(); }
-};
 
 template <typename Elem>
 __global__ void __launch_bounds__(kFlashBwdThreads) flashBwdKeys(const FlashBwdParams bp) {

@@ -9,6 +9,8 @@
 #include "kernels/cuda/attention_tiling.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/cuda_kernels.h"
+#include "kernels/cuda/device_elems.cuh"
+#include "kernels/cuda/softmax_bwd_body.h"
 
 namespace attnscope::cuda {
 namespace {
@@ -120,37 +122,17 @@ __global__ void __launch_bounds__(kSoftmaxThreads) maskedSoftmax(const SoftmaxPa
   }
 }
 
-// One block per row of dS: (query, head, batch) = (blockIdx.x, blockIdx.y, blockIdx.z). delta is
-// reduced over the row's D values first, then dS_j = P_j * (dP_j - delta) over its Lkv keys.
-template <typename T>
+// One block per row of dS: (query, head, batch) = (blockIdx.x, blockIdx.y, blockIdx.z); the body
+// is softmax_bwd_body.h's, which the host tests also run.
+template <typename Elem>
 __global__ void __launch_bounds__(kSoftmaxThreads) softmaxBackward(const SoftmaxBackwardParams p) {
-  const int64_t i = blockIdx.x;
-  const int64_t plane = static_cast<int64_t>(blockIdx.z) * p.heads + blockIdx.y;
-  const int64_t row = plane * p.seq_q + i;
-  const T* o = static_cast<const T*>(p.o) + row * p.head_dim;
-  const T* g = static_cast<const T*>(p.g) + row * p.head_dim;
-  const T* probs = static_cast<const T*>(p.probs) + row * p.seq_kv;
-  T* ds = static_cast<T*>(p.ds) + row * p.seq_kv;
-
-  float part = 0.f;
-  for (int64_t d = threadIdx.x; d < p.head_dim; d += kSoftmaxThreads) part += toFloat(o[d]) * toFloat(g[d]);
-#pragma unroll
-  for (int off = 16; off > 0; off /= 2) part += __shfl_xor_sync(0xffffffffu, part, off);
-  __shared__ float partial[kSoftmaxThreads / 32];
-  if (threadIdx.x % 32 == 0) partial[threadIdx.x / 32] = part;
-  __syncthreads();
-  float delta = 0.f;
-#pragma unroll
-  for (int w = 0; w < kSoftmaxThreads / 32; ++w) delta += partial[w];
-
-  for (int64_t j = threadIdx.x; j < p.seq_kv; j += kSoftmaxThreads)
-    ds[j] = fromFloat<T>(toFloat(probs[j]) * (toFloat(ds[j]) - delta));
+  softmaxbwd::row<Elem>(CudaBlock{}, p, blockIdx.x, blockIdx.y, blockIdx.z);
 }
 
-template <typename T>
+template <typename Elem>
 void launchSoftmaxBackwardT(const SoftmaxBackwardParams& p, cudaStream_t stream) {
   const dim3 grid(static_cast<unsigned>(p.seq_q), static_cast<unsigned>(p.heads), static_cast<unsigned>(p.batch));
-  softmaxBackward<T><<<grid, kSoftmaxThreads, 0, stream>>>(p);
+  softmaxBackward<Elem><<<grid, kSoftmaxThreads, 0, stream>>>(p);
   ATTNSCOPE_CHECK_LAUNCH("softmax_backward");
 }
 
@@ -189,9 +171,9 @@ void launchMaskedSoftmax(const SoftmaxParams& p, cudaStream_t stream) {
 
 void launchSoftmaxBackward(const SoftmaxBackwardParams& p, cudaStream_t stream) {
   switch (p.dtype) {
-    case ElemType::fp32: return launchSoftmaxBackwardT<float>(p, stream);
-    case ElemType::fp16: return launchSoftmaxBackwardT<__half>(p, stream);
-    case ElemType::bf16: return launchSoftmaxBackwardT<__nv_bfloat16>(p, stream);
+    case ElemType::fp32: return launchSoftmaxBackwardT<F32>(p, stream);
+    case ElemType::fp16: return launchSoftmaxBackwardT<F16>(p, stream);
+    case ElemType::bf16: return launchSoftmaxBackwardT<BF16>(p, stream);
   }
 }
 

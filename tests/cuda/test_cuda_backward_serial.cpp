@@ -24,6 +24,7 @@
 #include "kernels/cuda/flash_bwd_body.h"
 #include "kernels/cuda/flash_layout.h"
 #include "kernels/cuda/math_gemms.h"
+#include "kernels/cuda/softmax_bwd_body.h"
 
 using namespace attnscope;
 using namespace attnscope::cuda;
@@ -49,6 +50,14 @@ struct SerialBlock {
   int64_t tid() const { return 0; }
   int64_t threads() const { return 1; }
   void sync() const {}
+  float sum(float part) const { return part; }
+};
+// cuda.math's tensors are held here as floats already rounded to the dtype; a store rounds.
+template <DType kDtype>
+struct Rounded {
+  using Storage = float;
+  static float load(const float* p, int64_t i) { return p[i]; }
+  static void store(float* p, int64_t i, float x) { p[i] = roundTo(kDtype, x); }
 };
 
 struct Shape {
@@ -225,12 +234,24 @@ std::vector<float> mathPass(const WorkloadSpec& s, const HostInputs& in, int64_t
   const std::vector<float> g = values(in.g);
   std::vector<float> ds(static_cast<size_t>(s.scoreElements()), NAN);
   for (const GemmCall& c : rowsByKeysCalls(s, 0, Lq, 1.f)) gemm(c, dt, v, g, ds);  // dP = dO V^T
-  // The softmax backward kernel, in place: dS = P * (dP - delta), delta = dO . O.
-  for (int64_t row = 0; row < s.batch * H * Lq; ++row) {
-    float delta = 0.f;
-    for (int64_t d = 0; d < D; ++d) delta += o[row * D + d] * g[row * D + d];
-    for (int64_t j = 0; j < Lkv; ++j) ds[row * Lkv + j] = roundTo(dt, probs[row * Lkv + j] * (ds[row * Lkv + j] - delta));
-  }
+  // The softmax backward kernel's body, in place: dS = P * (dP - delta), delta = dO . O.
+  SoftmaxBackwardParams sp;
+  sp.probs = probs.data();
+  sp.ds = ds.data();
+  sp.o = o.data();
+  sp.g = g.data();
+  sp.batch = static_cast<int>(s.batch);
+  sp.heads = static_cast<int>(H);
+  sp.seq_q = Lq;
+  sp.seq_kv = Lkv;
+  sp.head_dim = D;
+  for (int64_t b = 0; b < s.batch; ++b)
+    for (int64_t h = 0; h < H; ++h)
+      for (int64_t i = 0; i < Lq; ++i) {
+        if (dt == DType::fp16) softmaxbwd::row<Rounded<DType::fp16>>(SerialBlock{}, sp, i, h, b);
+        else if (dt == DType::bf16) softmaxbwd::row<Rounded<DType::bf16>>(SerialBlock{}, sp, i, h, b);
+        else softmaxbwd::row<Rounded<DType::fp32>>(SerialBlock{}, sp, i, h, b);
+      }
   grads->dq.assign(static_cast<size_t>(s.qElements()), NAN);
   grads->dk.assign(static_cast<size_t>(s.kvElements()), NAN);
   grads->dv.assign(static_cast<size_t>(s.kvElements()), NAN);
