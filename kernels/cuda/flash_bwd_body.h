@@ -5,8 +5,9 @@
 // every block of the grid with a Block of one thread, against the float64 reference. With one
 // thread every `for (e = tid; e < n; e += threads)` loop covers all of its elements and sync()
 // is a no-op, so the host run executes the same index arithmetic, masking and accumulation order
-// per element as the device. (What it cannot show is a race between threads; each loop writes
-// only elements indexed by its own e, and phases are separated by sync().)
+// per element as the device. The test also runs blocks of five host threads with a barrier for
+// sync(), where a shared value read before the sync that publishes it, or written by two
+// threads, shows (each loop writes only elements indexed by its own e).
 //
 // Block: tid(), threads(), sync(). Elem: Storage (the element type in memory), load(const
 // Storage*, int64_t) -> float and store(Storage*, int64_t, float).

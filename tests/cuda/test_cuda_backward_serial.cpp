@@ -1,9 +1,9 @@
 // The CUDA backward's arithmetic run on the host, against the float64 gradients (checkGradients),
 // without a GPU:
 //  - cuda.flash: the two kernel bodies (flash_bwd_body.h), the very code flash_bwd.cu launches,
-//    run block by block with one thread per block (what that shows and cannot show: the body
-//    header's comment), with the FlashParams the backend builds (flashParams) and shared memory
-//    filled with NaN before each block, so a read of anything the block did not write shows;
+//    run block by block with one thread per block, and with five host threads per block (a
+//    barrier for sync), with the FlashParams the backend builds (flashParams) and shared memory
+//    filled with NaN before each block, so a read of anything not yet written shows;
 //  - cuda.math: its cuBLAS calls (math_gemms.h) executed by an emulator of cublasGemmStrided-
 //    BatchedEx's column-major semantics, written from cuBLAS's documentation, with every stored
 //    tensor rounded to the input type as on the device; the softmax and softmax backward in
@@ -12,10 +12,12 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <barrier>
 #include <cmath>
 #include <functional>
 #include <limits>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/host_inputs.h"
@@ -52,6 +54,40 @@ struct SerialBlock {
   void sync() const {}
   float sum(float part) const { return part; }
 };
+// A block of several host threads: sync() is a barrier, sum() goes through a shared array, so a
+// body that reads shared memory another thread writes before a sync, or lets two threads write
+// one element, can show it (run with the NaN-filled shared memory, a read too early is a NaN).
+struct ThreadedBlock {
+  int64_t t, n;
+  std::barrier<>* bar;
+  float* partial;
+  int64_t tid() const { return t; }
+  int64_t threads() const { return n; }
+  void sync() const { bar->arrive_and_wait(); }
+  float sum(float part) const {
+    partial[t] = part;
+    sync();
+    float total = 0.f;
+    for (int64_t w = 0; w < n; ++w) total += partial[w];
+    sync();
+    return total;
+  }
+};
+
+// Runs body(block) as one block of `threads` threads (1: SerialBlock on this thread).
+template <typename Body>
+void runBlock(int threads, const Body& body) {
+  if (threads == 1) {
+    body(SerialBlock{});
+    return;
+  }
+  std::barrier<> bar(threads);
+  std::vector<float> partial(static_cast<size_t>(threads));
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t) pool.emplace_back([&, t] { body(ThreadedBlock{t, threads, &bar, partial.data()}); });
+  for (auto& th : pool) th.join();
+}
+
 // cuda.math's tensors are held here as floats already rounded to the dtype; a store rounds.
 template <DType kDtype>
 struct Rounded {
@@ -142,7 +178,7 @@ AttentionGradients asFloat(const HostTensor& dq, const HostTensor& dk, const Hos
 }
 
 template <typename Elem>
-AttentionGradients flashBackward(const WorkloadSpec& s, const HostInputs& in) {
+AttentionGradients flashBackward(const WorkloadSpec& s, const HostInputs& in, int threads) {
   HostTensor o;
   std::vector<float> lse;
   forward(s, in, o, lse);
@@ -167,14 +203,14 @@ AttentionGradients flashBackward(const WorkloadSpec& s, const HostInputs& in) {
     for (int64_t y = 0; y < kg.y; ++y)
       for (int64_t x = 0; x < kg.x; ++x) {
         std::fill(smem.begin(), smem.end(), std::numeric_limits<float>::quiet_NaN());
-        flashbwd::keyTile<Elem>(SerialBlock{}, smem.data(), bp, x, y, z);
+        runBlock(threads, [&](const auto& blk) { flashbwd::keyTile<Elem>(blk, smem.data(), bp, x, y, z); });
       }
   const Grid3 qg = flashBwdQueryGrid(s.batch, s.heads, s.seq_q, s.headDim());
   for (int64_t z = 0; z < qg.z; ++z)
     for (int64_t y = 0; y < qg.y; ++y)
       for (int64_t x = 0; x < qg.x; ++x) {
         std::fill(smem.begin(), smem.end(), std::numeric_limits<float>::quiet_NaN());
-        flashbwd::queryBlock<Elem>(SerialBlock{}, smem.data(), bp, x, y, z);
+        runBlock(threads, [&](const auto& blk) { flashbwd::queryBlock<Elem>(blk, smem.data(), bp, x, y, z); });
       }
   return asFloat(dq, dk, dv);
 }
@@ -204,7 +240,7 @@ std::vector<float> values(const HostTensor& t) {
 // cuda.math's forward (in chunks of `chunk` query rows) and backward, as its calls and kernels
 // compute them. Returns O; fills the gradients when the chunk holds every query (train).
 std::vector<float> mathPass(const WorkloadSpec& s, const HostInputs& in, int64_t chunk, AttentionGradients* grads,
-                            const std::function<void(GemmCall&)>& tweak_dv = {}) {
+                            int threads = 1, const std::function<void(GemmCall&)>& tweak_dv = {}) {
   const int64_t H = s.heads, Lq = s.seq_q, Lkv = s.seqKv(), D = s.headDim();
   const DType dt = s.dtype;
   const float scale = static_cast<float>(s.effectiveScale());
@@ -247,11 +283,12 @@ std::vector<float> mathPass(const WorkloadSpec& s, const HostInputs& in, int64_t
   sp.head_dim = D;
   for (int64_t b = 0; b < s.batch; ++b)
     for (int64_t h = 0; h < H; ++h)
-      for (int64_t i = 0; i < Lq; ++i) {
-        if (dt == DType::fp16) softmaxbwd::row<Rounded<DType::fp16>>(SerialBlock{}, sp, i, h, b);
-        else if (dt == DType::bf16) softmaxbwd::row<Rounded<DType::bf16>>(SerialBlock{}, sp, i, h, b);
-        else softmaxbwd::row<Rounded<DType::fp32>>(SerialBlock{}, sp, i, h, b);
-      }
+      for (int64_t i = 0; i < Lq; ++i)
+        runBlock(threads, [&](const auto& blk) {
+          if (dt == DType::fp16) softmaxbwd::row<Rounded<DType::fp16>>(blk, sp, i, h, b);
+          else if (dt == DType::bf16) softmaxbwd::row<Rounded<DType::bf16>>(blk, sp, i, h, b);
+          else softmaxbwd::row<Rounded<DType::fp32>>(blk, sp, i, h, b);
+        });
   grads->dq.assign(static_cast<size_t>(s.qElements()), NAN);
   grads->dk.assign(static_cast<size_t>(s.kvElements()), NAN);
   grads->dv.assign(static_cast<size_t>(s.kvElements()), NAN);
@@ -272,9 +309,9 @@ TEST(CudaBackwardSerial, FlashKernelBodiesMatchFloat64) {
     const WorkloadSpec s = trainSpec(shape);
     ASSERT_TRUE(validate(s).empty()) << describe(validate(s));
     const HostInputs in = HostInputs::generate(s);
-    const AttentionGradients g = s.dtype == DType::fp32   ? flashBackward<HostF32>(s, in)
-                                 : s.dtype == DType::fp16 ? flashBackward<HostF16>(s, in)
-                                                          : flashBackward<HostBF16>(s, in);
+    const AttentionGradients g = s.dtype == DType::fp32   ? flashBackward<HostF32>(s, in, 1)
+                                 : s.dtype == DType::fp16 ? flashBackward<HostF16>(s, in, 1)
+                                                          : flashBackward<HostBF16>(s, in, 1);
     std::string problem;
     const Accuracy a = checkGradients(s, in, g, nullptr, &problem);
     EXPECT_TRUE(a.passed()) << where(s) << ": " << problem << " error " << a.max_abs_error;
@@ -298,6 +335,31 @@ TEST(CudaBackwardSerial, MathGemmCallsMatchFloat64) {
   }
 }
 
+// The same bodies with five threads per block (an odd count, so the strided loops split their
+// elements unevenly): the syncs are where the bodies need them, and no element has two writers.
+TEST(CudaBackwardSerial, BodiesWithSeveralThreadsPerBlock) {
+  for (const Shape& shape : {Shape{1, 4, 2, 40, 70, 16, DType::fp32, "causal"},
+                             Shape{2, 2, 1, 33, 45, 24, DType::bf16, "dense:0.5", MaskLayout::per_head},
+                             Shape{1, 2, 1, 20, 30, 136, DType::fp16, "window:9"}}) {
+    const WorkloadSpec s = trainSpec(shape);
+    const HostInputs in = HostInputs::generate(s);
+    const AttentionGradients serial = s.dtype == DType::fp32   ? flashBackward<HostF32>(s, in, 1)
+                                      : s.dtype == DType::fp16 ? flashBackward<HostF16>(s, in, 1)
+                                                               : flashBackward<HostBF16>(s, in, 1);
+    const AttentionGradients threaded = s.dtype == DType::fp32   ? flashBackward<HostF32>(s, in, 5)
+                                        : s.dtype == DType::fp16 ? flashBackward<HostF16>(s, in, 5)
+                                                                 : flashBackward<HostBF16>(s, in, 5);
+    // Each element is summed by one thread in the same order as with one thread: equal bit for bit.
+    EXPECT_EQ(serial.dq, threaded.dq) << where(s);
+    EXPECT_EQ(serial.dk, threaded.dk) << where(s);
+    EXPECT_EQ(serial.dv, threaded.dv) << where(s);
+    AttentionGradients math;
+    mathPass(s, in, s.seq_q, &math, 5);
+    std::string problem;
+    EXPECT_TRUE(checkGradients(s, in, math, nullptr, &problem).passed()) << where(s) << ": " << problem;
+  }
+}
+
 // The emulation is not vacuous: dV summed over only the first head of each group (K = Lq in
 // place of group x Lq) fails the check.
 TEST(CudaBackwardSerial, AWrongCallFails) {
@@ -307,7 +369,7 @@ TEST(CudaBackwardSerial, AWrongCallFails) {
   mathPass(s, in, s.seq_q, &g);
   ASSERT_TRUE(checkGradients(s, in, g).passed());
   AttentionGradients bad;
-  mathPass(s, in, s.seq_q, &bad, [&](GemmCall& c) {
+  mathPass(s, in, s.seq_q, &bad, 1, [&](GemmCall& c) {
     ASSERT_EQ(c.k, 2 * s.seq_q);
     c.k = s.seq_q;
   });
