@@ -17,7 +17,9 @@
 #     scripts/gpu-prepare.sh          # writes .gpu-deps/ (git-ignored, about 10 MiB)
 # then one device-tool call, from the repo root:
 #     run  command: "bash scripts/gpu-check.sh"   carry: [".gpu-deps"]   timeout_s: 480
-# Estimated (not yet run on a GPU) to finish in about 5-6 minutes on an H200; 480 s leaves room
+# Estimated (not yet run on a GPU) to finish in about 6-7 minutes on an H200 (the train tests,
+# test_cuda_train and the train points of test_plan_buffers_cuda, add an estimated minute, their
+# float64 gradient checks running on the host; flash_bwd.cu adds little to the build); 480 s leaves room
 # for one rerun (e.g. "bash scripts/gpu-check.sh --skip-tests", which reuses build-gpu/ on a
 # still-warm machine) inside the 15 minutes of device time, machine start included. Everything
 # printed is also written to $OUT/gpu-check.log (with build.log and the overhead TSVs) so it comes

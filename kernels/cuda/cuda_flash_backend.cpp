@@ -1,6 +1,5 @@
 #include "kernels/cuda/cuda_flash_backend.h"
 
-#include <cmath>
 #include <stdexcept>
 
 #include "kernels/cuda/attention_tiling.h"
