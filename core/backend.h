@@ -6,7 +6,7 @@
 //   alloc = backend.makeAllocator();  RunContext ctx(*alloc, cancel);
 //   exec = backend.prepare(spec, inputs, ctx);   // copies inputs into tracked buffers
 //   exec->run() x (warm-up + repetitions);       // returns the device-measured seconds
-//   exec->output(out);                           // O as float, [B, H, Lq, D]
+//   exec->output(out);                           // O as float, [B, H, Lq, D] (kind layer: y [B, L, E])
 //   exec.reset();                                // releases every buffer
 // Every byte an in-process backend uses goes through ctx.allocator(), so the allocator's peak can
 // be held against plan(spec).peakBytes(). A backend whose memory lives in another process cannot
@@ -122,6 +122,22 @@ struct AttentionGradients {
   std::vector<float> dq, dk, dv;
 };
 
+// The gradients a train pass produces for kind = layer, as float in their tensors' layouts:
+// dx [B,L,E], dw_qkv [(H + 2 Hkv) D, E], db_qkv [(H + 2 Hkv) D], dw_o [E, H D], db_o [E].
+struct LayerGradients {
+  std::vector<float> dx, dw_qkv, db_qkv, dw_o, db_o;
+};
+
+// What a layer computed between its stages, in the spec's dtype as stored: q [B,H,L,D], k and v
+// [B,Hkv,L,D] (the projection split into heads), o [B,H,L,D] (the attention's output, heads not
+// yet merged); for train also d_o (the gradient reaching the attention, [B,H,L,D]) and dq, dk, dv.
+// Read only by the accuracy check, which holds each stage against its actual inputs
+// (core/reference_layer.h) so a check of a wide layer stays cheap.
+struct LayerIntermediates {
+  HostTensor q, k, v, o;
+  HostTensor d_o, dq, dk, dv;  // pass = train
+};
+
 struct Availability {
   bool available = true;
   std::string reason;  // why not, e.g. "GPU backends unavailable: no CUDA-capable device is detected"
@@ -140,11 +156,16 @@ class Execution {
   // One forward pass. Returns the elapsed seconds as the backend's device measures them.
   // May throw Cancelled, OutOfMemory, or std::runtime_error with the device's error text.
   virtual double run() = 0;
-  // The output O as float, [B, H, Lq, D] (values rounded to the spec's dtype).
+  // The output O as float, [B, H, Lq, D] (kind layer: y, [B, L, E]), values rounded to the spec's dtype.
   virtual void output(std::vector<float>& out) = 0;
   // pass = train: dQ, dK, dV of the loss sum(O * G) as float, in Q's and K's layouts (GQA: dK and
   // dV summed over the query heads of a group). False when the execution computed none.
   virtual bool gradients(AttentionGradients& /*out*/) { return false; }
+  // kind = layer, pass = train: dx and the weights' gradients. False when none were computed.
+  virtual bool layerGradients(LayerGradients& /*out*/) { return false; }
+  // kind = layer: the intermediates of the last run() (for the accuracy check). False when the
+  // execution cannot give them.
+  virtual bool layerIntermediates(LayerIntermediates& /*out*/) { return false; }
 };
 
 class Backend {

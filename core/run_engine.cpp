@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdio>
 #include <new>
+#include <optional>
 #include <stdexcept>
 
 #include "core/clock.h"
@@ -12,6 +13,7 @@
 #include "core/memory_timeline.h"
 #include "core/reference.h"
 #include "core/reference_grad.h"
+#include "core/reference_layer.h"
 
 namespace attnscope {
 namespace {
@@ -49,6 +51,12 @@ void addNote(RunResult& r, const std::string& note) { r.message += (r.message.em
 // caller passes them; G too for a train pass) and the float copies of the output and gradients.
 int64_t hostStagingBytes(const WorkloadSpec& spec, const RunOptions& opt) {
   const bool train = spec.pass == Pass::train;
+  if (spec.kind == WorkloadKind::layer) {
+    // Generated inputs, y and the gradients as float, the intermediates' copies for the check
+    // (q, k, v, o; train: dO, dq, dk, dv) and their float copies in the check.
+    const int64_t io = layerIoBytes(spec), mid = (2 * spec.qElements() + 2 * spec.kvElements()) * (train ? 2 : 1);
+    return (opt.inputs ? 0 : io) + io / bytesPerElement(spec.dtype) * 4 + mid * (bytesPerElement(spec.dtype) + 4);
+  }
   const int64_t g = train ? spec.qElements() * bytesPerElement(spec.dtype) : 0;
   const int64_t grads = train ? (spec.qElements() + 2 * spec.kvElements()) * 4 : 0;
   return (opt.inputs ? 0 : spec.ioBytes() + g) + spec.qElements() * 4 + grads;
@@ -64,6 +72,8 @@ struct UntracedWindow {
 struct PassState {
   std::vector<float> out;
   AttentionGradients grads;  // pass = train
+  LayerGradients layer_grads;  // kind = layer, pass = train
+  std::optional<LayerIntermediates> layer_mid;  // kind = layer, when the execution gives them
   UntracedWindow untraced;
   int64_t passes = 0;
 };
@@ -100,8 +110,10 @@ void execute(Backend& backend, const WorkloadSpec& spec, const RunOptions& opt, 
       setRecording(alloc, ctx, true);
     }
     exec->output(ex.out);
-    if (spec.pass == Pass::train && !exec->gradients(ex.grads))
+    const bool layer = spec.kind == WorkloadKind::layer;
+    if (spec.pass == Pass::train && !(layer ? exec->layerGradients(ex.layer_grads) : exec->gradients(ex.grads)))
       throw std::runtime_error(backend.id() + " returned no gradients for a train pass");
+    if (layer && opt.check_accuracy && !exec->layerIntermediates(ex.layer_mid.emplace())) ex.layer_mid.reset();
     exec.reset();
   } catch (const Cancelled&) {
     r.status = RunStatus::cancelled;
@@ -189,8 +201,13 @@ void collectAccuracy(const WorkloadSpec& spec, const RunOptions& opt, const Host
   if (opt.check_accuracy) {
     std::string problem;
     try {
-      r.accuracy = checkAccuracy(spec, inputs, ex.out, opt.cancel, &problem);
-      if (spec.pass == Pass::train && r.accuracy.passed()) mergeGradientCheck(spec, opt, inputs, ex, r, problem);
+      if (spec.kind == WorkloadKind::layer) {
+        r.accuracy = checkLayer(spec, inputs, ex.out, &ex.layer_grads, ex.layer_mid ? &*ex.layer_mid : nullptr,
+                                opt.cancel, &problem);
+      } else {
+        r.accuracy = checkAccuracy(spec, inputs, ex.out, opt.cancel, &problem);
+        if (spec.pass == Pass::train && r.accuracy.passed()) mergeGradientCheck(spec, opt, inputs, ex, r, problem);
+      }
     } catch (const Cancelled&) {
       r.status = RunStatus::cancelled;
       r.message = "cancelled during the accuracy check";
@@ -233,8 +250,10 @@ RunResult preflight(Backend& backend, const WorkloadSpec& spec, const RunOptions
     return r;
   }
   // A train pass counts its backward as 2.5 forwards (five products against two), the usual rule.
-  r.flops = forwardFlops(spec) * (spec.pass == Pass::train ? 3.5 : 1.0);
-  r.memory.io_bytes = spec.ioBytes() + trainIoBytes(spec);
+  // A layer adds its projections: their backward is two products per forward one.
+  r.flops = forwardFlops(spec) * (spec.pass == Pass::train ? 3.5 : 1.0) +
+            (spec.kind == WorkloadKind::layer ? layerProjectionFlops(spec) * (spec.pass == Pass::train ? 3.0 : 1.0) : 0.0);
+  r.memory.io_bytes = spec.kind == WorkloadKind::layer ? layerIoBytes(spec) : spec.ioBytes() + trainIoBytes(spec);
   const Support sup = backend.support(spec);
   try {
     // Also for a point that will not run, so charts can place it at its prediction.

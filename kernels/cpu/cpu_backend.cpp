@@ -1,16 +1,17 @@
 #include "kernels/cpu/cpu_backend.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <stdexcept>
 
 #include "kernels/cpu/cpu_isa.h"
+#include "kernels/cpu/cpu_layer.h"
 #include "kernels/cpu/dtype_rows.h"
 
 namespace attnscope::cpu {
-namespace {
 
-void checkTensor(const char* name, const HostTensor& t, DType dtype, int64_t elements) {
+void checkInputTensor(const char* name, const HostTensor& t, DType dtype, int64_t elements) {
   if (t.dtype != dtype)
     throw std::invalid_argument(std::string("input ") + name + " is " + std::string(toString(t.dtype)) +
                                 " but the spec says " + std::string(toString(dtype)));
@@ -19,7 +20,7 @@ void checkTensor(const char* name, const HostTensor& t, DType dtype, int64_t ele
                                 " elements but the spec needs " + std::to_string(elements));
 }
 
-Buffer<uint8_t> copyOf(RunContext& ctx, const std::vector<uint8_t>& bytes, const char* tag) {
+Buffer<uint8_t> copyToBuffer(RunContext& ctx, const std::vector<uint8_t>& bytes, const char* tag) {
   constexpr size_t kSlice = size_t{8} << 20;
   Buffer<uint8_t> b(ctx.allocator(), static_cast<int64_t>(bytes.size()), tag);
   for (size_t at = 0; at < bytes.size(); at += kSlice) {
@@ -29,26 +30,24 @@ Buffer<uint8_t> copyOf(RunContext& ctx, const std::vector<uint8_t>& bytes, const
   return b;
 }
 
-}  // namespace
-
 RunTensors RunTensors::allocate(const WorkloadSpec& spec, const HostInputs& in, RunContext& ctx) {
-  checkTensor("q", in.q, spec.dtype, spec.qElements());
-  checkTensor("k", in.k, spec.dtype, spec.kvElements());
-  checkTensor("v", in.v, spec.dtype, spec.kvElements());
+  checkInputTensor("q", in.q, spec.dtype, spec.qElements());
+  checkInputTensor("k", in.k, spec.dtype, spec.kvElements());
+  checkInputTensor("v", in.v, spec.dtype, spec.kvElements());
   if (spec.mask.kind == MaskKind::dense && static_cast<int64_t>(in.mask.size()) != spec.maskBytes())
     throw std::invalid_argument("the dense mask has " + std::to_string(in.mask.size()) + " elements but the spec needs " +
                                 std::to_string(spec.maskBytes()));
   RunTensors t;
-  t.q = copyOf(ctx, in.q.bytes, "q");
-  t.k = copyOf(ctx, in.k.bytes, "k");
-  t.v = copyOf(ctx, in.v.bytes, "v");
-  if (spec.mask.kind == MaskKind::dense) t.mask = copyOf(ctx, in.mask, "mask");
+  t.q = copyToBuffer(ctx, in.q.bytes, "q");
+  t.k = copyToBuffer(ctx, in.k.bytes, "k");
+  t.v = copyToBuffer(ctx, in.v.bytes, "v");
+  if (spec.mask.kind == MaskKind::dense) t.mask = copyToBuffer(ctx, in.mask, "mask");
   t.o = Buffer<uint8_t>(ctx.allocator(), spec.qElements() * bytesPerElement(spec.dtype), "o");
   if (spec.pass == Pass::train) {
     if (in.g.elements() == 0) throw std::invalid_argument("a train pass needs the output gradient g in the inputs");
-    checkTensor("g", in.g, spec.dtype, spec.qElements());
+    checkInputTensor("g", in.g, spec.dtype, spec.qElements());
     const int64_t e = bytesPerElement(spec.dtype);
-    t.g = copyOf(ctx, in.g.bytes, "g");
+    t.g = copyToBuffer(ctx, in.g.bytes, "g");
     t.dq = Buffer<uint8_t>(ctx.allocator(), spec.qElements() * e, "dq");
     t.dk = Buffer<uint8_t>(ctx.allocator(), spec.kvElements() * e, "dk");
     t.dv = Buffer<uint8_t>(ctx.allocator(), spec.kvElements() * e, "dv");
@@ -94,13 +93,61 @@ Support CpuBackend::support(const WorkloadSpec& spec) const {
   for (const auto& e : validate(spec)) s.reasons.push_back("invalid spec: " + e.message);
   if (!s.ok()) return s;
   if (const std::string problem = cpuIsaProblem(); !problem.empty()) s.reasons.push_back(problem);
-  if (spec.kind == WorkloadKind::layer)
-    s.reasons.push_back("kind layer is not implemented by the CPU backends yet (kind attention is)");
   if (spec.checkpoint == Checkpoint::attention && spec.pass != Pass::train)
     s.reasons.push_back("checkpoint attention needs pass train (a forward pass saves nothing for a backward)");
   return s;
 }
 
 std::unique_ptr<TrackingAllocator> CpuBackend::makeAllocator() const { return std::make_unique<HostAllocator>(); }
+
+void PlanTails::close(MemoryPlan& plan, std::vector<size_t>& which) {
+  for (size_t i : which) plan.buffers[i].last_step = plan.stepCount() - 1;
+  which.clear();
+}
+
+namespace {
+
+// kind = attention: the core on copies of the inputs.
+class AttentionExecution final : public Execution {
+ public:
+  AttentionExecution(const WorkloadSpec& spec, const HostInputs& inputs, RunContext& ctx, const CpuBackend& backend)
+      : s_(spec), t_(RunTensors::allocate(spec, inputs, ctx)), core_(backend.makeCore(s_, t_, ctx)) {}
+
+  double run() override {
+    const auto start = std::chrono::steady_clock::now();
+    core_->forward();
+    if (s_.pass == Pass::train) core_->backward();
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  }
+  void output(std::vector<float>& out) override { outputAsFloat(s_, t_.o, out); }
+  bool gradients(AttentionGradients& out) override { return gradientsAsFloat(s_, t_, out); }
+
+ private:
+  const WorkloadSpec s_;
+  RunTensors t_;
+  std::unique_ptr<AttentionCore> core_;
+};
+
+}  // namespace
+
+MemoryPlan CpuBackend::plan(const WorkloadSpec& spec) const {
+  if (spec.kind == WorkloadKind::layer) return planLayer(*this, spec);
+  MemoryPlan p;
+  p.addStep("inputs");
+  PlanTails tails;
+  const size_t first = p.buffers.size();
+  planRunTensors(p, spec, 0, 0);
+  for (size_t i = first; i < p.buffers.size(); ++i) tails.to_run_end.push_back(i);
+  planCoreForward(p, spec, tails);
+  if (spec.pass == Pass::train) planCoreBackward(p, spec, tails);
+  PlanTails::close(p, tails.to_run_end);
+  return p;
+}
+
+std::unique_ptr<Execution> CpuBackend::prepare(const WorkloadSpec& spec, const HostInputs& inputs, RunContext& ctx) {
+  PhaseScope phase(ctx, "inputs");
+  if (spec.kind == WorkloadKind::layer) return prepareLayer(*this, *pool_, spec, inputs, ctx);
+  return std::make_unique<AttentionExecution>(spec, inputs, ctx, *this);
+}
 
 }  // namespace attnscope::cpu

@@ -4,6 +4,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "core/backend.h"
 #include "kernels/cpu/task_pool.h"
@@ -23,6 +24,11 @@ struct RunTensors {
   static RunTensors allocate(const WorkloadSpec& spec, const HostInputs& inputs, RunContext& ctx);
 };
 
+// The checks and the sliced copy RunTensors::allocate uses, for a layer's inputs too: throws
+// std::invalid_argument when `t` is not `elements` values of `dtype`.
+void checkInputTensor(const char* name, const HostTensor& t, DType dtype, int64_t elements);
+Buffer<uint8_t> copyToBuffer(RunContext& ctx, const std::vector<uint8_t>& bytes, const char* tag);
+
 // Adds q, k, v, mask (dense only), o (and g, dq, dk, dv for train), live over steps [first, last].
 void planRunTensors(MemoryPlan& plan, const WorkloadSpec& spec, int first, int last);
 
@@ -30,6 +36,29 @@ void planRunTensors(MemoryPlan& plan, const WorkloadSpec& spec, int first, int l
 void outputAsFloat(const WorkloadSpec& spec, const Buffer<uint8_t>& o, std::vector<float>& out);
 // dq, dk, dv as float (false for a forward pass).
 bool gradientsAsFloat(const WorkloadSpec& spec, const RunTensors& t, AttentionGradients& out);
+
+// The attention at the heart of a run: the backend's own algorithm on the tensors of a
+// RunTensors (kind attention: copies of the run's inputs; kind layer: the layer's q, k, v split
+// into heads, cpu_layer.h). A run's forward calls forward(); a train pass then backward().
+class AttentionCore {
+ public:
+  virtual ~AttentionCore() = default;
+  // Writes t.o; keeps what the backward reads when the pass is train without checkpointing.
+  virtual void forward() = 0;
+  // pass = train: under checkpoint = attention first runs the forward again (a "recompute"
+  // phase), then writes t.dq, t.dk, t.dv from t.g, and frees what the forward kept.
+  virtual void backward() = 0;
+};
+
+// Buffers of a plan whose last step is known only once every step is: kept from the forward to
+// the end of the attention's backward (cpu.reference's P), or allocated at prepare and freed
+// with the execution (the run's tensors, cpu.flash's lse).
+struct PlanTails {
+  std::vector<size_t> to_backward_end;
+  std::vector<size_t> to_run_end;
+  // Sets the last step of the buffers listed in `which` (and clears the list).
+  static void close(MemoryPlan& plan, std::vector<size_t>& which);
+};
 
 class CpuBackend : public Backend {
  public:
@@ -42,8 +71,19 @@ class CpuBackend : public Backend {
   Support support(const WorkloadSpec& spec) const override;
   int64_t memoryAvailable() const override { return hostMemoryAvailable(); }
   std::unique_ptr<TrackingAllocator> makeAllocator() const override;
+  // Both kinds: kind attention runs the core on the inputs; kind layer wraps it in the
+  // projections (cpu_layer.h). Steps: "inputs", then the core's (and the layer's) steps.
+  MemoryPlan plan(const WorkloadSpec& spec) const final;
+  std::unique_ptr<Execution> prepare(const WorkloadSpec& spec, const HostInputs& inputs, RunContext& ctx) final;
 
   int threads() const { return pool_->threads(); }
+
+  // The backend's attention on `t` (which must outlive it). May allocate what lives as long as
+  // the execution (cpu.flash: lse).
+  virtual std::unique_ptr<AttentionCore> makeCore(const WorkloadSpec& spec, RunTensors& t, RunContext& ctx) const = 0;
+  // The core's forward steps and buffers, and its backward's (the recompute included).
+  virtual void planCoreForward(MemoryPlan& plan, const WorkloadSpec& spec, PlanTails& tails) const = 0;
+  virtual void planCoreBackward(MemoryPlan& plan, const WorkloadSpec& spec, PlanTails& tails) const = 0;
 
  protected:
   std::shared_ptr<TaskPool> pool_;

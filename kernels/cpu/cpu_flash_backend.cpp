@@ -16,8 +16,6 @@
 namespace attnscope::cpu {
 namespace {
 
-enum Step { kInputs, kAttention };
-
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
 // An fp32 V whose rows are whole kernel strips is used in place; anything else is packed.
@@ -100,53 +98,44 @@ struct Work {
   }
 };
 
-class FlashExecution final : public Execution {
+class FlashAttention final : public AttentionCore {
  public:
-  FlashExecution(const WorkloadSpec& spec, const HostInputs& inputs, RunContext& ctx, TaskPool& pool)
+  FlashAttention(const WorkloadSpec& spec, RunTensors& t, RunContext& ctx, TaskPool& pool)
       : s_(spec),
         ctx_(ctx),
         pool_(pool),
-        t_(RunTensors::allocate(spec, inputs, ctx)),
+        t_(t),
         lse_(ctx.allocator(), spec.batch * spec.heads * spec.seq_q, "lse"),
         kernels_(activeTileKernels()),
         tiles_(TileLayout::of(spec, kernels_, pool.threads())),
         work_(Work::of(spec, pool.threads(), tiles_)) {}
 
-  double run() override;
-  void output(std::vector<float>& out) override { outputAsFloat(s_, t_.o, out); }
-  bool gradients(AttentionGradients& out) override { return gradientsAsFloat(s_, t_, out); }
-
- private:
-  void forward();
-  void queryTile(float* scratch, int64_t task) const;
-
-  const WorkloadSpec s_;
-  RunContext& ctx_;
-  TaskPool& pool_;
-  RunTensors t_;
-  Buffer<float> lse_;
-  const TileKernels& kernels_;
-  TileLayout tiles_;
-  Work work_;
-};
-
-// The forward keeps O and lse, all the backward needs. checkpoint = attention recomputes them
-// before the backward (as torch.utils.checkpoint would), which here costs a forward and saves
-// nothing: lse is [B, H, Lq] and O is the output.
-double FlashExecution::run() {
-  const auto start = std::chrono::steady_clock::now();
-  forward();
-  if (s_.pass == Pass::train) {
+  void forward() override;
+  // The forward keeps O and lse, all the backward needs. checkpoint = attention recomputes them
+  // before the backward (as torch.utils.checkpoint would), which here costs a forward and saves
+  // nothing: lse is [B, H, Lq] and O is the output.
+  void backward() override {
     if (s_.checkpoint == Checkpoint::attention) {
       PhaseScope phase(ctx_, "recompute");
       forward();
     }
     flashBackward(s_, t_, lse_.data(), ctx_, pool_);
   }
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
 
-void FlashExecution::forward() {
+ private:
+  void queryTile(float* scratch, int64_t task) const;
+
+  const WorkloadSpec& s_;
+  RunContext& ctx_;
+  TaskPool& pool_;
+  RunTensors& t_;
+  Buffer<float> lse_;
+  const TileKernels& kernels_;
+  TileLayout tiles_;
+  Work work_;
+};
+
+void FlashAttention::forward() {
   PhaseScope phase(ctx_, "attention");
   // Allocated here, on the calling thread, for every worker up front: the peak then does not
   // depend on which threads happened to pick up a task.
@@ -158,7 +147,7 @@ void FlashExecution::forward() {
             &ctx_);
 }
 
-void FlashExecution::queryTile(float* scratch, int64_t task) const {
+void FlashAttention::queryTile(float* scratch, int64_t task) const {
   const int64_t H = s_.heads, Hkv = s_.kvHeads(), Lq = s_.seq_q, Lkv = s_.seqKv(), D = s_.headDim();
   // Head by head, so that the workers share one head's K and V in the caches; within a head,
   // last query tiles first: under causal masks they see the most keys, and the short tasks
@@ -315,32 +304,29 @@ std::string CpuFlashBackend::description() const {
   return "CPU, tiled with an online softmax (FlashAttention-2 style): memory linear in sequence length";
 }
 
-MemoryPlan CpuFlashBackend::plan(const WorkloadSpec& spec) const {
-  MemoryPlan p;
-  p.addStep("inputs");
-  p.addStep("attention");
-  const bool train = spec.pass == Pass::train;
-  const bool checkpoint = train && spec.checkpoint == Checkpoint::attention;
-  const int last = kAttention + (checkpoint ? 1 : 0) + (train ? kFlashBackwardSteps : 0);
-  planRunTensors(p, spec, kInputs, last);
-  p.add("lse", spec.batch * spec.heads * spec.seq_q * 4, kInputs, last, BufferRole::workspace);
-  const TileLayout tiles = TileLayout::of(spec, activeTileKernels(), threads());
-  const Work work = Work::of(spec, threads(), tiles);
-  for (int w = 0; w < work.workers; ++w)
-    p.add("tiles (worker " + std::to_string(w) + ")", tiles.floats * 4, kAttention, kAttention, BufferRole::workspace);
-  if (checkpoint) {
-    const int again = p.addStep("recompute attention");
-    for (int w = 0; w < work.workers; ++w)
-      p.add("tiles (worker " + std::to_string(w) + ")", tiles.floats * 4, again, again, BufferRole::workspace);
-  }
-  if (train) planFlashBackward(p, spec, threads());
-  return p;
+std::unique_ptr<AttentionCore> CpuFlashBackend::makeCore(const WorkloadSpec& spec, RunTensors& t,
+                                                         RunContext& ctx) const {
+  return std::make_unique<FlashAttention>(spec, t, ctx, *pool_);
 }
 
-std::unique_ptr<Execution> CpuFlashBackend::prepare(const WorkloadSpec& spec, const HostInputs& inputs,
-                                                    RunContext& ctx) {
-  PhaseScope phase(ctx, "inputs");
-  return std::make_unique<FlashExecution>(spec, inputs, ctx, *pool_);
+static void planTiles(MemoryPlan& p, const WorkloadSpec& spec, int threads, int step) {
+  const TileLayout tiles = TileLayout::of(spec, activeTileKernels(), threads);
+  const Work work = Work::of(spec, threads, tiles);
+  for (int w = 0; w < work.workers; ++w)
+    p.add("tiles (worker " + std::to_string(w) + ")", tiles.floats * 4, step, step, BufferRole::workspace);
+}
+
+// lse is allocated with the core (at prepare) and lives as long as the execution.
+void CpuFlashBackend::planCoreForward(MemoryPlan& p, const WorkloadSpec& spec, PlanTails& tails) const {
+  const int step = p.addStep("attention");
+  tails.to_run_end.push_back(p.buffers.size());
+  p.add("lse", spec.batch * spec.heads * spec.seq_q * 4, 0, step, BufferRole::workspace);
+  planTiles(p, spec, threads(), step);
+}
+
+void CpuFlashBackend::planCoreBackward(MemoryPlan& p, const WorkloadSpec& spec, PlanTails&) const {
+  if (spec.checkpoint == Checkpoint::attention) planTiles(p, spec, threads(), p.addStep("recompute attention"));
+  planFlashBackward(p, spec, threads());
 }
 
 }  // namespace attnscope::cpu

@@ -14,9 +14,10 @@ class CpuFlashBackend final : public CpuBackend {
 
   std::string id() const override { return "cpu.flash"; }
   std::string description() const override;
-  // Steps: inputs, attention. Peak: at attention, with every worker's tiles live.
-  MemoryPlan plan(const WorkloadSpec& spec) const override;
-  std::unique_ptr<Execution> prepare(const WorkloadSpec& spec, const HostInputs& inputs, RunContext& ctx) override;
+  // Forward step: attention (peak of a forward: every worker's tiles live).
+  std::unique_ptr<AttentionCore> makeCore(const WorkloadSpec& spec, RunTensors& t, RunContext& ctx) const override;
+  void planCoreForward(MemoryPlan& plan, const WorkloadSpec& spec, PlanTails& tails) const override;
+  void planCoreBackward(MemoryPlan& plan, const WorkloadSpec& spec, PlanTails& tails) const override;
 
   // Tiles: a task takes up to kBlocksPerTask blocks of about kScoreRows queries (rounded down to
   // whole micro-kernel rows) and walks the key tiles of kKeyTile rows; each key tile is packed

@@ -14,8 +14,6 @@
 namespace attnscope::cpu {
 namespace {
 
-enum Step { kInputs, kScores, kSoftmax, kOutput };
-
 // Rows of one (batch, head) handled by one task: small enough that a task takes milliseconds
 // (so a cancel is seen quickly and the threads share the work evenly), large enough for the BLAS.
 int64_t rowsPerTask(int64_t seq_kv, int64_t head_dim) {
@@ -56,43 +54,35 @@ void upcast(TaskPool& pool, const RunContext& ctx, DType dtype, const uint8_t* s
            &ctx);
 }
 
-class ReferenceExecution final : public Execution {
+class ReferenceAttention final : public AttentionCore {
  public:
-  ReferenceExecution(const WorkloadSpec& spec, const HostInputs& inputs, RunContext& ctx, TaskPool& pool)
-      : s_(spec), ctx_(ctx), pool_(pool), t_(RunTensors::allocate(spec, inputs, ctx)) {}
+  ReferenceAttention(const WorkloadSpec& spec, RunTensors& t, RunContext& ctx, TaskPool& pool)
+      : s_(spec), ctx_(ctx), pool_(pool), t_(t) {}
 
-  double run() override;
-  void output(std::vector<float>& out) override { outputAsFloat(s_, t_.o, out); }
-  bool gradients(AttentionGradients& out) override { return gradientsAsFloat(s_, t_, out); }
+  // A train pass without checkpointing keeps P from the forward; with checkpoint = attention the
+  // forward frees it and the backward first runs the forward again (as torch.utils.checkpoint
+  // does, O included), so P is live only during the backward.
+  void forward() override { probs_ = forward(s_.pass == Pass::train && s_.checkpoint == Checkpoint::none); }
+  void backward() override {
+    if (s_.checkpoint == Checkpoint::attention) {
+      PhaseScope phase(ctx_, "recompute");
+      probs_ = forward(true);
+    }
+    referenceBackward(s_, t_, probs_, ctx_, pool_);
+  }
 
  private:
   // Returns P when keep is set (a train pass's backward reads it), else frees it.
   Buffer<float> forward(bool keep);
 
-  const WorkloadSpec s_;
+  const WorkloadSpec& s_;
   RunContext& ctx_;
   TaskPool& pool_;
-  RunTensors t_;
+  RunTensors& t_;
+  Buffer<float> probs_;
 };
 
-// A train pass without checkpointing keeps P from the forward; with checkpoint = attention the
-// forward frees it and the backward first runs the forward again (as torch.utils.checkpoint
-// does, O included), so P is live only during the backward.
-double ReferenceExecution::run() {
-  const auto start = std::chrono::steady_clock::now();
-  const bool train = s_.pass == Pass::train;
-  Buffer<float> probs = forward(train && s_.checkpoint == Checkpoint::none);
-  if (train) {
-    if (s_.checkpoint == Checkpoint::attention) {
-      PhaseScope phase(ctx_, "recompute");
-      probs = forward(true);
-    }
-    referenceBackward(s_, t_, probs, ctx_, pool_);
-  }
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
-Buffer<float> ReferenceExecution::forward(bool keep) {
+Buffer<float> ReferenceAttention::forward(bool keep) {
   TrackingAllocator& alloc = ctx_.allocator();
   const int64_t H = s_.heads, Hkv = s_.kvHeads(), Lq = s_.seq_q, Lkv = s_.seqKv(), D = s_.headDim();
   const int64_t group = H / Hkv;
@@ -175,7 +165,7 @@ Buffer<float> ReferenceExecution::forward(bool keep) {
     scores.reset();
   }
   {
-    PhaseScope phase(ctx_, "output");
+    PhaseScope phase(ctx_, "pv");
     Buffer<float> v32, o32;
     const float* v = asFloat(s_.dtype, t_.v.data());
     float* o = reinterpret_cast<float*>(t_.o.data());
@@ -208,51 +198,49 @@ std::string CpuReferenceBackend::description() const {
   return "CPU, materialising: S = QK^T and P = softmax(S) as full [B,H,Lq,Lkv] fp32 tensors (BLAS)";
 }
 
-// Appends the forward's steps (scores, softmax, output; names prefixed) and buffers; P lives to
-// p_last when that is later than the output step (a train pass reads it in the backward).
-static void planForward(MemoryPlan& p, const WorkloadSpec& spec, int threads, const std::string& prefix, int p_last) {
+// Appends the forward's steps (scores, softmax, pv; names prefixed) and buffers. P stays to the
+// end of the backward when `saved` is given (a train pass reads it there).
+static void planForward(MemoryPlan& p, const WorkloadSpec& spec, int threads, const std::string& prefix,
+                        std::vector<size_t>* saved) {
   const int scores_step = p.addStep(prefix + "scores");
   const int softmax_step = p.addStep(prefix + "softmax");
-  const int output_step = p.addStep(prefix + "output");
+  const int pv_step = p.addStep(prefix + "pv");
   const int64_t scores = spec.scoreElements() * 4;
   p.add("S = scale * Q K^T", scores, scores_step, softmax_step, BufferRole::workspace);
-  p.add("P = softmax(S)", scores, softmax_step, std::max(output_step, p_last), BufferRole::workspace);
+  if (saved) saved->push_back(p.buffers.size());
+  p.add("P = softmax(S)", scores, softmax_step, pv_step, BufferRole::workspace);
   const TileKernels& kernels = activeTileKernels();
   const int workers = RowWork::of(spec, threads).workers;
   const int64_t Lkv = spec.seqKv(), D = spec.headDim();
   for (int w = 0; w < workers; ++w) {
     const std::string worker = " (worker " + std::to_string(w) + ")";
     p.add("K^T packed" + worker, kernels.packedFloats(D, Lkv) * 4, scores_step, scores_step, BufferRole::workspace);
-    p.add("V packed" + worker, kernels.packedFloats(Lkv, D) * 4, output_step, output_step, BufferRole::workspace);
+    p.add("V packed" + worker, kernels.packedFloats(Lkv, D) * 4, pv_step, pv_step, BufferRole::workspace);
   }
   if (spec.dtype != DType::fp32) {
     p.add("q fp32", spec.qElements() * 4, scores_step, scores_step, BufferRole::workspace);
     p.add("k fp32", spec.kvElements() * 4, scores_step, scores_step, BufferRole::workspace);
-    p.add("v fp32", spec.kvElements() * 4, output_step, output_step, BufferRole::workspace);
-    p.add("o fp32", spec.qElements() * 4, output_step, output_step, BufferRole::workspace);
+    p.add("v fp32", spec.kvElements() * 4, pv_step, pv_step, BufferRole::workspace);
+    p.add("o fp32", spec.qElements() * 4, pv_step, pv_step, BufferRole::workspace);
   }
 }
 
-MemoryPlan CpuReferenceBackend::plan(const WorkloadSpec& spec) const {
-  MemoryPlan p;
-  p.addStep("inputs");
-  const bool train = spec.pass == Pass::train;
-  const bool checkpoint = train && spec.checkpoint == Checkpoint::attention;
-  // The backward's steps come after the forward's (and the recomputed forward's), P lives into
-  // them unless checkpointing frees it after the forward.
-  const int forward_steps = 3 * (checkpoint ? 2 : 1);
-  const int last = forward_steps + (train ? kReferenceBackwardSteps : 0);
-  planRunTensors(p, spec, kInputs, last);
-  planForward(p, spec, threads(), "", train && !checkpoint ? last : 0);
-  if (checkpoint) planForward(p, spec, threads(), "recompute ", last);
-  if (train) planReferenceBackward(p, spec, threads());
-  return p;
+std::unique_ptr<AttentionCore> CpuReferenceBackend::makeCore(const WorkloadSpec& spec, RunTensors& t,
+                                                             RunContext& ctx) const {
+  return std::make_unique<ReferenceAttention>(spec, t, ctx, *pool_);
 }
 
-std::unique_ptr<Execution> CpuReferenceBackend::prepare(const WorkloadSpec& spec, const HostInputs& inputs,
-                                                        RunContext& ctx) {
-  PhaseScope phase(ctx, "inputs");
-  return std::make_unique<ReferenceExecution>(spec, inputs, ctx, *pool_);
+void CpuReferenceBackend::planCoreForward(MemoryPlan& p, const WorkloadSpec& spec, PlanTails& tails) const {
+  const bool keep = spec.pass == Pass::train && spec.checkpoint == Checkpoint::none;
+  planForward(p, spec, threads(), "", keep ? &tails.to_backward_end : nullptr);
+}
+
+// The recomputed forward's steps (prefixed "recompute ") under checkpointing, then the
+// backward's; P, kept or recomputed, lives to the backward's last step.
+void CpuReferenceBackend::planCoreBackward(MemoryPlan& p, const WorkloadSpec& spec, PlanTails& tails) const {
+  if (spec.checkpoint == Checkpoint::attention) planForward(p, spec, threads(), "recompute ", &tails.to_backward_end);
+  planReferenceBackward(p, spec, threads());
+  PlanTails::close(p, tails.to_backward_end);
 }
 
 }  // namespace attnscope::cpu

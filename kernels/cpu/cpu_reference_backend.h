@@ -14,9 +14,10 @@ class CpuReferenceBackend final : public CpuBackend {
 
   std::string id() const override { return "cpu.reference"; }
   std::string description() const override;
-  // Steps: inputs, scores, softmax, output. Peak: at softmax, where S and P are both live.
-  MemoryPlan plan(const WorkloadSpec& spec) const override;
-  std::unique_ptr<Execution> prepare(const WorkloadSpec& spec, const HostInputs& inputs, RunContext& ctx) override;
+  // Forward steps: scores, softmax, pv. Peak of a forward: at softmax, where S and P are both live.
+  std::unique_ptr<AttentionCore> makeCore(const WorkloadSpec& spec, RunTensors& t, RunContext& ctx) const override;
+  void planCoreForward(MemoryPlan& plan, const WorkloadSpec& spec, PlanTails& tails) const override;
+  void planCoreBackward(MemoryPlan& plan, const WorkloadSpec& spec, PlanTails& tails) const override;
 };
 
 }  // namespace attnscope::cpu

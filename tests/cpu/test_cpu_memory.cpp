@@ -80,7 +80,7 @@ TEST_F(CpuMemory, ReferenceMaterialisesScoresAndProbabilities) {
   const RunResult r = runQuiet(reference(), spec, 1);
   ASSERT_EQ(r.status, RunStatus::ok) << r.message;
   EXPECT_EQ(r.memory.measured_peak, p.peakBytes());
-  for (const char* phase : {"inputs", "scores", "softmax", "output"}) EXPECT_TRUE(hasPhase(r, phase)) << phase;
+  for (const char* phase : {"inputs", "scores", "softmax", "pv"}) EXPECT_TRUE(hasPhase(r, phase)) << phase;
 }
 
 TEST_F(CpuMemory, FlashHoldsNothingQuadratic) {

@@ -1,0 +1,185 @@
+#include "kernels/cpu/layer_products.h"
+
+#include <algorithm>
+
+#include "kernels/cpu/dtype_rows.h"
+#include "kernels/cpu/tile_kernels.h"
+
+namespace attnscope::cpu {
+namespace {
+
+int64_t pad16(int64_t floats) { return (floats + 15) / 16 * 16; }
+
+std::vector<Buffer<float>> perWorker(TrackingAllocator& alloc, int workers, int64_t floats, const std::string& name) {
+  std::vector<Buffer<float>> b;
+  b.reserve(static_cast<size_t>(workers));
+  for (int w = 0; w < workers; ++w) b.emplace_back(alloc, floats, name + " (worker " + std::to_string(w) + ")");
+  return b;
+}
+
+// Rows of a row-product task: a whole number of micro-kernel rows for every variant (mr is 6 or 8).
+constexpr int64_t kRowBlock = 48;
+// Weight gradients: blocks of the result, and rows of the sum per step.
+constexpr int64_t kWeightBlock = 256;
+constexpr int64_t kWeightChunk = 256;
+
+}  // namespace
+
+RowMatrix RowMatrix::plain(DType dtype, uint8_t* base, int64_t rows, int64_t cols) {
+  RowMatrix m;
+  m.dtype = dtype;
+  m.rows_per_batch = rows;
+  m.parts.push_back({base, 1, cols});
+  return m;
+}
+
+int64_t RowMatrix::cols() const {
+  int64_t c = 0;
+  for (const Part& p : parts) c += p.heads * p.d;
+  return c;
+}
+
+void RowMatrix::read(int64_t r0, int64_t n, int64_t c0, int64_t nc, float* out, int64_t ld) const {
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t b = (r0 + i) / rows_per_batch, l = (r0 + i) % rows_per_batch;
+    int64_t col = 0;
+    for (const Part& p : parts) {
+      if (col >= c0 + nc) break;
+      if (col + p.heads * p.d <= c0) {
+        col += p.heads * p.d;
+        continue;
+      }
+      for (int64_t h = 0; h < p.heads; ++h, col += p.d) {
+        const int64_t lo = std::max(col, c0), hi = std::min(col + p.d, c0 + nc);
+        if (lo < hi)
+          toFloat(dtype, p.base, ((b * p.heads + h) * rows_per_batch + l) * p.d + (lo - col), hi - lo,
+                  out + i * ld + (lo - c0));
+      }
+    }
+  }
+}
+
+void RowMatrix::write(int64_t r0, int64_t n, const float* in, int64_t ld) const {
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t b = (r0 + i) / rows_per_batch, l = (r0 + i) % rows_per_batch;
+    int64_t col = 0;
+    for (const Part& p : parts)
+      for (int64_t h = 0; h < p.heads; ++h, col += p.d)
+        fromFloat(dtype, in + i * ld + col, p.d, p.base, ((b * p.heads + h) * rows_per_batch + l) * p.d);
+  }
+}
+
+RowProduct::Shape RowProduct::Shape::of(int64_t rows, int64_t k, int64_t n, int threads) {
+  Shape s;
+  s.rows = rows;
+  s.block = std::min(kRowBlock, rows);
+  s.tasks = (rows + s.block - 1) / s.block;
+  s.workers = static_cast<int>(std::clamp<int64_t>(s.tasks, 1, threads));
+  s.packed = activeTileKernels().packedFloats(k, n);
+  // A's rows, the result's rows, the bias as float.
+  s.scratch = pad16(s.block * k) + pad16(s.block * n) + pad16(n);
+  return s;
+}
+
+void planRowProduct(MemoryPlan& p, int step, const std::string& name, const std::string& weight, int64_t rows,
+                    int64_t k, int64_t n, int threads) {
+  const RowProduct::Shape s = RowProduct::Shape::of(rows, k, n, threads);
+  p.add(weight + " packed", s.packed * 4, step, step, BufferRole::workspace);
+  for (int w = 0; w < s.workers; ++w)
+    p.add(name + " rows (worker " + std::to_string(w) + ")", s.scratch * 4, step, step, BufferRole::workspace);
+}
+
+void runRowProduct(const RowProduct& p, int64_t rows, RunContext& ctx, TaskPool& pool) {
+  const TileKernels& kn = activeTileKernels();
+  const RowProduct::Shape s = RowProduct::Shape::of(rows, p.k, p.n, pool.threads());
+  const DType dtype = p.a->dtype;
+  const int64_t elem = bytesPerElement(dtype), k = p.k, n = p.n;
+  Buffer<float> packed(ctx.allocator(), s.packed, p.weight + " packed");
+  // The weight is packed once, in groups of strips (each group's strips land where a packing of
+  // the whole weight puts them).
+  const int64_t strips = (n + kn.nr - 1) / kn.nr, group = 8;
+  pool.run((strips + group - 1) / group, pool.threads(),
+           [&](int, int64_t t) {
+             const int64_t n0 = t * group * kn.nr, nn = std::min(group * kn.nr, n - n0);
+             const uint8_t* src = p.w + (p.transposed ? n0 * k : n0) * elem;
+             kn.pack_b(dtype, src, p.transposed ? k : n, p.transposed, k, nn, packed.data() + n0 * k);
+           },
+           &ctx);
+  auto scratch = perWorker(ctx.allocator(), s.workers, s.scratch, p.name + " rows");
+  pool.run(s.tasks, s.workers,
+           [&](int w, int64_t t) {
+             float* a = scratch[w].data();
+             float* c = a + pad16(s.block * k);
+             float* bias = c + pad16(s.block * n);
+             const int64_t r0 = t * s.block, m = std::min(s.block, rows - r0);
+             p.a->read(r0, m, 0, k, a, k);
+             kn.gemmPacked(m, n, k, 1.0f, a, k, packed.data(), 0.0f, c, n);
+             if (p.bias) {
+               toFloat(dtype, p.bias, 0, n, bias);
+               for (int64_t i = 0; i < m; ++i)
+                 for (int64_t j = 0; j < n; ++j) c[i * n + j] += bias[j];
+             }
+             p.out->write(r0, m, c, n);
+           },
+           &ctx);
+}
+
+WeightGradient::Shape WeightGradient::Shape::of(int64_t rows, int64_t m, int64_t n, int nr, int threads) {
+  Shape s;
+  s.m_block = std::min(kWeightBlock, m);
+  s.n_block = std::min(kWeightBlock, n);
+  s.n_pad = (s.n_block + nr - 1) / nr * nr;
+  s.m_blocks = (m + s.m_block - 1) / s.m_block;
+  s.n_blocks = (n + s.n_block - 1) / s.n_block;
+  s.chunk = std::min(kWeightChunk, rows);
+  s.tasks = s.m_blocks * s.n_blocks;
+  s.workers = static_cast<int>(std::clamp<int64_t>(s.tasks, 1, threads));
+  // a's chunk, its transpose, b's chunk (padded to whole strips), the sums, the bias sums.
+  s.scratch = pad16(s.chunk * s.m_block) * 2 + pad16(s.chunk * s.n_pad) + pad16(s.m_block * s.n_pad) + pad16(s.m_block);
+  return s;
+}
+
+void planWeightGradient(MemoryPlan& p, int step, const std::string& name, int64_t rows, int64_t m, int64_t n,
+                        int threads) {
+  const WeightGradient::Shape s = WeightGradient::Shape::of(rows, m, n, activeTileKernels().nr, threads);
+  for (int w = 0; w < s.workers; ++w)
+    p.add(name + " (worker " + std::to_string(w) + ")", s.scratch * 4, step, step, BufferRole::workspace);
+}
+
+void runWeightGradient(const WeightGradient& g, int64_t rows, RunContext& ctx, TaskPool& pool) {
+  const TileKernels& kn = activeTileKernels();
+  const int64_t M = g.a->cols(), N = g.b->cols();
+  const WeightGradient::Shape s = WeightGradient::Shape::of(rows, M, N, kn.nr, pool.threads());
+  auto scratch = perWorker(ctx.allocator(), s.workers, s.scratch, g.name);
+  pool.run(s.tasks, s.workers,
+           [&](int w, int64_t t) {
+             const int64_t m0 = t / s.n_blocks * s.m_block, n0 = t % s.n_blocks * s.n_block;
+             const int64_t mm = std::min(s.m_block, M - m0), nn = std::min(s.n_block, N - n0);
+             const bool sums = g.db && n0 == 0;  // the bias gradient once per row block of dw
+             float* ac = scratch[w].data();
+             float* at = ac + pad16(s.chunk * s.m_block);
+             float* bc = at + pad16(s.chunk * s.m_block);
+             float* c = bc + pad16(s.chunk * s.n_pad);
+             float* db = c + pad16(s.m_block * s.n_pad);
+             std::fill(db, db + mm, 0.0f);
+             for (int64_t r0 = 0; r0 < rows; r0 += s.chunk) {
+               ctx.throwIfCancelled();
+               const int64_t cn = std::min(s.chunk, rows - r0);
+               g.a->read(r0, cn, m0, mm, ac, mm);
+               for (int64_t r = 0; r < cn; ++r)
+                 for (int64_t i = 0; i < mm; ++i) at[i * cn + r] = ac[r * mm + i];
+               if (sums)
+                 for (int64_t i = 0; i < mm; ++i)
+                   for (int64_t r = 0; r < cn; ++r) db[i] += at[i * cn + r];
+               g.b->read(r0, cn, n0, nn, bc, s.n_pad);
+               if (nn < s.n_pad)
+                 for (int64_t r = 0; r < cn; ++r) std::fill(bc + r * s.n_pad + nn, bc + (r + 1) * s.n_pad, 0.0f);
+               kn.gemmRows(mm, s.n_pad, cn, 1.0f, at, cn, bc, s.n_pad, r0 == 0 ? 0.0f : 1.0f, c, s.n_pad);
+             }
+             for (int64_t i = 0; i < mm; ++i) fromFloat(g.dtype, c + i * s.n_pad, nn, g.dw, (m0 + i) * N + n0);
+             if (sums) fromFloat(g.dtype, db, mm, g.db, m0);
+           },
+           &ctx);
+}
+
+}  // namespace attnscope::cpu

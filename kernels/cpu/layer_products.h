@@ -1,0 +1,89 @@
+#pragma once
+// The matrix products of a kind = layer run (cpu_layer.h), on the same tile kernels as the
+// attention (tile_kernels.h): operands stored in the spec's dtype are converted to fp32 rows as
+// they are read (fp16/bf16 tensors stay narrow in memory, as in the attention), products
+// accumulate in fp32, results are rounded to the dtype as they are stored. Every scratch buffer
+// comes from the run's allocator and each product's plan names it (planRowProduct,
+// planWeightGradient), sized by the same Shape the product uses.
+//
+// Why not cpu_blas.h's sgemm: OpenBLAS allocates its own buffers outside the tracking allocator
+// (the measured peak would miss them), it is optional (without it the product is a plain loop
+// nest), and it takes fp32 only, so fp16/bf16 operands would need whole fp32 copies.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/dtype.h"
+#include "core/memory_plan.h"
+#include "kernels/cpu/cpu_backend.h"
+
+namespace attnscope::cpu {
+
+// A matrix of R = B x L rows seen through tensors stored in one dtype: the columns are the
+// parts side by side, each part a [B, heads, L, d] tensor whose heads sit side by side (a
+// plain row-major [R, C] tensor is one part with B = 1, heads = 1, L = R, d = C). So the heads
+// of q, k, v (or dq, dk, dv) read as the fused [R, (H + 2 Hkv) D] matrix, and o as [R, H D]:
+// the split and merge of heads happen in the reads and writes, with no merged copy.
+struct RowMatrix {
+  struct Part {
+    uint8_t* base = nullptr;
+    int64_t heads = 1, d = 0;
+  };
+  DType dtype = DType::fp32;
+  int64_t rows_per_batch = 0;  // L
+  std::vector<Part> parts;
+
+  static RowMatrix plain(DType dtype, uint8_t* base, int64_t rows, int64_t cols);
+  int64_t cols() const;
+  // out[i * ld + j] = element (r0 + i, c0 + j) as float, for i < n, j < nc.
+  void read(int64_t r0, int64_t n, int64_t c0, int64_t nc, float* out, int64_t ld) const;
+  // Element (r0 + i, j) = in[i * ld + j] rounded to the dtype, for i < n and every column j.
+  void write(int64_t r0, int64_t n, const float* in, int64_t ld) const;
+};
+
+// out = a * op(w) + bias: a is R x K, w a stored weight (transposed: stored N rows of K, as
+// nn.Linear's weight; else K rows of N), bias N values or none. The weight is packed once for
+// all tasks; each task computes a block of rows.
+struct RowProduct {
+  const RowMatrix* a = nullptr;
+  const uint8_t* w = nullptr;
+  bool transposed = true;
+  const uint8_t* bias = nullptr;  // N values in a's dtype, or nullptr
+  const RowMatrix* out = nullptr;
+  int64_t k = 0, n = 0;
+  std::string weight;  // names the packed weight: "<weight> packed"
+  std::string name;    // names the scratch: "<name> rows (worker i)"
+
+  struct Shape {
+    int64_t rows = 0, block = 0, tasks = 0, packed = 0, scratch = 0;
+    int workers = 0;
+    static Shape of(int64_t rows, int64_t k, int64_t n, int threads);
+  };
+};
+void planRowProduct(MemoryPlan& plan, int step, const std::string& name, const std::string& weight, int64_t rows,
+                    int64_t k, int64_t n, int threads);
+void runRowProduct(const RowProduct& p, int64_t rows, RunContext& ctx, TaskPool& pool);
+
+// dw = a^T b (M x N, stored row-major in the dtype) and, when db is given, db = the column sums
+// of a (M values): the gradients of a linear layer's weight and bias, summed over the R rows.
+// Tasks over (M block, N block) walk the rows in chunks.
+struct WeightGradient {
+  const RowMatrix* a = nullptr;  // R x M (the output's gradient)
+  const RowMatrix* b = nullptr;  // R x N (the layer's input)
+  uint8_t* dw = nullptr;
+  uint8_t* db = nullptr;
+  DType dtype = DType::fp32;
+  std::string name;  // names the scratch: "<name> (worker i)"
+
+  struct Shape {
+    int64_t m_block = 0, n_block = 0, n_pad = 0, m_blocks = 0, n_blocks = 0, chunk = 0, tasks = 0, scratch = 0;
+    int workers = 0;
+    static Shape of(int64_t rows, int64_t m, int64_t n, int nr, int threads);
+  };
+};
+void planWeightGradient(MemoryPlan& plan, int step, const std::string& name, int64_t rows, int64_t m, int64_t n,
+                        int threads);
+void runWeightGradient(const WeightGradient& g, int64_t rows, RunContext& ctx, TaskPool& pool);
+
+}  // namespace attnscope::cpu
