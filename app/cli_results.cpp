@@ -58,6 +58,12 @@ Table resultsTable(const std::vector<RunResult>& runs) {
   return t;
 }
 
+std::string ioLabel(const WorkloadSpec& s) {
+  const bool train = s.pass == Pass::train;
+  if (s.kind == WorkloadKind::layer) return train ? "x+weights+y+mask+G+grads" : "x+weights+y+mask";
+  return train ? "Q+K+V+O+mask+G+dQ+dK+dV" : "Q+K+V+O+mask";
+}
+
 void printRunDetails(const RunResult& r, std::ostream& os) {
   const auto line = [&](const std::string& k, const std::string& v) { os << "  " << k << std::string(k.size() < 18 ? 18 - k.size() : 1, ' ') << printable(v) << "\n"; };
   os << (r.id ? "run R" + std::to_string(r.id) : std::string("run")) << ": " << printable(r.backend + " on " + r.device) << "\n";
@@ -84,7 +90,7 @@ void printRunDetails(const RunResult& r, std::ostream& os) {
   line("  CUPTI peak", r.device == "cpu" ? std::string("n/a (host memory)") : r.memory.cupti_peak >= 0 ? formatBytes(r.memory.cupti_peak) +
                                                       (r.memory.measured_peak >= 0 ? "  (CUPTI - allocator = " + formatBytes(r.memory.cupti_peak - r.memory.measured_peak) + ")" : "")
                                                 : std::string("not captured") + (r.trace.capture_note.empty() ? "" : " (" + r.trace.capture_note + ")"));
-  line("  Q+K+V+O+mask", formatBytes(r.memory.io_bytes));
+  line("  " + ioLabel(r.spec), formatBytes(r.memory.io_bytes));
   if (r.memory.measured_peak >= 0) line("  overhead", formatBytes(r.memory.overhead()));
   if (!r.plan.buffers.empty()) {
     os << "  plan (peak at step '" << (r.plan.steps.empty() ? "" : r.plan.steps[r.plan.peakStep()]) << "')\n";

@@ -20,5 +20,7 @@ void printRunDetails(const RunResult& r, std::ostream& os);
 // "12.3 ms" or "-" when the run has no timing.
 std::string timeCell(const RunResult& r);
 std::string bytesCell(int64_t bytes);
+// What a run's io_bytes counts, by kind and pass: "Q+K+V+O+mask", "... +G+dQ+dK+dV" for train.
+std::string ioLabel(const WorkloadSpec& s);
 
 }  // namespace attnscope::cli

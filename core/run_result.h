@@ -35,7 +35,7 @@ struct MemoryFigures {
   int64_t predicted_peak = -1;  // plan(spec).peakBytes()
   int64_t measured_peak = -1;   // the tracking allocator's peak
   int64_t cupti_peak = -1;      // CUPTI's device-memory peak, -1 when not captured
-  int64_t io_bytes = 0;         // Q + K + V + O + mask
+  int64_t io_bytes = 0;         // Q + K + V + O + mask (train: + G, dQ, dK, dV; layer: x, weights, y, ...)
   int64_t available = -1;       // memory the device had available before the run
   int64_t overhead() const { return measured_peak >= 0 ? measured_peak - io_bytes : -1; }
 };

@@ -174,6 +174,7 @@ TEST_F(Cli, TrainDumpAndInputsCarryGAndGradients) {
   auto spec = cat(kSmall, {"--pass", "train", "--mask", "causal", "--kv-heads", "1"});
   CliResult a = run(cat({"run", "--backend", "cpu.flash", "--dump", d1}, spec));
   ASSERT_EQ(a.code, 0) << a.err;
+  EXPECT_NE(a.out.find("Q+K+V+O+mask+G+dQ+dK+dV"), std::string::npos) << a.out;  // what io_bytes counts
   for (const char* f : {"q.npy", "k.npy", "v.npy", "out.npy", "g.npy", "dq.npy", "dk.npy", "dv.npy"}) EXPECT_TRUE(fs::exists(d1 + "/" + f)) << f;
   EXPECT_EQ(attnscope::readNpy(d1 + "/g.npy").shape, (std::vector<int64_t>{1, 2, 33, 8}));
   EXPECT_EQ(attnscope::readNpy(d1 + "/dk.npy").shape, (std::vector<int64_t>{1, 1, 33, 8}));
