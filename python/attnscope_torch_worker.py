@@ -226,7 +226,18 @@ class Workload:
         dtype = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}[spec["dtype"]]
         d = req["dir"]
         load = lambda name: read_npy(os.path.join(d, name)).to(self.device, dtype).contiguous()
-        self.q, self.k, self.v = load("q.npy"), load("k.npy"), load("v.npy")
+        # kind layer: x and the weights; the layer computes q, k, v in each call (the module
+        # beside this script). Otherwise q, k, v are the inputs.
+        self.layer = None
+        self.q = self.k = self.v = None
+        if spec.get("kind", "attention") == "layer":
+            try:
+                import attnscope_torch_layer
+            except ImportError as e:
+                raise RuntimeError("kind layer needs attnscope_torch_layer.py next to the worker script (%s)" % e)
+            self.layer = attnscope_torch_layer.Layer(spec, load, self)
+        else:
+            self.q, self.k, self.v = load("q.npy"), load("k.npy"), load("v.npy")
         # pass train: forward, then loss = sum(O * G) backward through autograd; dQ, dK, dV are
         # the leaves' gradients (checkpoint attention: the call runs under torch.utils.checkpoint).
         self.train = spec.get("pass", "forward") == "train"
@@ -240,15 +251,17 @@ class Workload:
             # 2.0 has no scale argument: fold the scale into q (SDPA multiplies by 1/sqrt(D)).
             del self.kwargs["scale"]
             self.q_factor = spec["scale"] * spec["head_dim"] ** 0.5
-            self.q = self.q * self.q_factor
+            if self.layer is None:
+                self.q = self.q * self.q_factor  # a layer folds it into its projected q in each call
             self.notes.append("scale folded into q (torch 2.0 has no scale argument)")
         hq, hkv = spec["heads"], spec["kv_heads"]
         if hq != hkv:
             if has_enable_gqa():
                 self.kwargs["enable_gqa"] = True
                 self.notes.append("GQA via enable_gqa=True")
-            elif self.train:
-                # Repeated inside the call, so autograd sums dK, dV over each group's heads.
+            elif self.train or self.layer is not None:
+                # Repeated inside the call, so autograd sums dK, dV over each group's heads (a
+                # layer's K and V only exist inside the call).
                 self.repeat = hq // hkv
                 self.notes.append("GQA: K/V repeated to %d heads in the call (torch %s has no enable_gqa)" % (
                     hq, torch.__version__))
@@ -257,9 +270,12 @@ class Workload:
                 self.k = self.k.repeat_interleave(rep, dim=1).contiguous()
                 self.v = self.v.repeat_interleave(rep, dim=1).contiguous()
                 self.notes.append("GQA: K/V repeated to %d heads (torch %s has no enable_gqa)" % (hq, torch.__version__))
+        if self.layer is not None:
+            self.notes.append("layer: F.linear, SDPA, F.linear")
         if self.train:
-            self.notes.append("train: loss = sum(O * G) backward through autograd" +
-                              (", forward under torch.utils.checkpoint" if self.checkpoint else ""))
+            self.notes.append("train: loss = sum(%s * G) backward through autograd" % ("y" if self.layer else "O") +
+                              (", %s under torch.utils.checkpoint" % ("attention" if self.layer else "forward")
+                               if self.checkpoint else ""))
         self.mask = None  # the tensor we hold (counted as an input)
         self.choice_mask = None  # what _fused_sdp_choice is asked about
         self.is_causal = False
@@ -283,12 +299,19 @@ class Workload:
             self.notes.append("mask: boolean tensor [%s]" % shape if mask == "tensor" else
                               "mask: causal as a boolean tensor [%s] (torch %s has no causal_lower_right)" % (
                                   shape, torch.__version__))
-        self.input_bytes = sum(t.numel() * t.element_size() for t in (self.q, self.k, self.v, self.mask, self.g)
-                               if t is not None)
+        self.input_bytes = sum(t.numel() * t.element_size() for _, t in self.input_tensors())
         self.choice = self.fused_choice()
 
+    def input_tensors(self):
+        """(name, tensor) of what was loaded before any call: live throughout the profiled call."""
+        first = self.layer.input_tensors() if self.layer else [("q", self.q), ("k", self.k), ("v", self.v)]
+        return [(n, t) for n, t in first + [("mask", self.mask), ("g", self.g)] if t is not None]
+
     def fused_choice(self):
-        args = (self.q, self.k, self.v, self.choice_mask, 0.0, self.is_causal)
+        q, k, v = self.layer.choice_tensors() if self.layer else (self.q, self.k, self.v)
+        if self.layer and self.repeat > 1:
+            k, v = k.repeat_interleave(self.repeat, dim=1), v.repeat_interleave(self.repeat, dim=1)
+        args = (q, k, v, self.choice_mask, 0.0, self.is_causal)
         kw = {"scale": self.kwargs["scale"]} if "scale" in self.kwargs else {}
         if "enable_gqa" in self.kwargs:
             kw["enable_gqa"] = True
@@ -306,6 +329,8 @@ class Workload:
         return F.scaled_dot_product_attention(q, k, v, is_causal=self.is_causal, **self.kwargs)
 
     def call(self):
+        if self.layer is not None:
+            return self.layer.call()
         if not self.train:
             return self.sdpa(self.q, self.k, self.v)
         # Leaves sharing the inputs' storage (no copies); the gradients are autograd's own tensors.
@@ -342,6 +367,8 @@ def run_once(w):
             seconds = time.perf_counter() - t0
     del out
     w.grads = None
+    if w.layer is not None:
+        w.layer.grads = None
     return seconds
 
 
@@ -356,12 +383,19 @@ def profiled_call(w, out_path, trace_dir, max_events):
     if w.device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(w.device)
         cuda_base = torch.cuda.memory_allocated(w.device)
+    if w.layer is not None:
+        w.layer.phases = []
     with kernel_context(w.kernel):
         with profile(activities=activities, profile_memory=True) as prof:
             t_start = time.monotonic_ns()
             with record_function("attnscope.sdpa"):
-                out = w.call()
-                w.synchronize()
+                try:
+                    out = w.call()
+                    w.synchronize()
+                finally:
+                    phases = w.layer.phases if w.layer is not None else None
+                    if w.layer is not None:
+                        w.layer.phases = None
     result = {}
     if w.device.type == "cuda":
         result["peak_bytes"] = int(torch.cuda.max_memory_allocated(w.device))
@@ -369,7 +403,10 @@ def profiled_call(w, out_path, trace_dir, max_events):
         result["reserved_bytes"] = int(torch.cuda.max_memory_reserved(w.device))
     write_npy(out_path, out)
     del out
-    if w.train:
+    if w.train and w.layer is not None:
+        w.layer.write_gradients(os.path.dirname(out_path), write_npy)
+        w.layer.grads = None
+    elif w.train:
         for name, grad in zip(("dq.npy", "dk.npy", "dv.npy"), w.grads):
             write_npy(os.path.join(os.path.dirname(out_path), name), grad)
     w.grads = None
@@ -378,11 +415,11 @@ def profiled_call(w, out_path, trace_dir, max_events):
     with open(path) as f:
         trace = json.load(f)
     os.unlink(path)
-    result.update(convert_trace(w, trace, t_start, max_events))
+    result.update(convert_trace(w, trace, t_start, max_events, phases))
     return result
 
 
-def convert_trace(w, trace, t_start, max_events):
+def convert_trace(w, trace, t_start, max_events, phases=None):
     events = trace.get("traceEvents", [])
     anchor = next((e for e in events if e.get("name") == "attnscope.sdpa" and e.get("ph") == "X"), None)
     offset = t_start - int(anchor["ts"] * 1000) if anchor else t_start
@@ -392,7 +429,9 @@ def convert_trace(w, trace, t_start, max_events):
         ph, cat, name = e.get("ph"), e.get("cat", ""), e.get("name", "")
         if ph == "X" and cat in ("cpu_op", "user_annotation", "kernel", "gpu_memcpy", "gpu_memset"):
             if name == "attnscope.sdpa":
-                out.append({"k": "phase", "n": "profiled sdpa call", "s": ns(e["ts"]), "e": ns(e["ts"] + e["dur"])})
+                # A layer's own phases (below) say what the call did; the range only anchors the clock.
+                if phases is None:
+                    out.append({"k": "phase", "n": "profiled sdpa call", "s": ns(e["ts"]), "e": ns(e["ts"] + e["dur"])})
                 continue
             short = name[6:] if name.startswith("aten::") else name
             if not ran:
@@ -411,12 +450,12 @@ def convert_trace(w, trace, t_start, max_events):
             b = int(a.get("Bytes", 0))
             out.append({"k": "alloc" if b >= 0 else "free", "s": ns(e["ts"]), "b": abs(b), "a": int(a.get("Addr", 0)),
                         "d": int(a.get("Device Type", 0))})
+    for name, start, end in phases or []:  # already on the monotonic clock
+        out.append({"k": "phase", "n": name, "s": start, "e": end})
     # The inputs were allocated before the profiled call; they are live throughout it.
-    inputs = [("q", w.q), ("k", w.k), ("v", w.v), ("mask", w.mask), ("g", w.g)]
-    for name, t in inputs:
-        if t is not None:
-            out.append({"k": "alloc", "n": name, "s": t_start - 1, "b": t.numel() * t.element_size(),
-                        "a": t.data_ptr(), "d": 1 if t.is_cuda else 0})
+    for name, t in w.input_tensors():
+        out.append({"k": "alloc", "n": name, "s": t_start - 1, "b": t.numel() * t.element_size(),
+                    "a": t.data_ptr(), "d": 1 if t.is_cuda else 0})
     dropped = max(0, len(out) - max_events)
     if dropped:
         out = [e for e in out if e["k"] not in ("kernel", "memcpy", "memset")] + \
@@ -462,6 +501,9 @@ def main():
                     reply["seconds"] = run_once(workload)
                 elif op == "finish":
                     reply.update(profiled_call(workload, req["out"], req["dir"], int(req.get("max_events", 20000))))
+                elif op == "intermediates":  # kind layer: the stages' tensors for the accuracy check
+                    with kernel_context(workload.kernel):
+                        reply["written"] = workload.layer.write_intermediates(req["dir"], write_npy)
                 elif op == "release":
                     workload = None
                     if torch.cuda.is_initialized():

@@ -20,7 +20,8 @@ nlohmann::json specRequest(const WorkloadSpec& s) {
   return {{"batch", s.batch},       {"heads", s.heads},       {"kv_heads", s.kvHeads()},
           {"seq_q", s.seq_q},       {"seq_kv", s.seqKv()},    {"head_dim", s.headDim()},
           {"dtype", std::string(toString(s.dtype))}, {"mask", maskPassing(s)}, {"scale", s.effectiveScale()},
-          {"pass", std::string(toString(s.pass))}, {"checkpoint", std::string(toString(s.checkpoint))}};
+          {"pass", std::string(toString(s.pass))}, {"checkpoint", std::string(toString(s.checkpoint))},
+          {"kind", std::string(toString(s.kind))}, {"width", layerWidth(s)}};
 }
 
 std::string deviceFact(const TorchHello& h, bool cuda) {
@@ -61,7 +62,7 @@ class TorchExecution final : public Execution {
   }
 
   double run() override {
-    PhaseScope phase(ctx_, "sdpa call");
+    PhaseScope phase(ctx_, layer() ? "layer call" : "sdpa call");
     return ask({{"op", "run"}}).value("seconds", 0.0);
   }
 
@@ -77,7 +78,14 @@ class TorchExecution final : public Execution {
       ctx_.addWarning("trace: " + std::to_string(dropped) + " profiler ops beyond the first " +
                       std::to_string(kMaxTraceEvents) + " events were left out");
     out = readTorchOutput(folder_.file("out.npy"), spec_);
-    if (spec_.pass == Pass::train) {
+    if (spec_.pass == Pass::train && layer()) {
+      const int64_t e = layerWidth(spec_), rows = layerQkvRows(spec_);
+      layer_grads_.dx = readTorchTensor(folder_.file("dx.npy"), {spec_.batch, spec_.seq_q, e});
+      layer_grads_.dw_qkv = readTorchTensor(folder_.file("dw_qkv.npy"), {rows, e});
+      layer_grads_.db_qkv = readTorchTensor(folder_.file("db_qkv.npy"), {rows});
+      layer_grads_.dw_o = readTorchTensor(folder_.file("dw_o.npy"), {e, spec_.heads * spec_.headDim()});
+      layer_grads_.db_o = readTorchTensor(folder_.file("db_o.npy"), {e});
+    } else if (spec_.pass == Pass::train) {
       const std::vector<int64_t> qs{spec_.batch, spec_.heads, spec_.seq_q, spec_.headDim()};
       const std::vector<int64_t> kvs{spec_.batch, spec_.kvHeads(), spec_.seqKv(), spec_.headDim()};
       grads_.dq = readTorchTensor(folder_.file("dq.npy"), qs);
@@ -90,6 +98,35 @@ class TorchExecution final : public Execution {
   bool gradients(AttentionGradients& out) override {
     if (spec_.pass != Pass::train || grads_.dq.empty()) return false;
     out = grads_;
+    return true;
+  }
+
+  bool layerGradients(LayerGradients& out) override {
+    if (!layer() || spec_.pass != Pass::train || layer_grads_.dx.empty()) return false;
+    out = layer_grads_;
+    return true;
+  }
+
+  // The stages' tensors come from one more call after the profiled one (not timed, not profiled):
+  // keeping them during the profiled call would lengthen their lives and change the peak.
+  bool layerIntermediates(LayerIntermediates& out) override {
+    if (!layer()) return false;
+    ask({{"op", "intermediates"}, {"dir", folder_.path()}});
+    const std::vector<int64_t> qs{spec_.batch, spec_.heads, spec_.seq_q, spec_.headDim()};
+    const std::vector<int64_t> kvs{spec_.batch, spec_.kvHeads(), spec_.seq_q, spec_.headDim()};
+    auto read = [&](const char* name, const std::vector<int64_t>& shape) {
+      return readTorchTensor(folder_.file(name), shape, spec_.dtype);
+    };
+    out.q = read("mid_q.npy", qs);
+    out.k = read("mid_k.npy", kvs);
+    out.v = read("mid_v.npy", kvs);
+    out.o = read("mid_o.npy", qs);
+    if (spec_.pass == Pass::train) {
+      out.d_o = read("mid_d_o.npy", qs);
+      out.dq = read("mid_dq.npy", qs);
+      out.dk = read("mid_dk.npy", kvs);
+      out.dv = read("mid_dv.npy", kvs);
+    }
     return true;
   }
 
@@ -111,6 +148,7 @@ class TorchExecution final : public Execution {
     throw std::runtime_error(message);
   }
   const std::atomic<bool>* ctxCancel() const { return ctx_.cancelFlag(); }
+  bool layer() const { return spec_.kind == WorkloadKind::layer; }
 
   TorchSession& session_;
   std::shared_ptr<TorchWorker> worker_;  // shared: a discarded worker stays valid (dead) for us
@@ -119,6 +157,7 @@ class TorchExecution final : public Execution {
   RunFolder folder_;
   std::string choice_;
   AttentionGradients grads_;
+  LayerGradients layer_grads_;
 };
 
 }  // namespace
@@ -163,8 +202,6 @@ Support TorchBackend::support(const WorkloadSpec& spec) const {
   Support s;
   // A probe cancelled by Ctrl-C knows nothing: let the engine see the cancel and say so.
   if (auto r = TorchProbe::instance().result(); r && r->cancelled) return s;
-  // The worker runs one SDPA (train: through autograd); a whole layer is not implemented there.
-  if (spec.kind == WorkloadKind::layer) s.reasons.push_back("kind layer is not implemented by the torch backends yet");
   if (spec.checkpoint == Checkpoint::attention && spec.pass != Pass::train)
     s.reasons.push_back("checkpoint attention needs pass train (a forward pass saves nothing for a backward)");
   if (Availability a = availability(); !a.available) {
@@ -180,9 +217,11 @@ MemoryPlan TorchBackend::plan(const WorkloadSpec& spec) const {
   auto r = TorchProbe::instance().result();
   if (!r) return MemoryPlan::unknown("still checking the Python for torch");
   if (!r->problem.empty()) return MemoryPlan::unknown(r->problem);
-  // The explainer models SDPA's forward; autograd's saved tensors and gradients are measured only.
+  // The explainer models SDPA's forward; autograd's saved tensors and gradients, and a layer's
+  // projections, are measured only.
+  if (spec.kind == WorkloadKind::layer)
+    return MemoryPlan::unknown("no prediction for torch's layer (measured only: the explainer models SDPA alone)");
   if (spec.pass == Pass::train) return MemoryPlan::unknown("no prediction for torch's backward (measured only)");
-  if (spec.kind == WorkloadKind::layer) return MemoryPlan::unknown("kind layer is not implemented by the torch backends");
   return predictTorch(spec, r->hello, onCuda(), kernel_).plan;
 }
 

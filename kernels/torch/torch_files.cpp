@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <stdexcept>
 #include <unistd.h>
+#include <utility>
 
 #include "core/mask.h"
 #include "core/npy.h"
@@ -63,9 +64,15 @@ RunFolder::~RunFolder() {
 }
 
 void writeTorchInputs(const RunFolder& dir, const WorkloadSpec& s, const HostInputs& in) {
-  writeNpy(dir.file("q.npy"), tensorFile(in.q));
-  writeNpy(dir.file("k.npy"), tensorFile(in.k));
-  writeNpy(dir.file("v.npy"), tensorFile(in.v));
+  if (s.kind == WorkloadKind::layer) {
+    for (const auto& [name, t] : {std::pair{"x.npy", &in.x}, {"w_qkv.npy", &in.w_qkv}, {"b_qkv.npy", &in.b_qkv},
+                                  {"w_o.npy", &in.w_o}, {"b_o.npy", &in.b_o}})
+      writeNpy(dir.file(name), tensorFile(*t));
+  } else {
+    writeNpy(dir.file("q.npy"), tensorFile(in.q));
+    writeNpy(dir.file("k.npy"), tensorFile(in.k));
+    writeNpy(dir.file("v.npy"), tensorFile(in.v));
+  }
   if (s.pass == Pass::train) writeNpy(dir.file("g.npy"), tensorFile(in.g));
   const bool lowerRightCausal = s.mask.kind == MaskKind::causal && s.seq_q != s.seqKv();
   if (maskPassing(s) != "tensor" && !lowerRightCausal) return;
@@ -89,6 +96,7 @@ void writeTorchInputs(const RunFolder& dir, const WorkloadSpec& s, const HostInp
 }
 
 std::vector<float> readTorchOutput(const std::string& path, const WorkloadSpec& s) {
+  if (s.kind == WorkloadKind::layer) return readTorchTensor(path, {s.batch, s.seq_q, layerWidth(s)});
   return readTorchTensor(path, {s.batch, s.heads, s.seq_q, s.headDim()});
 }
 
@@ -99,6 +107,13 @@ std::vector<float> readTorchTensor(const std::string& path, const std::vector<in
   std::vector<float> out(a.data.size() / 4);
   std::memcpy(out.data(), a.data.data(), out.size() * 4);
   return out;
+}
+
+HostTensor readTorchTensor(const std::string& path, const std::vector<int64_t>& shape, DType dtype) {
+  const std::vector<float> values = readTorchTensor(path, shape);
+  HostTensor t = HostTensor::zeros(dtype, shape);
+  for (int64_t i = 0; i < t.elements(); ++i) t.set(i, values[static_cast<size_t>(i)]);
+  return t;
 }
 
 }  // namespace attnscope::torch

@@ -32,13 +32,16 @@ class RunFolder {
   std::string path_;
 };
 
-// Writes q.npy, k.npy, v.npy ([B,H,L,D]; bf16 as float32 holding the exact bf16 values), g.npy
-// for pass = train (G of the loss sum(O * G), [B,H,Lq,D]) and, for
-// masks passed as tensors, mask.npy (bool, [1,1,Lq,Lkv] or [B,H,Lq,Lkv] per the spec's layout).
+// Writes q.npy, k.npy, v.npy ([B,H,L,D]; bf16 as float32 holding the exact bf16 values) or, for
+// kind = layer, x.npy, w_qkv.npy, b_qkv.npy, w_o.npy, b_o.npy (the layer contract's names and
+// shapes); g.npy for pass = train (G of the loss sum(O * G): [B,H,Lq,D], a layer's [B,L,E]) and,
+// for masks passed as tensors, mask.npy (bool, [1,1,Lq,Lkv] or [B,H,Lq,Lkv] per the spec's layout).
 void writeTorchInputs(const RunFolder& dir, const WorkloadSpec& spec, const HostInputs& inputs);
-// Reads the worker's out.npy (float32, [B,H,Lq,D]) and checks its shape.
+// Reads the worker's out.npy (float32, [B,H,Lq,D]; kind = layer: y, [B,L,E]) and checks its shape.
 std::vector<float> readTorchOutput(const std::string& path, const WorkloadSpec& spec);
-// Reads a float32 .npy the worker wrote (dq.npy, dk.npy, dv.npy) and checks its shape.
+// Reads a float32 .npy the worker wrote (dq.npy, dx.npy, ...) and checks its shape.
 std::vector<float> readTorchTensor(const std::string& path, const std::vector<int64_t>& shape);
+// The same as a tensor in `dtype` (the worker's values are already that dtype's, so exact).
+HostTensor readTorchTensor(const std::string& path, const std::vector<int64_t>& shape, DType dtype);
 
 }  // namespace attnscope::torch

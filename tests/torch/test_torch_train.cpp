@@ -60,14 +60,6 @@ TEST_F(TorchTrain, TrainPeakIsAboveTheForwardPeak) {
   EXPECT_GE(t.memory.measured_peak, f.memory.measured_peak + 4 * fwd.qElements() * 4);
 }
 
-TEST_F(TorchTrain, LayerIsRefusedWithTheReason) {
-  WorkloadSpec s = spec(2, 16, 16, 8);
-  s.kind = WorkloadKind::layer;
-  const Support sup = autoB.support(s);
-  ASSERT_FALSE(sup.ok());
-  EXPECT_NE(sup.reasons.front().find("kind layer"), std::string::npos);
-}
-
 }  // namespace
 }  // namespace attnscope
 

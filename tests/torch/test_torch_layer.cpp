@@ -1,0 +1,193 @@
+// kind = layer on the torch backends with the real torch of ATTNSCOPE_TEST_PYTHON: torch's own
+// F.linear + SDPA + F.linear (train: y.backward(G) through autograd) run through the real engine,
+// y and every gradient held against the float64 layer check (core/reference_layer.h) like the CPU
+// backends'; a planted error in torch's y or in one gradient fails that check; the phases come
+// from the worker's profiled call; memory is measured (autograd's saved tensors included), never
+// predicted. Exits 77 (skipped) without ATTNSCOPE_TEST_PYTHON.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <set>
+
+#include "kernels/torch/torch_python.h"
+#include "tests/torch/torch_test_support.h"
+
+namespace attnscope {
+namespace {
+
+using namespace torchtest;
+
+const char* testPython() { return std::getenv("ATTNSCOPE_TEST_PYTHON"); }
+
+WorkloadSpec layer(WorkloadSpec s, Pass pass = Pass::forward, Checkpoint c = Checkpoint::none, int64_t width = 0) {
+  s.kind = WorkloadKind::layer;
+  s.pass = pass;
+  s.checkpoint = c;
+  s.width = width;
+  return s;
+}
+
+std::set<std::string> phaseNames(const RunResult& r) {
+  std::set<std::string> names;
+  for (const TraceEvent& e : r.trace.events)
+    if (e.kind == EventKind::phase) names.insert(e.name);
+  return names;
+}
+
+// The phase called `name`, nested (by time) inside the one called `parent`.
+bool nestedIn(const RunResult& r, const std::string& name, const std::string& parent) {
+  for (const TraceEvent& in : r.trace.events)
+    if (in.kind == EventKind::phase && in.name == name)
+      for (const TraceEvent& out : r.trace.events)
+        if (out.kind == EventKind::phase && out.name == parent && out.start_ns <= in.start_ns && in.end_ns <= out.end_ns)
+          return true;
+  return false;
+}
+
+struct TorchLayer : ::testing::Test {
+  static void SetUpTestSuite() { torch::setCommandLinePython(testPython()); }
+  static std::shared_ptr<torch::TorchSession> session() {
+    static auto s = std::make_shared<torch::TorchSession>();
+    return s;
+  }
+  torch::TorchBackend autoB{"cpu", "auto", session()};
+  torch::TorchBackend mathB{"cpu", "math", session()};
+};
+
+TEST_F(TorchLayer, ForwardAndTrainMatchTheFloat64Check) {
+  WorkloadSpec dense = spec(4, 48, 48, 8, "dense:0.5", 2);
+  dense.mask_layout = MaskLayout::per_head;
+  const std::vector<WorkloadSpec> specs = {
+      layer(spec(2, 37, 37, 16)),                                                    // forward
+      layer(spec(4, 40, 40, 16, "causal", 2), Pass::forward, Checkpoint::none, 48),  // GQA, E from width
+      layer(spec(2, 37, 37, 16), Pass::train),
+      layer(spec(4, 40, 40, 16, "causal", 2), Pass::train, Checkpoint::none, 48),
+      layer(spec(4, 40, 40, 16, "causal", 2), Pass::train, Checkpoint::attention, 48),
+      layer(dense, Pass::train, Checkpoint::attention),
+      layer(spec(2, 33, 33, 16, "window:8", 0, DType::bf16), Pass::train),
+      layer(spec(4, 32, 32, 16, "causal", 1, DType::bf16), Pass::train, Checkpoint::attention, 96),
+  };
+  for (torch::TorchBackend* b : {&autoB, &mathB})
+    for (const WorkloadSpec& s : specs) {
+      RunResult r = runOnce(*b, s);
+      SCOPED_TRACE(b->id() + " " + summary(s) + " E " + std::to_string(layerWidth(s)) + " " +
+                   std::string(toString(s.pass)) + " checkpoint " + std::string(toString(s.checkpoint)) + ": " + r.message);
+      ASSERT_EQ(r.status, RunStatus::ok);
+      EXPECT_TRUE(r.accuracy.checked);
+      EXPECT_TRUE(r.accuracy.passed()) << r.accuracy.max_abs_error << " > " << r.accuracy.tolerance;
+      EXPECT_FALSE(r.plan.known);  // measured only
+      EXPECT_FALSE(r.plan.unknown_reason.empty());
+      EXPECT_GT(r.memory.measured_peak, 0);
+      if (b->kernel() != "auto") {
+        EXPECT_EQ(r.facts["torch.ran"], b->kernel());
+      }
+      const std::set<std::string> phases = phaseNames(r);
+      for (const char* p : {"qkv_proj", "attention", "out_proj"}) EXPECT_TRUE(phases.count(p)) << p;
+      const bool train = s.pass == Pass::train;
+      for (const char* p : {"out_proj_backward", "attention_backward", "qkv_proj_backward"})
+        EXPECT_EQ(phases.count(p), train ? 1u : 0u) << p;
+      // torch.utils.checkpoint runs the attention again inside its backward.
+      EXPECT_EQ(nestedIn(r, "recompute", "attention_backward"), s.checkpoint == Checkpoint::attention);
+    }
+}
+
+// The memory a train pass measures includes what autograd keeps: G and the five gradients are
+// live at its end on top of everything the forward holds.
+TEST_F(TorchLayer, TrainPeakIncludesTheGradients) {
+  const WorkloadSpec fwd = layer(spec(4, 128, 128, 32), Pass::forward, Checkpoint::none, 192);
+  WorkloadSpec trn = fwd;
+  trn.pass = Pass::train;
+  const RunResult f = runOnce(mathB, fwd), t = runOnce(mathB, trn);
+  ASSERT_EQ(f.status, RunStatus::ok) << f.message;
+  ASSERT_EQ(t.status, RunStatus::ok) << t.message;
+  const int64_t e = layerWidth(fwd), rows = layerQkvRows(fwd), hd = fwd.heads * fwd.headDim();
+  const int64_t g = fwd.batch * fwd.seq_q * e * 4;
+  const int64_t grads = g + (rows * e + rows + e * hd + e) * 4;  // dx (G's size) and the weights' gradients
+  std::printf("torch.cpu.math layer %s E %lld: forward peak %lld, train peak %lld\n", summary(fwd).c_str(),
+              static_cast<long long>(e), static_cast<long long>(f.memory.measured_peak),
+              static_cast<long long>(t.memory.measured_peak));
+  EXPECT_GE(t.memory.measured_peak, f.memory.measured_peak + g);
+  // Inputs, G, y and the gradients are all live when the backward ends.
+  const int64_t inputs = (fwd.batch * fwd.seq_q * e + rows * e + rows + e * hd + e) * 4;
+  EXPECT_GE(t.memory.measured_peak, inputs + g + g + grads);
+  // The profiler's allocations are the trace's memory curve.
+  EXPECT_TRUE(std::any_of(t.trace.events.begin(), t.trace.events.end(),
+                          [](const TraceEvent& ev) { return ev.kind == EventKind::alloc && ev.name == "w_qkv"; }));
+}
+
+// A backend whose results are torch's with one value changed: the layer check must fail it.
+enum class Plant { y, dw_qkv, dx };
+
+class PlantedExecution final : public Execution {
+ public:
+  PlantedExecution(std::unique_ptr<Execution> inner, Plant plant) : inner_(std::move(inner)), plant_(plant) {}
+  double run() override { return inner_->run(); }
+  void output(std::vector<float>& out) override {
+    inner_->output(out);
+    if (plant_ == Plant::y) out[out.size() / 2] += 0.5f;
+  }
+  bool layerGradients(LayerGradients& g) override {
+    if (!inner_->layerGradients(g)) return false;
+    if (plant_ == Plant::dw_qkv) g.dw_qkv[g.dw_qkv.size() - 1] += 0.5f;
+    if (plant_ == Plant::dx) g.dx[0] -= 0.5f;
+    return true;
+  }
+  bool layerIntermediates(LayerIntermediates& m) override { return inner_->layerIntermediates(m); }
+
+ private:
+  std::unique_ptr<Execution> inner_;
+  Plant plant_;
+};
+
+class PlantedBackend final : public Backend {
+ public:
+  PlantedBackend(Backend& inner, Plant plant) : inner_(inner), plant_(plant) {}
+  std::string id() const override { return inner_.id() + ".planted"; }
+  std::string device() const override { return inner_.device(); }
+  std::string description() const override { return inner_.description(); }
+  Availability availability() const override { return inner_.availability(); }
+  Support support(const WorkloadSpec& s) const override { return inner_.support(s); }
+  MemoryPlan plan(const WorkloadSpec& s) const override { return inner_.plan(s); }
+  int64_t memoryAvailable() const override { return inner_.memoryAvailable(); }
+  std::unique_ptr<TrackingAllocator> makeAllocator() const override { return inner_.makeAllocator(); }
+  std::unique_ptr<Execution> prepare(const WorkloadSpec& s, const HostInputs& in, RunContext& ctx) override {
+    return std::make_unique<PlantedExecution>(inner_.prepare(s, in, ctx), plant_);
+  }
+
+ private:
+  Backend& inner_;
+  Plant plant_;
+};
+
+TEST_F(TorchLayer, APlantedErrorFailsTheCheck) {
+  const WorkloadSpec s = layer(spec(4, 24, 24, 8, "causal", 2), Pass::train, Checkpoint::none, 40);
+  for (Plant p : {Plant::y, Plant::dw_qkv, Plant::dx}) {
+    PlantedBackend planted(autoB, p);
+    const RunResult r = runOnce(planted, s);
+    SCOPED_TRACE(r.message);
+    EXPECT_EQ(r.status, RunStatus::wrong);
+    EXPECT_FALSE(r.accuracy.passed());
+  }
+  // The same runs unplanted pass: the failures above are the planted values.
+  const RunResult clean = runOnce(autoB, s);
+  EXPECT_EQ(clean.status, RunStatus::ok) << clean.message;
+}
+
+TEST_F(TorchLayer, CheckpointWithAForwardPassIsRefused) {
+  const Support sup = autoB.support(layer(spec(2, 16, 16, 8), Pass::forward, Checkpoint::attention));
+  ASSERT_FALSE(sup.ok());
+  EXPECT_NE(sup.reasons.front().find("needs pass train"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace attnscope
+
+int main(int argc, char** argv) {
+  if (!attnscope::testPython() || !*attnscope::testPython()) {
+    std::printf("skipped: ATTNSCOPE_TEST_PYTHON is not set (bash scripts/torch-venv.sh prints a Python with torch)\n");
+    return 77;
+  }
+  ::testing::InitGoogleTest(&argc, argv);
+  return RUN_ALL_TESTS();
+}
