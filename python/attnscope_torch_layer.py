@@ -13,8 +13,9 @@ Phases are host ranges on time.monotonic_ns(), the clock the worker's trace is m
 qkv_proj, attention, out_proj in the forward; in the backward, hooks on the tensors between the
 stages mark where autograd's engine reaches them (out_proj_backward until merge(o)'s gradient
 is about to be used, attention_backward until q's, k's and v's are, then qkv_proj_backward);
-a checkpoint's recompute is a range inside attention_backward. Only the profiled call records
-them (on CUDA it synchronises at each boundary so the ranges hold the GPU's work).
+a checkpoint's recompute is a range inside attention_backward. The profiled call records them
+(on CUDA it synchronises at each boundary so the ranges hold the GPU's work), and so do the timed
+calls on the CPU, where an op has finished when it returns.
 """
 
 import contextlib
@@ -74,7 +75,7 @@ class Layer:
             yield
         finally:
             self.w.synchronize()
-            self.phases.append((name, start, time.monotonic_ns()))
+            self.phases.append({"k": "phase", "n": name, "s": start, "e": time.monotonic_ns()})
 
     def call(self, keep=False):
         """One forward (and backward for train). keep: also keep q, k, v, o and their gradients
@@ -126,9 +127,10 @@ class Layer:
         end = time.monotonic_ns()
         out_end = marks.get("out", end)
         att_end = marks.get("attention", end)
-        self.phases += [("out_proj_backward", start, out_end), ("attention_backward", out_end, att_end),
-                        ("qkv_proj_backward", att_end, end)]
-        self.phases.sort(key=lambda p: p[1])
+        self.phases += [{"k": "phase", "n": n, "s": s, "e": e} for n, s, e in (
+            ("out_proj_backward", start, out_end), ("attention_backward", out_end, att_end),
+            ("qkv_proj_backward", att_end, end))]
+        self.phases.sort(key=lambda p: p["s"])
 
     def mark(self, marks, name, count):
         # Several tensors may end one stage: it ends when the last of them is reached.

@@ -84,9 +84,13 @@ TEST_F(TorchLayer, ForwardAndTrainMatchTheFloat64Check) {
       }
       const std::set<std::string> phases = phaseNames(r);
       for (const char* p : {"qkv_proj", "attention", "out_proj"}) EXPECT_TRUE(phases.count(p)) << p;
-      // Top-level, so that a sweep's phase columns line up with the CPU backends'.
+      // Top-level, so that a sweep's phase columns line up with the CPU backends', and on the CPU
+      // from the timed call as well as the profiled one (runOnce: no warm-up, one repetition).
       EXPECT_FALSE(phases.count("profiled call"));
-      EXPECT_FALSE(nestedIn(r, "qkv_proj", "layer call"));
+      EXPECT_FALSE(phases.count("layer call"));
+      EXPECT_EQ(std::count_if(r.trace.events.begin(), r.trace.events.end(),
+                              [](const TraceEvent& e) { return e.kind == EventKind::phase && e.name == "out_proj"; }),
+                2);
       const bool train = s.pass == Pass::train;
       for (const char* p : {"out_proj_backward", "attention_backward", "qkv_proj_backward"})
         EXPECT_EQ(phases.count(p), train ? 1u : 0u) << p;
@@ -175,6 +179,19 @@ TEST_F(TorchLayer, APlantedErrorFailsTheCheck) {
   // The same runs unplanted pass: the failures above are the planted values.
   const RunResult clean = runOnce(autoB, s);
   EXPECT_EQ(clean.status, RunStatus::ok) << clean.message;
+}
+
+// Past the engine's traced passes, the timed calls' phases are counted and dropped like any
+// backend's, so a long run's trace stays bounded.
+TEST_F(TorchLayer, PhasesOfUntracedPassesAreDropped) {
+  const WorkloadSpec s = layer(spec(2, 16, 16, 8), Pass::train);
+  const RunResult r = runOnce(autoB, s, nullptr, kTracedPasses + 2);
+  ASSERT_EQ(r.status, RunStatus::ok) << r.message;
+  EXPECT_EQ(std::count_if(r.trace.events.begin(), r.trace.events.end(),
+                          [](const TraceEvent& e) { return e.kind == EventKind::phase && e.name == "qkv_proj"; }),
+            kTracedPasses + 1);  // the traced timed calls and the profiled one
+  EXPECT_NE(r.message.find("events of the other passes dropped"), std::string::npos) << r.message;
+  EXPECT_EQ(r.message.find(" 0 events of the other passes dropped"), std::string::npos) << r.message;
 }
 
 TEST_F(TorchLayer, CheckpointWithAForwardPassIsRefused) {
