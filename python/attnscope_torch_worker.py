@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """AttnScope's PyTorch worker: runs torch.nn.functional.scaled_dot_product_attention for the
-torch.* backends, in the user's own Python, talking JSON lines over stdin/stdout.
+torch.* backends, in the user's own Python, talking JSON lines over stdin/stdout (kind layer:
+the layer around it, in attnscope_torch_layer.py beside this script).
 
 Protocol (version 1, documented in docs/TORCH_WORKER.md): on start the worker prints one
 "hello" line; then it answers each request line with exactly one response line carrying the

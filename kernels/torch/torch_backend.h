@@ -1,7 +1,10 @@
 #pragma once
 // PyTorch's scaled_dot_product_attention as backends: torch.<device>.<kernel>, run by a worker in
 // the user's own Python (python/attnscope_torch_worker.py). "auto" lets SDPA choose; the other
-// kernels are forced (sdpa_kernel, or sdp_kernel before torch 2.3).
+// kernels are forced (sdpa_kernel, or sdp_kernel before torch 2.3). kind layer is torch's own
+// F.linear + that SDPA + F.linear (python/attnscope_torch_layer.py); pass train goes through
+// autograd. Memory is measured by the worker (autograd's saved tensors included), and the outputs
+// and gradients are checked by the engine like any backend's.
 //
 // The worker lives in a TorchSession shared by the torch backends of one registry: one worker
 // per sweep (importing torch costs seconds), restarted after any failure so that a crash, a hang
