@@ -197,6 +197,65 @@ TEST(CpuLayerCheck, AWrongElementAnywhereFails) {
   EXPECT_EQ(runPoint(*backends[0], spec, opt).status, RunStatus::error);
 }
 
+// Hands out a CPU backend's executions with one element of y or of a gradient changed.
+class Corrupting final : public Backend {
+ public:
+  Corrupting(Backend& inner, std::string tensor) : inner_(inner), tensor_(std::move(tensor)) {}
+  std::string id() const override { return inner_.id(); }
+  std::string device() const override { return inner_.device(); }
+  std::string description() const override { return inner_.description(); }
+  Availability availability() const override { return inner_.availability(); }
+  Support support(const WorkloadSpec& s) const override { return inner_.support(s); }
+  MemoryPlan plan(const WorkloadSpec& s) const override { return inner_.plan(s); }
+  int64_t memoryAvailable() const override { return inner_.memoryAvailable(); }
+  std::unique_ptr<TrackingAllocator> makeAllocator() const override { return inner_.makeAllocator(); }
+  std::unique_ptr<Execution> prepare(const WorkloadSpec& s, const HostInputs& in, RunContext& ctx) override {
+    return std::make_unique<Exec>(inner_.prepare(s, in, ctx), tensor_);
+  }
+
+ private:
+  struct Exec final : Execution {
+    Exec(std::unique_ptr<Execution> e, std::string t) : inner(std::move(e)), tensor(std::move(t)) {}
+    double run() override { return inner->run(); }
+    void output(std::vector<float>& out) override {
+      inner->output(out);
+      if (tensor == "y") out[out.size() / 3] += 0.05f;
+    }
+    bool layerGradients(LayerGradients& g) override {
+      if (!inner->layerGradients(g)) return false;
+      for (auto [member, name] : {std::pair{&LayerGradients::dx, "dx"}, std::pair{&LayerGradients::dw_qkv, "dw_qkv"},
+                                  std::pair{&LayerGradients::db_qkv, "db_qkv"}, std::pair{&LayerGradients::dw_o, "dw_o"},
+                                  std::pair{&LayerGradients::db_o, "db_o"}})
+        if (tensor == name) (g.*member).back() += 0.05f;
+      return true;
+    }
+    bool layerIntermediates(LayerIntermediates& m) override { return inner->layerIntermediates(m); }
+    std::unique_ptr<Execution> inner;
+    std::string tensor;
+  };
+  Backend& inner_;
+  std::string tensor_;
+};
+
+// Through the engine, a layer failing its check is status wrong, with the tensor named.
+TEST(CpuLayerCheck, AWrongResultMakesTheRunWrong) {
+  auto backends = cputest::cpuBackends(2);
+  const WorkloadSpec spec =
+      layerSpec({1, 2, 1, 24, 0, 8, DType::fp16, "none", MaskLayout::broadcast, 11}, Pass::train);
+  for (const char* tensor : {"none", "y", "dx", "dw_qkv", "db_qkv", "dw_o", "db_o"}) {
+    Corrupting bad(*backends[0], tensor);
+    RunOptions opt;
+    opt.reps = 1;
+    const RunResult r = runPoint(bad, spec, opt);
+    if (std::string(tensor) == "none") {
+      EXPECT_EQ(r.status, RunStatus::ok) << r.message;
+      continue;
+    }
+    EXPECT_EQ(r.status, RunStatus::wrong) << tensor;
+    EXPECT_NE(r.message.find(tensor), std::string::npos) << tensor << ": " << r.message;
+  }
+}
+
 int64_t plannedAt(const MemoryPlan& p, const std::string& buffer, const std::string& step) {
   int s = -1;
   for (int i = 0; i < p.stepCount(); ++i)
