@@ -109,8 +109,8 @@ const CommandDef kRunDef{
     withSpec({{"backend", "ID", "backend id (see attnscope backends)"},
               {"reps", "N", "timed repetitions (default 5)"},
               {"warmup", "N", "warm-up runs (default 1)"},
-              {"dump", "DIR", "write q.npy k.npy v.npy out.npy (and mask.npy; for --pass train g.npy dq.npy dk.npy dv.npy) in [B,H,L,D] layout"},
-              {"inputs", "DIR", "read q.npy k.npy v.npy (and mask.npy; for --pass train g.npy) instead of generating inputs"},
+              {"dump", "DIR", "write q.npy k.npy v.npy out.npy (and mask.npy; for --pass train g.npy dq.npy dk.npy dv.npy) in [B,H,L,D] layout; --kind layer: x.npy and the weights, y as out.npy, dx.npy and the weights' gradients"},
+              {"inputs", "DIR", "read q.npy k.npy v.npy (and mask.npy; for --pass train g.npy) instead of generating inputs; --kind layer: x.npy w_qkv.npy b_qkv.npy w_o.npy b_o.npy"},
               {"no-check", "", "skip the accuracy check against the float64 reference"},
               {"name", "NAME", "name of the saved run's sweep (default: run <backend>)"},
               pythonOption(),
@@ -165,6 +165,7 @@ int cmdRun(const std::vector<std::string>& argv) {
   HostInputs inputs;
   std::vector<float> output;
   AttentionGradients gradients;
+  LayerGradients layerGradients;
   if (r.status == RunStatus::ok) {
     if (auto dir = args.value("inputs")) {
       try {
@@ -179,6 +180,7 @@ int cmdRun(const std::vector<std::string>& argv) {
     if (dumpDir) {
       opt.output = &output;
       opt.gradients = &gradients;
+      opt.layer_gradients = &layerGradients;
     }
     r = runPoint(backend, spec, opt);
   }
@@ -195,7 +197,7 @@ int cmdRun(const std::vector<std::string>& argv) {
   }
   // A wrong output is dumped too: the files are how one looks into it.
   const bool dumped = dumpDir && (r.status == RunStatus::ok || r.status == RunStatus::wrong);
-  if (dumped) dumpRun(*dumpDir, spec, inputs, output, &gradients);
+  if (dumped) dumpRun(*dumpDir, spec, inputs, output, &gradients, &layerGradients);
   if (args.flag("json")) {
     std::cout << toJson(r).dump(2) << "\n";
   } else {

@@ -324,7 +324,7 @@ HostTensor npyToTensor(const std::string& path, const NpyArray& a, DType dtype, 
 }  // namespace
 
 void dumpRun(const std::string& dir, const WorkloadSpec& s, const HostInputs& in, const std::vector<float>& output,
-             const AttentionGradients* gradients) {
+             const AttentionGradients* gradients, const LayerGradients* layerGradients) {
   std::filesystem::create_directories(dir);
   const auto p = [&](const char* name) { return (std::filesystem::path(dir) / name).string(); };
   // Float results are stored rounded to the spec's dtype, as the backend held them.
@@ -333,13 +333,31 @@ void dumpRun(const std::string& dir, const WorkloadSpec& s, const HostInputs& in
     for (int64_t i = 0; i < t.elements() && i < static_cast<int64_t>(values.size()); ++i) t.set(i, values[static_cast<size_t>(i)]);
     writeNpy(p(name), tensorToNpy(t));
   };
-  writeNpy(p("q.npy"), tensorToNpy(in.q));
-  writeNpy(p("k.npy"), tensorToNpy(in.k));
-  writeNpy(p("v.npy"), tensorToNpy(in.v));
+  if (s.kind == WorkloadKind::layer) {
+    const LayerShapes z(s);
+    writeNpy(p("x.npy"), tensorToNpy(in.x));
+    writeNpy(p("w_qkv.npy"), tensorToNpy(in.w_qkv));
+    writeNpy(p("b_qkv.npy"), tensorToNpy(in.b_qkv));
+    writeNpy(p("w_o.npy"), tensorToNpy(in.w_o));
+    writeNpy(p("b_o.npy"), tensorToNpy(in.b_o));
+    writeFloats("out.npy", output, z.x);
+    if (s.pass == Pass::train && in.g.elements() > 0) writeNpy(p("g.npy"), tensorToNpy(in.g));
+    if (s.pass == Pass::train && layerGradients && !layerGradients->dx.empty()) {
+      writeFloats("dx.npy", layerGradients->dx, z.x);
+      writeFloats("dw_qkv.npy", layerGradients->dw_qkv, z.w_qkv);
+      writeFloats("db_qkv.npy", layerGradients->db_qkv, z.b_qkv);
+      writeFloats("dw_o.npy", layerGradients->dw_o, z.w_o);
+      writeFloats("db_o.npy", layerGradients->db_o, z.b_o);
+    }
+  } else {
+    writeNpy(p("q.npy"), tensorToNpy(in.q));
+    writeNpy(p("k.npy"), tensorToNpy(in.k));
+    writeNpy(p("v.npy"), tensorToNpy(in.v));
+  }
   const std::vector<int64_t> qShape{s.batch, s.heads, s.seq_q, s.headDim()}, kvShape{s.batch, s.kvHeads(), s.seqKv(), s.headDim()};
-  writeFloats("out.npy", output, qShape);
-  if (s.pass == Pass::train && in.g.elements() > 0) writeNpy(p("g.npy"), tensorToNpy(in.g));
-  if (s.pass == Pass::train && gradients && !gradients->dq.empty()) {
+  if (s.kind != WorkloadKind::layer) writeFloats("out.npy", output, qShape);
+  if (s.kind != WorkloadKind::layer && s.pass == Pass::train && in.g.elements() > 0) writeNpy(p("g.npy"), tensorToNpy(in.g));
+  if (s.kind != WorkloadKind::layer && s.pass == Pass::train && gradients && !gradients->dq.empty()) {
     writeFloats("dq.npy", gradients->dq, qShape);
     writeFloats("dk.npy", gradients->dk, kvShape);
     writeFloats("dv.npy", gradients->dv, kvShape);
@@ -372,10 +390,20 @@ HostInputs loadInputs(const std::string& dir, const WorkloadSpec& s) {
   };
   HostInputs in;
   const int64_t d = s.headDim();
-  in.q = tensor("q.npy", {s.batch, s.heads, s.seq_q, d});
-  in.k = tensor("k.npy", {s.batch, s.kvHeads(), s.seqKv(), d});
-  in.v = tensor("v.npy", {s.batch, s.kvHeads(), s.seqKv(), d});
-  if (s.pass == Pass::train) in.g = tensor("g.npy", {s.batch, s.heads, s.seq_q, d});
+  if (s.kind == WorkloadKind::layer) {
+    const LayerShapes z(s);
+    in.x = tensor("x.npy", z.x);
+    in.w_qkv = tensor("w_qkv.npy", z.w_qkv);
+    in.b_qkv = tensor("b_qkv.npy", z.b_qkv);
+    in.w_o = tensor("w_o.npy", z.w_o);
+    in.b_o = tensor("b_o.npy", z.b_o);
+    if (s.pass == Pass::train) in.g = tensor("g.npy", z.x);
+  } else {
+    in.q = tensor("q.npy", {s.batch, s.heads, s.seq_q, d});
+    in.k = tensor("k.npy", {s.batch, s.kvHeads(), s.seqKv(), d});
+    in.v = tensor("v.npy", {s.batch, s.kvHeads(), s.seqKv(), d});
+    if (s.pass == Pass::train) in.g = tensor("g.npy", {s.batch, s.heads, s.seq_q, d});
+  }
   if (s.mask.kind == MaskKind::dense) {
     const std::string path = p("mask.npy");
     const std::vector<int64_t> want = s.mask_layout == MaskLayout::per_head

@@ -16,6 +16,16 @@
 namespace attnscope {
 
 struct AttentionGradients;  // core/backend.h
+struct LayerGradients;      // core/backend.h
+
+// The shapes of a layer's tensors (core/host_inputs.h): x, y, G and dx [B,L,E]; w_qkv
+// [(H + 2 Hkv) D, E]; b_qkv [(H + 2 Hkv) D]; w_o [E, H D]; b_o [E].
+struct LayerShapes {
+  explicit LayerShapes(const WorkloadSpec& s)
+      : x{s.batch, s.seq_q, layerWidth(s)}, w_qkv{layerQkvRows(s), layerWidth(s)}, b_qkv{layerQkvRows(s)},
+        w_o{layerWidth(s), s.heads * s.headDim()}, b_o{layerWidth(s)} {}
+  std::vector<int64_t> x, w_qkv, b_qkv, w_o, b_o;
+};
 
 struct NpyArray {
   std::string descr;  // "<f4", "<f2", "|b1"
@@ -57,10 +67,14 @@ void writeNpy(const std::string& path, const NpyArray& a);
 NpyArray readNpy(const std::string& path, const std::function<void(const NpyHeader&)>& check = {});
 
 // Writes q.npy, k.npy, v.npy, out.npy (and mask.npy for dense masks) into dir (created); for a
-// train pass also g.npy, and dq.npy, dk.npy, dv.npy when `gradients` holds them.
+// train pass also g.npy, and dq.npy, dk.npy, dv.npy when `gradients` holds them. kind = layer:
+// x.npy w_qkv.npy b_qkv.npy w_o.npy b_o.npy, out.npy holding y [B,L,E], and for train g.npy and
+// dx.npy dw_qkv.npy db_qkv.npy dw_o.npy db_o.npy from `layerGradients`.
 void dumpRun(const std::string& dir, const WorkloadSpec& spec, const HostInputs& inputs,
-             const std::vector<float>& output, const AttentionGradients* gradients = nullptr);
-// Reads q.npy, k.npy, v.npy (and mask.npy for dense masks; g.npy for a train pass) from dir, checking each file's shape
+             const std::vector<float>& output, const AttentionGradients* gradients = nullptr,
+             const LayerGradients* layerGradients = nullptr);
+// Reads q.npy, k.npy, v.npy (and mask.npy for dense masks; g.npy for a train pass) from dir
+// (kind = layer: x.npy w_qkv.npy b_qkv.npy w_o.npy b_o.npy instead of q, k, v), checking each file's shape
 // and dtype against the spec, and that every value is finite (a NaN or Inf input would make the
 // reference itself meaningless). Throws std::invalid_argument with the file, expected and found.
 HostInputs loadInputs(const std::string& dir, const WorkloadSpec& spec);

@@ -329,6 +329,7 @@ RunResult runPoint(Backend& backend, const WorkloadSpec& spec, const RunOptions&
   if (inputs) collectAccuracy(spec, opt, *inputs, ex, r);
   if (opt.generated_inputs && inputs == &generated) *opt.generated_inputs = std::move(generated);
   if (opt.gradients) *opt.gradients = std::move(ex.grads);
+  if (opt.layer_gradients) *opt.layer_gradients = std::move(ex.layer_grads);
   return finish();
 }
 

@@ -200,6 +200,42 @@ TEST_F(Cli, TrainDumpAndInputsCarryGAndGradients) {
   EXPECT_EQ(forward.code, 0) << forward.err;
 }
 
+// A layer's files: x and the weights in, y as out.npy and every gradient out; fed back through
+// another backend they reproduce y and the gradients.
+TEST_F(Cli, LayerDumpAndInputsCarryWeightsAndGradients) {
+  const std::string d1 = dir_ + "/layer1", d2 = dir_ + "/layer2";
+  const std::vector<std::string> spec{"--kind", "layer", "--pass", "train", "--width", "24", "--heads", "2", "--kv-heads", "1",
+                                      "--seq", "17", "--mask", "causal"};
+  CliResult a = run(cat({"run", "--backend", "cpu.flash", "--dump", d1}, spec));
+  ASSERT_EQ(a.code, 0) << a.err;
+  EXPECT_NE(a.out.find("x+weights+y+mask+G+grads"), std::string::npos) << a.out;
+  const std::vector<std::pair<std::string, std::vector<int64_t>>> files{
+      {"x.npy", {1, 17, 24}},  {"w_qkv.npy", {48, 24}}, {"b_qkv.npy", {48}},     {"w_o.npy", {24, 24}},  {"b_o.npy", {24}},
+      {"out.npy", {1, 17, 24}}, {"g.npy", {1, 17, 24}},  {"dx.npy", {1, 17, 24}}, {"dw_qkv.npy", {48, 24}}, {"db_qkv.npy", {48}},
+      {"dw_o.npy", {24, 24}},   {"db_o.npy", {24}}};
+  for (const auto& [name, shape] : files) {
+    ASSERT_TRUE(fs::exists(d1 + "/" + name)) << name;
+    EXPECT_EQ(attnscope::readNpy(d1 + "/" + name).shape, shape) << name;
+  }
+  EXPECT_FALSE(fs::exists(d1 + "/q.npy"));
+  CliResult b = run(cat({"run", "--backend", "cpu.reference", "--inputs", d1, "--dump", d2, "--seed", "99"}, spec));
+  ASSERT_EQ(b.code, 0) << b.err;
+  for (const char* f : {"x.npy", "w_qkv.npy", "b_o.npy", "g.npy"}) EXPECT_EQ(readFile(d1 + "/" + f), readFile(d2 + "/" + f)) << f;
+  for (const char* f : {"out.npy", "dx.npy", "dw_qkv.npy", "db_qkv.npy", "dw_o.npy", "db_o.npy"}) {
+    const auto x = npyFloats(d1 + "/" + f), y = npyFloats(d2 + "/" + f);
+    ASSERT_EQ(x.size(), y.size()) << f;
+    double maxDiff = 0, maxAbs = 0;
+    for (size_t i = 0; i < x.size(); ++i) {
+      maxDiff = std::max(maxDiff, static_cast<double>(std::fabs(x[i] - y[i])));
+      maxAbs = std::max(maxAbs, static_cast<double>(std::fabs(x[i])));
+    }
+    EXPECT_LE(maxDiff, 1e-4 * std::max(1.0, maxAbs)) << f;
+    EXPECT_GT(maxAbs, 1e-3) << f << " is all zeros";
+  }
+  fs::remove(d1 + "/w_o.npy");
+  expectUsageError(run(cat({"run", "--backend", "cpu.flash", "--inputs", d1}, spec)), {"--inputs", "w_o.npy"});
+}
+
 // `show R --phases` and `show S --phases`: the run's table, and every point's phases side by side.
 TEST_F(Cli, ShowPhasesForARunAndASweep) {
   CliResult s = run({"sweep", "--backends", "cpu.reference,cpu.flash", "--heads", "2", "--seq", "24", "--head-dim", "8",
