@@ -110,6 +110,10 @@ MUTANTS = [
     ("phase-matrix-nested-columns", "core/phase_summary.cpp",
      "if (s.depth == 0 && column.emplace(s.name, m.names.size()).second)", "if (column.emplace(s.name, m.names.size()).second)",
      "test_phase_summary", "tests/core/test_phase_summary", "*Matrix*"),
+    # The torch layer (needs ATTNSCOPE_TEST_PYTHON set to a Python with torch, or the test skips).
+    ("torch-layer-k-v-swapped", "python/attnscope_torch_layer.py",
+     "q, k, v = qkv.split([hd, kvd, kvd], dim=-1)", "q, v, k = qkv.split([hd, kvd, kvd], dim=-1)",
+     "test_torch_layer", "tests/torch/test_torch_layer", "*"),
 ]
 
 
