@@ -106,6 +106,7 @@ void BreakdownView::rebuildPhases() {
 
   // The bars: one per finished point, its top-level phases stacked by share.
   phase_plot_->clearPlottables();
+  phase_plot_->clearItems();
   size_t total = 0;
   const std::vector<const RunResult*> runs = barRuns(sweeps_, kMaxPhaseBars, total);
   std::vector<const std::vector<PhaseStats>*> summaries;
@@ -144,6 +145,16 @@ void BreakdownView::rebuildPhases() {
     if (below) bars->moveAbove(below);
     below = bars;
   }
+  // The picked run's bar is marked above it (its table is the one beside).
+  for (size_t i = 0; i < runs.size(); ++i) {
+    if (!r || runs[i]->id != r->id) continue;
+    auto* mark = new QCPItemText(phase_plot_);
+    mark->position->setCoords(static_cast<double>(i), 100);
+    mark->setPositionAlignment(Qt::AlignHCenter | Qt::AlignBottom);
+    mark->setText(QStringLiteral("\u25bc"));
+    mark->setColor(palette().color(QPalette::WindowText));
+  }
+  phase_plot_->yAxis->setRange(0, 108);  // room for the mark
   wrapLegend(phase_plot_);
   QString context = QString::fromStdString(chartContext(sweeps_));
   if (runs.size() < total) context += tr(" \u00b7 the first %1 of %2 points").arg(runs.size()).arg(total);

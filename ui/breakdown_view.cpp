@@ -43,8 +43,8 @@ BreakdownView::BreakdownView(QWidget* parent) : ChartView(parent) {
   plot_->legend->setVisible(true);
   plot_->legend->setFont(QFont(font().family(), 8));
   auto ticks = QSharedPointer<QCPAxisTickerText>::create();
-  ticks->addTick(1, tr("predicted\n(plan at its peak step)"));
-  ticks->addTick(2, tr("measured peak\n(allocator)"));
+  ticks->addTick(1, tr("predicted\n(plan, peak step)"));
+  ticks->addTick(2, tr("measured\n(allocator)"));
   plot_->xAxis->setTicker(ticks);
   plot_->xAxis->setRange(0.3, 2.7);
   row->addWidget(plot_, 3);

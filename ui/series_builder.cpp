@@ -83,8 +83,7 @@ std::vector<PlotSeries> buildSeries(const SweepSnapshots& sweeps, XField x) {
     PlotSeries ps;
     ps.backend = g.backend;
     ps.sweep = g.sweep;
-    if (sweeps.size() > 1) ps.label = sweeps[g.sweep]->info.name + ": ";
-    ps.label += g.backend;
+    ps.label = g.backend;
     for (const auto& k : ordered)
       if (g.key.contains(k)) ps.label += " " + k + "=" + valueText(g.key[k]);
     ps.variant = per_backend[g.backend]++;
@@ -104,6 +103,14 @@ std::vector<PlotSeries> buildSeries(const SweepSnapshots& sweeps, XField x) {
     out.push_back(std::move(ps));
   }
   for (auto& ps : out) ps.variant_count = per_backend[ps.backend];
+  // Overlaid sweeps: the sweep's name leads only where the fields alone would give two series one
+  // label (sweeps of the same spec); a train sweep beside a forward one reads "pass=train" vs
+  // "pass=forward" and keeps its legend short enough to leave the plot its width.
+  std::set<std::string> labels;
+  bool clash = false;
+  for (const auto& ps : out) clash = clash || !labels.insert(ps.label).second;
+  if (clash)
+    for (auto& ps : out) ps.label = sweeps[ps.sweep]->info.name + ": " + ps.label;
   return out;
 }
 

@@ -28,15 +28,16 @@ struct SeriesPoint {
 
 struct PlotSeries {
   std::string backend;
-  std::string label;    // "cpu.flash seq=1024" or "sweep 3: cpu.flash"
+  std::string label;    // "cpu.flash pass=train seq=1024", or "sweep 3: cpu.flash" for sweeps alike
   int variant = 0;      // index among the series of the same backend (colour shade)
   int variant_count = 1;
   size_t sweep = 0;     // index of its sweep among those shown (line style and marker in overlays)
   std::vector<SeriesPoint> points;  // sorted by x
 };
 
-// Builds the series of several sweeps (labels are prefixed by the sweep name when more than
-// one). The snapshots must outlive the result (points point into their runs).
+// Builds the series of several sweeps (labels are prefixed by the sweep name when two series of
+// different sweeps would otherwise read the same). The snapshots must outlive the result (points
+// point into their runs).
 std::vector<PlotSeries> buildSeries(const SweepSnapshots& sweeps, XField x);
 
 // Distinct x values (heads or seq) present in the runs, sorted.

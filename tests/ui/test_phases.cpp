@@ -18,6 +18,7 @@
 #include "ui/memory_view.h"
 #include "ui/phase_breakdown.h"
 #include "ui/report_writer.h"
+#include "ui/series_builder.h"
 #include "ui_test_support.h"
 
 using namespace attnscope;
@@ -156,8 +157,17 @@ class TestPhases : public QObject {
       }
     }
     QCOMPARE(points, 2 * static_cast<int>(runs.size()));  // every run in both plots
+    // "pass=train checkpoint=none" is in both sweeps: the sweep's name leads every label.
     QVERIFY2(labels.contains("train: cpu.reference pass=train checkpoint=attention seq=32"), qPrintable(labels.join(" | ")));
     QVERIFY2(labels.contains("passes: cpu.flash pass=forward checkpoint=none heads=2"), qPrintable(labels.join(" | ")));
+    // Beside only the forward runs the fields tell the series apart: no sweep name needed.
+    auto forward = std::make_shared<SweepSnapshot>(*passes_);
+    std::erase_if(forward->runs, [](const RunResult& r) { return r.spec.pass != Pass::forward; });
+    QStringList short_labels;
+    for (const PlotSeries& ps : buildSeries({train_, forward}, XField::heads)) short_labels << QString::fromStdString(ps.label);
+    QCOMPARE(short_labels.size(), 12);  // 2 backends x (2 checkpoints + forward) x 2 seq
+    QVERIFY2(short_labels.contains("cpu.reference pass=train checkpoint=attention seq=32"), qPrintable(short_labels.join(" | ")));
+    QVERIFY2(short_labels.contains("cpu.flash pass=forward checkpoint=none seq=16"), qPrintable(short_labels.join(" | ")));
     // Training keeps more live than the forward pass of the same point (cpu.reference saves P).
     for (const RunResult& f : passes_->runs)
       for (const RunResult& t : passes_->runs)
