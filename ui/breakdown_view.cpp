@@ -43,11 +43,11 @@ BreakdownView::BreakdownView(QWidget* parent) : ChartView(parent) {
   plot_->legend->setVisible(true);
   plot_->legend->setFont(QFont(font().family(), 8));
   auto ticks = QSharedPointer<QCPAxisTickerText>::create();
-  ticks->addTick(1, tr("predicted\n(plan, peak step)"));
+  ticks->addTick(1, tr("predicted\n(plan)"));
   ticks->addTick(2, tr("measured\n(allocator)"));
   plot_->xAxis->setTicker(ticks);
   plot_->xAxis->setRange(0.3, 2.7);
-  row->addWidget(plot_, 3);
+  row->addWidget(plot_, 2);
   buffers_ = new QLabel(memory);
   buffers_->setObjectName("breakdownBuffers");
   buffers_->setTextFormat(Qt::RichText);
@@ -58,7 +58,7 @@ BreakdownView::BreakdownView(QWidget* parent) : ChartView(parent) {
   buffers_area->setWidgetResizable(true);
   buffers_area->setFrameShape(QFrame::NoFrame);
   buffers_area->setWidget(buffers_);
-  row->addWidget(buffers_area, 2);
+  row->addWidget(buffers_area, 1);
   split->addWidget(memory);
 
   auto* phases = new QWidget(split);
@@ -73,7 +73,7 @@ BreakdownView::BreakdownView(QWidget* parent) : ChartView(parent) {
   phase_plot_->legend->setVisible(true);
   phase_plot_->legend->setFont(QFont(font().family(), 8));
   phase_plot_->xAxis->setTickLabelFont(QFont(font().family(), 7));
-  phase_row->addWidget(phase_plot_, 3);
+  phase_row->addWidget(phase_plot_, 5);
   auto* table_box = new QVBoxLayout;
   phase_title_ = new QLabel(phases);
   phase_title_->setObjectName("breakdownPhaseTitle");
@@ -86,7 +86,7 @@ BreakdownView::BreakdownView(QWidget* parent) : ChartView(parent) {
   phase_table_->verticalHeader()->setVisible(false);
   phase_table_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
   table_box->addWidget(phase_table_, 1);
-  phase_row->addLayout(table_box, 2);
+  phase_row->addLayout(table_box, 4);
   split->addWidget(phases);
   split->setStretchFactor(0, 1);
   split->setStretchFactor(1, 1);
@@ -133,7 +133,7 @@ void BreakdownView::rebuild() {
   plot_->clearPlottables();
   const RunResult* r = current();
   setPlotTitle(plot_, r ? tr("Memory breakdown of R%1").arg(r->id) : tr("Memory breakdown"));
-  setPlotContext(plot_, r ? QString::fromStdString(runInWords(*r))
+  setPlotContext(plot_, r ? QString::fromStdString(runInWords(*r)).replace(", ", " \u00b7 ")
                           : tr("no run yet: press Run (Ctrl+R), or pick a sweep in the Runs dock"));
   rebuildPhases();
   if (!r) {

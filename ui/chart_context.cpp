@@ -24,6 +24,16 @@ std::string maskText(const WorkloadSpec& s) {
   return m;
 }
 
+// What is computed, when it is not the default SDPA forward: "layer, train, checkpoint attention".
+std::string workText(const WorkloadSpec& s) {
+  std::string out;
+  auto add = [&](std::string_view part) { out += cat(out.empty() ? "" : ", ", part); };
+  if (s.kind != WorkloadKind::attention) add(toString(s.kind));
+  if (s.pass != Pass::forward) add(toString(s.pass));
+  if (s.checkpoint != Checkpoint::none) add(cat("checkpoint ", toString(s.checkpoint)));
+  return out;
+}
+
 std::string widthText(const WorkloadSpec& s) {
   if (s.width > 0) return cat("width ", num(s.width), " (head_dim = ", num(s.width), " / heads)");
   return cat("head_dim ", num(s.head_dim));
@@ -56,6 +66,7 @@ std::string runInWords(const RunResult& r) {
   if (s.seq_kv > 0) out += cat("x", num(s.seq_kv));
   out += s.width > 0 ? cat(", width ", num(s.width), " (head_dim ", num(s.headDim()), ")") : cat(", head_dim ", num(s.head_dim));
   out += cat(", ", toString(s.dtype), ", ", maskText(s), ", batch ", num(s.batch));
+  if (const std::string work = workText(s); !work.empty()) out += cat(", ", work);
   return out;
 }
 
@@ -81,7 +92,13 @@ std::string chartContext(const SweepSnapshots& sweeps) {
   parts.push_back(names);
   if (!any_run) return cat(names, " \u00b7 no finished point yet");
   using Text = std::string (*)(const WorkloadSpec&);
-  const Text fixed[] = {widthText, [](const WorkloadSpec& s) { return std::string(toString(s.dtype)); }, maskText,
+  // kind, pass and checkpoint each on its own: a train sweep over checkpoints still says "train".
+  const Text fixed[] = {[](const WorkloadSpec& s) { return s.kind != WorkloadKind::attention ? std::string(toString(s.kind)) : std::string(); },
+                        [](const WorkloadSpec& s) { return s.pass != Pass::forward ? std::string(toString(s.pass)) : std::string(); },
+                        [](const WorkloadSpec& s) {
+                          return s.checkpoint != Checkpoint::none ? cat("checkpoint ", toString(s.checkpoint)) : std::string();
+                        },
+                        widthText, [](const WorkloadSpec& s) { return std::string(toString(s.dtype)); }, maskText,
                         [](const WorkloadSpec& s) { return cat("batch ", num(s.batch)); }};
   for (Text text : fixed) {
     const std::string v = common(sweeps, text);

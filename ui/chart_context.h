@@ -11,7 +11,8 @@
 namespace attnscope::ui {
 
 // "S3 default · width 64 (head_dim = 64 / heads) · fp32 · mask none · batch 1 · cpu.reference,
-// cpu.flash". Fields that vary between the runs are left out (the series labels name them).
+// cpu.flash", with "train, checkpoint attention" (kind, pass, checkpoint when not the default)
+// after the sweep. Fields that vary between the runs are left out (the series labels name them).
 // No sweeps: a hint saying how to get some.
 std::string chartContext(const SweepSnapshots& sweeps);
 
@@ -20,7 +21,8 @@ std::string chartContext(const SweepSnapshots& sweeps);
 std::string workloadInWords(const WorkloadSpec& spec);
 
 // One run in words, for the per-run charts: "R12 cpu.reference: heads 16, seq 2048, width 64
-// (head_dim 4), fp32, mask none, batch 1".
+// (head_dim 4), fp32, mask none, batch 1", then kind, pass and checkpoint when not the default
+// (", train, checkpoint attention").
 std::string runInWords(const RunResult& run);
 
 // The run with that id among the sweeps' runs; nullptr when none.

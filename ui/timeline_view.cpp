@@ -129,7 +129,7 @@ void TimelineView::loadRun() {
     for (const RunResult& r : sweep->runs)
       if (r.id == id) warmup_ = sweep->spec.warmup;
   setPlotTitle(plot_, run ? tr("Timeline of R%1").arg(id) : tr("Timeline"));
-  setPlotContext(plot_, run ? QString::fromStdString(runInWords(*run))
+  setPlotContext(plot_, run ? QString::fromStdString(runInWords(*run)).replace(", ", " \u00b7 ")
                             : tr("pick a run that finished ok (Run: above, or a run in the Runs dock)"));
   const quint64 job = ++load_job_;
   if (!background_ || id <= 0 || !source_) shown_job_ = job;

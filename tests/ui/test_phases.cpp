@@ -17,6 +17,7 @@
 #include "ui/breakdown_view.h"
 #include "ui/memory_view.h"
 #include "ui/phase_breakdown.h"
+#include "ui/plot_layout.h"
 #include "ui/report_writer.h"
 #include "ui/series_builder.h"
 #include "ui_test_support.h"
@@ -73,6 +74,11 @@ class TestPhases : public QObject {
       }
     }
     QVERIFY2(backward, "a train run has backward phases");
+    // The charts say what was computed: the sweep is all train (the context line), and the picked
+    // run's checkpoint is named in the memory breakdown's context.
+    const QString context = plotContext(view.phasePlot())->text().replace(QChar('\n'), QString(" \u00b7 "));
+    QVERIFY2(context.contains("\u00b7 train \u00b7"), qPrintable(context));
+    QVERIFY(plotContext(view.plots()[0])->text().contains("checkpoint attention"));
   }
 
   void barsStackCoresShares() {
