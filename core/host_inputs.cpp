@@ -10,6 +10,9 @@
 namespace attnscope {
 
 int64_t HostTensor::elements() const {
+  // No shape is no tensor (a layer's q, k, v; a forward pass's g), not a scalar: code that walks
+  // elements() must not read one value from empty bytes.
+  if (shape.empty()) return 0;
   int64_t n = 1;
   for (int64_t d : shape) n *= d;
   return n;

@@ -47,6 +47,7 @@ TEST(LayerInputs, ShapesFollowTheContract) {
   EXPECT_TRUE(in.k.bytes.empty());
   EXPECT_TRUE(in.v.bytes.empty());
   EXPECT_TRUE(in.g.bytes.empty());  // forward: no G
+  for (const HostTensor* t : {&in.q, &in.k, &in.v, &in.g}) EXPECT_EQ(t->elements(), 0);  // no tensor, not a scalar
   for (const HostTensor* t : {&in.x, &in.w_qkv, &in.b_qkv, &in.w_o, &in.b_o}) EXPECT_EQ(t->dtype, DType::fp32);
 }
 
