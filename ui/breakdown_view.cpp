@@ -1,5 +1,8 @@
 #include "ui/breakdown_view.h"
 
+#include <algorithm>
+#include <vector>
+
 #include <QComboBox>
 #include <QHBoxLayout>
 #include <QHeaderView>
@@ -73,7 +76,7 @@ BreakdownView::BreakdownView(QWidget* parent) : ChartView(parent) {
   phase_plot_->legend->setVisible(true);
   phase_plot_->legend->setFont(QFont(font().family(), 8));
   phase_plot_->xAxis->setTickLabelFont(QFont(font().family(), 7));
-  phase_row->addWidget(phase_plot_, 5);
+  phase_row->addWidget(phase_plot_, 1);
   auto* table_box = new QVBoxLayout;
   phase_title_ = new QLabel(phases);
   phase_title_->setObjectName("breakdownPhaseTitle");
@@ -86,7 +89,7 @@ BreakdownView::BreakdownView(QWidget* parent) : ChartView(parent) {
   phase_table_->verticalHeader()->setVisible(false);
   phase_table_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
   table_box->addWidget(phase_table_, 1);
-  phase_row->addLayout(table_box, 4);
+  phase_row->addLayout(table_box, 1);
   split->addWidget(phases);
   split->setStretchFactor(0, 1);
   split->setStretchFactor(1, 1);
@@ -149,7 +152,19 @@ void BreakdownView::rebuild() {
   QString table = tr("<b>%1</b><br>%2<br><br><table cellspacing=4><tr><th align=left>buffer</th><th>role</th>"
                      "<th align=right>bytes</th><th>steps</th></tr>")
                       .arg(QString::fromStdString(r->backend), QString::fromStdString(summary(r->spec)));
-  for (const PlannedBuffer& b : plan.buffers) {
+  // The largest live buffers get a segment and a legend entry each; the rest (a training layer
+  // has thirty small ones) share one, so the legend leaves the bars their width.
+  std::vector<size_t> live_index;
+  for (size_t k = 0; k < plan.buffers.size(); ++k)
+    if (plan.buffers[k].first_step <= peak_step && peak_step <= plan.buffers[k].last_step) live_index.push_back(k);
+  std::stable_sort(live_index.begin(), live_index.end(),
+                   [&](size_t a, size_t b) { return plan.buffers[a].bytes > plan.buffers[b].bytes; });
+  std::vector<bool> own_segment(plan.buffers.size(), false);
+  for (size_t k = 0; k < live_index.size() && k < kMaxSegments; ++k) own_segment[live_index[k]] = true;
+  int rest_count = 0;
+  int64_t rest_bytes = 0;
+  for (size_t index = 0; index < plan.buffers.size(); ++index) {
+    const PlannedBuffer& b = plan.buffers[index];
     const bool live = b.first_step <= peak_step && peak_step <= b.last_step;
     auto step_name = [&](int s) {
       return s >= 0 && s < plan.stepCount() ? QString::fromStdString(plan.steps[static_cast<size_t>(s)]) : QString::number(s);
@@ -159,6 +174,11 @@ void BreakdownView::rebuild() {
                       QString::fromUtf8(toString(b.role).data(), toString(b.role).size()),
                       QString::fromStdString(formatBytes(b.bytes)), step_name(b.first_step), step_name(b.last_step));
     if (!live) continue;
+    if (!own_segment[index]) {
+      ++rest_count;
+      rest_bytes += b.bytes;
+      continue;
+    }
     auto* bars = new QCPBars(plot_->xAxis, plot_->yAxis);
     bars->setName(QString::fromStdString(b.name) + " " + QString::fromStdString(formatBytes(b.bytes)));
     const QColor c = QColor::fromHsv((base.hsvHue() + 37 * i++) % 360, 120, 220);
@@ -168,6 +188,15 @@ void BreakdownView::rebuild() {
     bars->addData(1, static_cast<double>(b.bytes));
     if (below) bars->moveAbove(below);
     below = bars;
+  }
+  if (rest_count > 0) {
+    auto* bars = new QCPBars(plot_->xAxis, plot_->yAxis);
+    bars->setName(tr("%1 smaller buffers %2").arg(rest_count).arg(QString::fromStdString(formatBytes(rest_bytes))));
+    bars->setBrush(QColor(0xc8, 0xc8, 0xc8));
+    bars->setPen(QPen(QColor(0x90, 0x90, 0x90)));
+    bars->setWidth(0.6);
+    bars->addData(1, static_cast<double>(rest_bytes));
+    if (below) bars->moveAbove(below);
   }
   table += "</table>";
   table += tr("<br>* live at the peak step '%1'<br>predicted peak %2, measured peak %3, gap %4")

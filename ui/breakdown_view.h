@@ -24,6 +24,8 @@ class BreakdownView : public ChartView {
  public:
   // At most this many points get a bar (the first ones of the sweeps, in order).
   static constexpr size_t kMaxPhaseBars = 40;
+  // The memory bar stacks at most this many buffers apiece; smaller ones share one segment.
+  static constexpr size_t kMaxSegments = 12;
 
   explicit BreakdownView(QWidget* parent = nullptr);
   QString title() const override { return tr("Breakdown"); }

@@ -41,9 +41,14 @@ class TestPhases : public QObject {
     passes.name = "passes";
     passes.axes.push_back({"pass", {"forward", "train"}});
     passes_ = loadSweepSnapshot(store, test::runSweepInto(store, passes));
-    QVERIFY(train_ && passes_);
+    SweepSpec layer = test::tinySweep();
+    layer.name = "layer";
+    setField(layer.base, "kind", "layer");
+    setField(layer.base, "pass", "train");
+    layer_ = loadSweepSnapshot(store, test::runSweepInto(store, layer));
+    QVERIFY(train_ && passes_ && layer_);
     QCOMPARE(train_->runs.size(), size_t{16});
-    for (const auto& snap : {train_, passes_})
+    for (const auto& snap : {train_, passes_, layer_})
       for (const RunResult& r : snap->runs) QVERIFY2(r.status == RunStatus::ok, qPrintable(QString::fromStdString(r.message)));
   }
 
@@ -79,6 +84,50 @@ class TestPhases : public QObject {
     const QString context = plotContext(view.phasePlot())->text().replace(QChar('\n'), QString(" \u00b7 "));
     QVERIFY2(context.contains("\u00b7 train \u00b7"), qPrintable(context));
     QVERIFY(plotContext(view.plots()[0])->text().contains("checkpoint attention"));
+  }
+
+  void layerPhasesNestedByPath() {
+    // kind layer: the projections' phases, and backward steps nested inside them by path.
+    BreakdownView view;
+    view.setEventSource(loader());
+    view.setSweeps({layer_});
+    Store store(db_, StoreMode::read);
+    for (const RunResult& r : layer_->runs) {
+      view.selectRun(r.id);
+      const std::vector<PhaseStats> want = summarizePhases(store.events(r.id));
+      QTableWidget* t = view.phaseTable();
+      QCOMPARE(t->rowCount(), static_cast<int>(want.size()));
+      bool nested = false, qkv = false;
+      for (int i = 0; i < t->rowCount(); ++i) {
+        const PhaseStats& p = want[static_cast<size_t>(i)];
+        QCOMPARE(t->item(i, 0)->text(), phaseCells(p)[0]);
+        QCOMPARE(t->item(i, 2)->data(Qt::UserRole).toLongLong(), p.total_ns);
+        QCOMPARE(t->item(i, 5)->data(Qt::UserRole).toLongLong(), p.peak_bytes);
+        nested = nested || (p.depth > 0 && t->item(i, 0)->text().startsWith("  "));
+        qkv = qkv || p.name == "qkv_proj";
+      }
+      QVERIFY2(nested && qkv, qPrintable(QString::fromStdString(r.backend)));
+      // The memory bar: at most kMaxSegments buffers apiece plus one for the smaller ones, and
+      // together every buffer live at the plan's peak step.
+      int64_t live = 0;
+      const int peak = r.plan.peakStep();
+      for (const PlannedBuffer& b : r.plan.buffers)
+        if (b.first_step <= peak && peak <= b.last_step) live += b.bytes;
+      double stacked = 0;
+      int segments = 0;
+      QCustomPlot* memory = view.plots()[0];
+      for (int k = 0; k < memory->plottableCount(); ++k) {
+        auto* b = qobject_cast<QCPBars*>(memory->plottable(k));
+        if (!b || b->data()->isEmpty() || b->data()->begin()->key != 1) continue;
+        stacked += b->data()->begin()->value;
+        ++segments;
+      }
+      QCOMPARE(stacked, static_cast<double>(live));
+      QVERIFY(segments <= static_cast<int>(BreakdownView::kMaxSegments) + 1);
+      // Nested phases are inside their parent's segment: only top-level names are stacked.
+      for (int k = 0; k < view.phasePlot()->plottableCount(); ++k)
+        QVERIFY(!view.phasePlot()->plottable(k)->name().contains('/'));
+    }
   }
 
   void barsStackCoresShares() {
@@ -212,7 +261,7 @@ class TestPhases : public QObject {
   }
   QTemporaryDir dir_;
   std::string db_;
-  SweepSnapshotPtr train_, passes_;
+  SweepSnapshotPtr train_, passes_, layer_;
 };
 
 ATTNSCOPE_UI_TEST_MAIN(TestPhases)

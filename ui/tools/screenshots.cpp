@@ -49,13 +49,14 @@ int64_t runSweep(Store& store, BackendRegistry& registry, const std::string& nam
   return id;
 }
 
-// Training at a fixed head_dim: checkpoint none and attention in one sweep, and the forward pass
-// of the same grid in another, for the Memory view's forward / train / checkpoint series and the
+// A multi-head attention layer (kind layer, width 256) in training: checkpoint none and attention
+// in one sweep, and the forward pass of the same grid in another, for the Memory view's forward / train / checkpoint series and the
 // Breakdown's phases (forward and backward).
 int64_t runTrainSweep(Store& store, BackendRegistry& registry, const std::string& name, const std::string& pass) {
   SweepSpec s;
   s.name = name;
-  s.base.head_dim = 32;
+  s.base.width = 256;  // model width fixed: head_dim = 256 / heads
+  setField(s.base, "kind", "layer");
   setField(s.base, "pass", pass);
   s.axes = {{"heads", {"4", "8"}}, {"seq", {"512", "1024"}}};
   if (pass == "train") s.axes.push_back({"checkpoint", {"none", "attention"}});
@@ -163,7 +164,7 @@ int main(int argc, char** argv) {
   w.tabs()->setCurrentIndex(0);
   ok &= grab(w, out.filePath("compare-memory.png"));
   // Forward vs train, checkpoint none vs attention: one series each per backend; then the
-  // phases of a training run (cpu.reference keeps P for the backward).
+  // phases of a training layer run (projections, attention and their backward steps).
   w.showSweeps({train, forward});
   w.tabs()->setCurrentIndex(0);
   w.resize(1920, 1080);  // twelve series a chart: a large screen's room for plot and legend
