@@ -102,7 +102,10 @@ std::vector<PassRange> passRanges(const std::vector<TraceEvent>& events, int war
   int n = 0;
   for (const TraceEvent* p : phases) {
     const int64_t end = std::max(p->start_ns, p->end_ns);
-    if (p->start_ns < top_end) continue;  // inside a top-level phase
+    // Inside a top-level phase only when wholly inside it (core's phase summary nests by
+    // containment too): a phase that begins a moment before the previous one has ended (a
+    // backend opening "pv" while "softmax" is still being closed) follows it in the same pass.
+    if (p->start_ns < top_end && end <= top_end) continue;
     top_end = end;
     if (p->name == "inputs") continue;
     if (first.empty()) first = p->name;

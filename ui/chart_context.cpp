@@ -52,7 +52,8 @@ std::string common(const SweepSnapshots& sweeps, F text) {
 }  // namespace
 
 std::string workloadInWords(const WorkloadSpec& s) {
-  std::string out = cat("batch ", num(s.batch), ", ", widthText(s), ", ", toString(s.dtype), ", ", maskText(s));
+  std::string out = workText(s);
+  out += cat(out.empty() ? "" : ", ", "batch ", num(s.batch), ", ", widthText(s), ", ", toString(s.dtype), ", ", maskText(s));
   if (s.kv_heads > 0) out += cat(", kv_heads ", num(s.kv_heads));
   if (s.seq_kv > 0) out += cat(", seq_kv ", num(s.seq_kv));
   return out;

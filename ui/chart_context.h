@@ -17,7 +17,8 @@ namespace attnscope::ui {
 std::string chartContext(const SweepSnapshots& sweeps);
 
 // The fixed part of a workload in words, for the report's cover: "batch 1, width 64 (head_dim =
-// 64 / heads), fp32, mask none". heads and seq are left to the sweep axes.
+// 64 / heads), fp32, mask none", led by kind, pass and checkpoint when not the default ("layer,
+// train, batch 1, ..."). heads and seq are left to the sweep axes.
 std::string workloadInWords(const WorkloadSpec& spec);
 
 // One run in words, for the per-run charts: "R12 cpu.reference: heads 16, seq 2048, width 64

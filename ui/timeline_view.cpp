@@ -88,6 +88,13 @@ TimelineView::TimelineView(QWidget* parent) : ChartView(parent) {
   memory_graph_->setAdaptiveSampling(false);  // already at pixel resolution, maxima kept
   layout->addWidget(plot_, 1);
 
+  // What is drawn is at pixel resolution: when the lanes' width changes (the first layout, a
+  // resize), it is recomputed; the recompute's own layout finds the width unchanged and stops.
+  connect(plot_, &QCustomPlot::afterLayout, this, [this] {
+    if (lane_rect_->width() == laid_out_width_) return;
+    laid_out_width_ = lane_rect_->width();
+    QMetaObject::invokeMethod(this, [this] { refreshVisible(); }, Qt::QueuedConnection);
+  });
   // Zoom and pan in sync: either x-axis drives the other, then the visible data is recomputed.
   auto sync = [this](QCPAxis* other) {
     return [this, other](const QCPRange& r) {
@@ -387,12 +394,13 @@ void TimelineView::refreshVisible() {
     const double base = n - 1 - k, top = base + 0.8;
     QVector<double> keys{r.lower - 1}, values{base};
     if (lane.passes) {
-      // Passes are few and follow each other closely: drawn one by one, each ending 2 px early,
-      // so consecutive passes read as separate bars instead of merging into one.
+      // Passes are few and follow each other closely: drawn one by one, each ending 2 px early
+      // (never more than 2 % of the pass), so consecutive passes read as separate bars.
       for (const Interval& iv : lane.intervals) {
         if (iv.end < r.lower || iv.start > r.upper) continue;
         const double px = map.nsPerPixel();
-        const double end = iv.end - iv.start > 4 * px ? iv.end - 2 * px : std::max(iv.end, iv.start + px);
+        const double trim = std::min(2 * px, 0.02 * (iv.end - iv.start));
+        const double end = iv.end - iv.start > 4 * px ? iv.end - trim : std::max(iv.end, iv.start + px);
         keys << iv.start << end;
         values << top << base;
       }

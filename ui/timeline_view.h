@@ -98,6 +98,7 @@ class TimelineView : public ChartView {
   int64_t t0_ = 0;
   double t_end_ = 1;
   bool syncing_ = false;
+  int laid_out_width_ = -1;  // the lanes' width the drawn data was last computed for
   bool background_ = false;
   QCheckBox* bands_box_ = nullptr;
   std::vector<PassRange> passes_;      // inferred from the phases (buffer_bands.h)

@@ -241,6 +241,7 @@ class TestPhases : public QObject {
     QVERIFY(p.waitForFinished(60000));
     const QString text = QString::fromUtf8(p.readAllStandardOutput());
     QVERIFY(text.contains("Phases"));
+    QVERIFY2(text.contains("Fixed workload: train, batch 1"), "the cover names the pass");
     // One table per backend and checkpoint (the largest point), each with core's rows.
     Store store(db_, StoreMode::read);
     const auto reps = representativeRuns({train_}, 8);

@@ -185,6 +185,12 @@ class TestTimeline : public QObject {
     QCOMPARE(passes[1].start_ns, int64_t(110));
     QCOMPARE(passes[1].end_ns, int64_t(200));
     QVERIFY(passRanges({phase("inputs", 0, 5)}, 1).empty());
+    // A phase opened a moment before the previous one closed still belongs to the pass.
+    const auto overlapping = passRanges({phase("scores", 0, 30), phase("softmax", 30, 60), phase("pv", 59, 90),
+                                         phase("scores", 100, 130)},
+                                        0);
+    QCOMPARE(overlapping.size(), size_t(2));
+    QCOMPARE(overlapping[0].end_ns, int64_t(90));
     // The view draws them as a lane of their own, on top.
     TimelineView view;
     view.setEvents(ev);
