@@ -5,7 +5,9 @@
 // Memory view has one series per backend, pass and checkpoint with the stored peaks; the PDF
 // report carries the phase tables.
 
+#include <QComboBox>
 #include <QProcess>
+#include <QSignalSpy>
 #include <QStandardPaths>
 #include <QTableWidget>
 #include <QThread>
@@ -156,6 +158,21 @@ class TestPhases : public QObject {
       }
       QVERIFY2(std::abs(sum - 100.0) < 1e-6, qPrintable(QString::number(sum)));
     }
+    // A click on a point's bar picks that run (here and, through runPicked, in the window).
+    view.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&view));
+    // Where bar 3 is once the shown window's layout has settled (a resize may still be queued).
+    auto bar3 = [plot] {
+      plot->replot();
+      return QPoint(qRound(plot->xAxis->coordToPixel(3)), qRound(plot->yAxis->coordToPixel(50)));
+    };
+    QTRY_VERIFY(qobject_cast<QCPBars*>(plot->plottableAt(bar3(), false)));
+    const QPoint at = bar3();
+    QSignalSpy picked(&view, &ChartView::runPicked);
+    QTest::mouseClick(plot, Qt::LeftButton, {}, at);
+    QCOMPARE(picked.count(), 1);
+    QCOMPARE(picked.front().front().toLongLong(), bars[3]);
+    QCOMPARE(view.runBox()->currentData().toLongLong(), bars[3]);
     // Pass and checkpoint differ between the bars, so their labels say which is which.
     const auto ticks = plot->xAxis->ticker().dynamicCast<QCPAxisTickerText>();
     QVERIFY(ticks);
