@@ -5,9 +5,40 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/spec_fields.h"
+
 namespace attnscope {
 
 namespace {
+
+const SweepAxis* axisFor(const SweepSpec& sw, std::string_view name) {
+  const SpecField* want = findSpecField(name);
+  for (const auto& a : sw.axes)
+    if (findSpecField(a.field) == want) return &a;
+  return nullptr;
+}
+
+// How many values of `axis` (or the base's one value when the field is not swept) satisfy `pred`.
+template <typename Parse, typename Pred>
+size_t countValues(const SweepAxis* axis, Parse parse, Pred pred, bool baseMatches) {
+  if (!axis) return baseMatches ? 1 : 0;
+  size_t n = 0;
+  for (const auto& v : axis->values)
+    if (auto x = parse(v); x && pred(*x)) ++n;
+  return n;
+}
+
+// A grid that sweeps pass over forward and train may also sweep checkpoint; its forward points
+// with a checkpoint other than none mean nothing (a forward saves nothing for a backward), so the
+// grid leaves them out rather than refusing the whole sweep: `--pass forward,train --checkpoint
+// none,attention` is forward, train, and train with checkpoint, side by side. Where pass is not
+// swept over train, such a point stays an error (the user asked for exactly that point).
+bool dropsForwardCheckpoints(const SweepSpec& sw) {
+  const SweepAxis* pass = axisFor(sw, "pass");
+  return pass && countValues(pass, parsePass, [](Pass p) { return p == Pass::train; }, false) > 0;
+}
+
+bool meaningless(const WorkloadSpec& s) { return s.pass != Pass::train && s.checkpoint != Checkpoint::none; }
 
 // Problems of the grid as written, found before any point exists.
 std::vector<SpecError> gridProblems(const SweepSpec& sw) {
@@ -64,6 +95,7 @@ std::vector<WorkloadSpec> SweepSpec::expand(std::vector<SpecError>* errors) cons
       }
     points = std::move(next);
   }
+  if (dropsForwardCheckpoints(*this)) std::erase_if(points, meaningless);
   if (errors) {
     size_t bad = 0;
     for (const auto& p : points)
@@ -83,7 +115,17 @@ size_t SweepSpec::pointCount() const {
   size_t n = backends.size();
   for (const auto& a : axes)
     if (__builtin_mul_overflow(n, a.values.size(), &n)) return SIZE_MAX;
-  return n;
+  if (!dropsForwardCheckpoints(*this)) return n;
+  // Less the forward points with a checkpoint: (forward values) x (checkpoints other than none)
+  // x every other axis x backends.
+  const SweepAxis* pass = axisFor(*this, "pass");
+  const SweepAxis* checkpoint = axisFor(*this, "checkpoint");
+  size_t dropped = backends.size() * countValues(pass, parsePass, [](Pass p) { return p != Pass::train; }, false) *
+                   countValues(checkpoint, parseCheckpoint, [](Checkpoint c) { return c != Checkpoint::none; },
+                               base.checkpoint != Checkpoint::none);
+  for (const auto& a : axes)
+    if (&a != pass && &a != checkpoint) dropped *= a.values.size();
+  return n - dropped;
 }
 
 nlohmann::json toJson(const SweepSpec& s) {

@@ -30,10 +30,12 @@ struct SweepSpec {
 
   // Every grid point in order (backends not included). Errors name the field and value; a point
   // whose combination is invalid (e.g. width not divisible by heads) is reported, not dropped.
+  // One exception: a grid that sweeps pass over train leaves out its forward points with a
+  // checkpoint other than none (meaningless), so forward vs train vs checkpoint is one sweep.
   // An axis with no value, an empty value or a value given twice, and a grid of more than
   // kMaxSweepPoints points, are errors found before anything is expanded (nothing is returned).
   std::vector<WorkloadSpec> expand(std::vector<SpecError>* errors = nullptr) const;
-  size_t pointCount() const;  // grid points x backends, saturating at SIZE_MAX
+  size_t pointCount() const;  // grid points (as expand() gives them) x backends, saturating at SIZE_MAX
 };
 
 nlohmann::json toJson(const SweepSpec& s);

@@ -238,12 +238,14 @@ TEST_F(Cli, LayerDumpAndInputsCarryWeightsAndGradients) {
 
 // `show R --phases` and `show S --phases`: the run's table, and every point's phases side by side.
 TEST_F(Cli, ShowPhasesForARunAndASweep) {
+  // Forward, train and train with checkpoint in one sweep (forward with a checkpoint is left out).
   CliResult s = run({"sweep", "--backends", "cpu.reference,cpu.flash", "--heads", "2", "--seq", "24", "--head-dim", "8",
-                     "--pass", "forward,train", "--reps", "1", "--warmup", "0", "--json"});
+                     "--pass", "forward,train", "--checkpoint", "none,attention", "--reps", "1", "--warmup", "0", "--json"});
   ASSERT_EQ(s.code, 0) << s.err;
   auto sj = nlohmann::json::parse(s.out);
   const std::string id = "S" + std::to_string(sj["sweep_id"].get<int64_t>());
-  ASSERT_EQ(sj["runs"].size(), 4u);
+  ASSERT_EQ(sj["runs"].size(), 6u);
+  for (const auto& r : sj["runs"]) EXPECT_EQ(r["status"], "ok") << r.dump();
   CliResult text = run({"show", id, "--phases"});
   ASSERT_EQ(text.code, 0) << text.err;
   for (const char* want : {"phases (mean time per occurrence", "scores", "softmax", "attention", "backward dQ", "peak memory", "train"})
@@ -251,7 +253,7 @@ TEST_F(Cli, ShowPhasesForARunAndASweep) {
   CliResult json = run({"show", id, "--phases", "--json"});
   ASSERT_EQ(json.code, 0) << json.err;
   auto j = nlohmann::json::parse(json.out);
-  ASSERT_EQ(j["phases"].size(), 4u);
+  ASSERT_EQ(j["phases"].size(), 6u);
   std::set<std::string> names;
   for (const auto& r : j["phases"])
     for (const auto& p : r["phases"]) names.insert(p["name"].get<std::string>());

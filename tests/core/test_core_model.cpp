@@ -99,6 +99,40 @@ TEST(Reference, SampledRowsAreSeededDistinctAndIncludeEnds) {
   EXPECT_EQ(accuracyRows(s).size(), 1600u);
 }
 
+// Forward vs train vs checkpoint in one sweep: the forward points with a checkpoint mean nothing
+// and are left out (and not counted), only when pass is swept over train.
+TEST(SweepSpec, PassOverTrainLeavesOutForwardCheckpoints) {
+  SweepSpec sw;
+  sw.axes = {{"heads", {"1", "2"}}, {"pass", {"forward", "train"}}, {"checkpoint", {"none", "attention"}}};
+  sw.backends = {"a", "b"};
+  std::vector<SpecError> errs;
+  auto pts = sw.expand(&errs);
+  EXPECT_TRUE(errs.empty()) << describe(errs);
+  ASSERT_EQ(pts.size(), 6u);
+  EXPECT_EQ(sw.pointCount(), 12u);
+  for (const auto& p : pts) EXPECT_FALSE(p.pass == Pass::forward && p.checkpoint == Checkpoint::attention) << summary(p);
+  EXPECT_EQ(pts[0].pass, Pass::forward);
+  EXPECT_EQ(pts[1].pass, Pass::train);
+  EXPECT_EQ(pts[2].checkpoint, Checkpoint::attention);
+  // Checkpoint held in the base, pass swept: the forward point goes, the train one stays.
+  sw.axes = {{"pass", {"forward", "train"}}};
+  sw.base.checkpoint = Checkpoint::attention;
+  errs.clear();
+  pts = sw.expand(&errs);
+  EXPECT_TRUE(errs.empty()) << describe(errs);
+  ASSERT_EQ(pts.size(), 1u);
+  EXPECT_EQ(pts[0].pass, Pass::train);
+  EXPECT_EQ(sw.pointCount(), 2u);
+  // Pass not swept over train: the point asked for is an error, not silently dropped.
+  sw.axes = {{"checkpoint", {"none", "attention"}}};
+  sw.base.checkpoint = Checkpoint::none;
+  errs.clear();
+  pts = sw.expand(&errs);
+  ASSERT_EQ(errs.size(), 1u);
+  EXPECT_EQ(errs[0].field, "checkpoint");
+  EXPECT_EQ(sw.pointCount(), 4u);
+}
+
 TEST(SweepSpec, ExpandsTheGridAndReportsBadPoints) {
   SweepSpec sw;
   sw.base.width = 64;
