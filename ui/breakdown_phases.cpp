@@ -109,17 +109,20 @@ void BreakdownView::rebuildPhases() {
   phase_plot_->clearItems();
   size_t total = 0;
   const std::vector<const RunResult*> runs = barRuns(sweeps_, kMaxPhaseBars, total);
-  std::vector<const std::vector<PhaseStats>*> summaries;
+  std::vector<std::vector<PhaseStats>> summaries;  // empty while a run's phases are loading
   std::set<std::string> kinds, passes, checkpoints;
   for (const RunResult* run : runs) {
-    summaries.push_back(phases_.find(run->id));
+    const std::vector<PhaseStats>* loaded = phases_.find(run->id);
+    summaries.push_back(loaded ? *loaded : std::vector<PhaseStats>{});
     kinds.insert(std::string(toString(run->spec.kind)));
     passes.insert(std::string(toString(run->spec.pass)));
     checkpoints.insert(std::string(toString(run->spec.checkpoint)));
   }
   bar_runs_.clear();
   for (const RunResult* run : runs) bar_runs_.push_back(run->id);
-  const std::vector<std::string> names = topLevelPhaseNames(summaries);
+  // The same columns as `attnscope show S --phases` (core/phase_summary.h).
+  const PhaseMatrix matrix = phaseMatrix(summaries);
+  const std::vector<std::string>& names = matrix.names;
   auto ticks = QSharedPointer<QCPAxisTickerText>::create();
   const bool compact = runs.size() > 8;
   for (size_t i = 0; i < runs.size(); ++i)
@@ -136,11 +139,8 @@ void BreakdownView::rebuildPhases() {
     bars->setPen(QPen(phaseColor(k).darker(140), 0.5));
     bars->setWidth(0.7);
     for (size_t i = 0; i < runs.size(); ++i) {
-      double share = 0;
-      if (summaries[i])
-        for (const PhaseStats& p : *summaries[i])
-          if (p.depth == 0 && p.name == names[k]) share = p.share;
-      bars->addData(static_cast<double>(i), 100.0 * share);
+      const auto& cell = matrix.cells[i][k];
+      bars->addData(static_cast<double>(i), cell ? 100.0 * cell->share : 0.0);
     }
     if (below) bars->moveAbove(below);
     below = bars;

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <set>
 
 #include <QCoreApplication>
 #include <QPointer>
@@ -25,17 +24,6 @@ QStringList phaseCells(const PhaseStats& p) {
           QString::fromStdString(formatDuration(static_cast<double>(p.total_ns) * 1e-9)),
           QString::fromStdString(formatDuration(static_cast<double>(p.meanNs()) * 1e-9)), QString::fromLatin1(share),
           QString::fromStdString(formatBytes(p.peak_bytes))};
-}
-
-std::vector<std::string> topLevelPhaseNames(const std::vector<const std::vector<PhaseStats>*>& runs) {
-  std::vector<std::string> names;
-  std::set<std::string> seen;
-  for (const auto* phases : runs) {
-    if (!phases) continue;
-    for (const PhaseStats& p : *phases)
-      if (p.depth == 0 && seen.insert(p.name).second) names.push_back(p.name);
-  }
-  return names;
 }
 
 std::vector<const RunResult*> representativeRuns(const SweepSnapshots& sweeps, size_t limit) {

@@ -27,9 +27,6 @@ namespace attnscope::ui {
 QStringList phaseCells(const PhaseStats& p);
 QStringList phaseHeaders();  // "phase", "count", "total", "mean", "share", "peak memory"
 
-// The top-level phase names of several runs in the order they first appear (the stack order of
-// the per-point bars and the legend); nested phases are inside their parent's segment.
-std::vector<std::string> topLevelPhaseNames(const std::vector<const std::vector<PhaseStats>*>& runs);
 
 // Runs worth a phase table when not every point fits: per backend and value of kind, pass and
 // checkpoint, the finished run with the largest measured peak, in sweep order; at most `limit`.
