@@ -11,6 +11,7 @@
 #include "core/reference_grad.h"
 #include "core/run_engine.h"
 #include "tests/cpu/cpu_test_support.h"
+#include "tests/support/gradient_agreement.h"
 
 namespace attnscope {
 namespace {
@@ -70,22 +71,7 @@ INSTANTIATE_TEST_SUITE_P(
 TEST(CpuTrainAgreement, ReferenceAndFlashAgree) {
   auto backends = cputest::cpuBackends(2);
   const WorkloadSpec spec = trainSpec({1, 4, 2, 190, 0, 64, DType::fp32, "causal", MaskLayout::broadcast, 9});
-  const HostInputs in = HostInputs::generate(spec);
-  AttentionGradients g[2];
-  for (int i = 0; i < 2; ++i) {
-    auto alloc = backends[i]->makeAllocator();
-    RunContext ctx(*alloc);
-    auto exec = backends[i]->prepare(spec, in, ctx);
-    exec->run();
-    ASSERT_TRUE(exec->gradients(g[i]));
-  }
-  for (auto member : {&AttentionGradients::dq, &AttentionGradients::dk, &AttentionGradients::dv}) {
-    ASSERT_EQ((g[0].*member).size(), (g[1].*member).size());
-    double worst = 0;
-    for (size_t e = 0; e < (g[0].*member).size(); ++e)
-      worst = std::max(worst, std::fabs(double((g[0].*member)[e]) - (g[1].*member)[e]));
-    EXPECT_LT(worst, 1e-4);
-  }
+  attnscope::testing::expectGradientsAgree(*backends[0], *backends[1], spec, 1e-4);
 }
 
 // The check is not vacuous: one wrong element of any gradient, or a NaN, fails it and is named.

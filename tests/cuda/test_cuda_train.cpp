@@ -21,6 +21,7 @@
 #include "kernels/cuda/cuda_backends.h"
 #include "kernels/cuda/cuda_device.h"
 #include "kernels/cuda/cuda_plans.h"
+#include "tests/support/gradient_agreement.h"
 
 using namespace attnscope;
 
@@ -162,22 +163,7 @@ TEST(CudaTrain, FlashGradientsAreTheSameOnEveryRun) {
 TEST(CudaTrain, MathAndFlashAgree) {
   auto backends = trainingBackends();
   const WorkloadSpec spec = trainSpec({1, 4, 2, 190, 190, 64, DType::fp32, "causal"}, Checkpoint::none);
-  const HostInputs in = HostInputs::generate(spec);
-  AttentionGradients g[2];
-  for (int i = 0; i < 2; ++i) {
-    auto alloc = backends[i]->makeAllocator();
-    RunContext ctx(*alloc);
-    auto exec = backends[i]->prepare(spec, in, ctx);
-    exec->run();
-    ASSERT_TRUE(exec->gradients(g[i]));
-  }
-  for (auto member : {&AttentionGradients::dq, &AttentionGradients::dk, &AttentionGradients::dv}) {
-    ASSERT_EQ((g[0].*member).size(), (g[1].*member).size());
-    double worst = 0;
-    for (size_t e = 0; e < (g[0].*member).size(); ++e)
-      worst = std::max(worst, std::fabs(double((g[0].*member)[e]) - (g[1].*member)[e]));
-    EXPECT_LT(worst, 1e-4);
-  }
+  attnscope::testing::expectGradientsAgree(*backends[0], *backends[1], spec, 1e-4);
 }
 
 // What checkpointing buys on cuda.math: the forward's peak no longer holds P into the backward,
@@ -200,6 +186,6 @@ int main(int argc, char** argv) {
     return 77;
   }
   std::printf("device: %s, compute capability %d.%d\n", info.name.c_str(), info.caps.cc_major, info.caps.cc_minor);
-  testing::InitGoogleTest(&argc, argv);
+  ::testing::InitGoogleTest(&argc, argv);
   return RUN_ALL_TESTS();
 }
