@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "kernels/torch/torch_python.h"
+#include "tests/torch/real_torch_test.h"
 #include "tests/torch/torch_test_support.h"
 
 namespace attnscope {
@@ -20,18 +21,7 @@ namespace {
 
 using namespace torchtest;
 
-const char* testPython() { return std::getenv("ATTNSCOPE_TEST_PYTHON"); }
-
-struct TorchBackends : ::testing::Test {
-  static void SetUpTestSuite() { torch::setCommandLinePython(testPython()); }
-  static std::shared_ptr<torch::TorchSession> session() {
-    static auto s = std::make_shared<torch::TorchSession>();
-    return s;
-  }
-  torch::TorchBackend autoB{"cpu", "auto", session()};
-  torch::TorchBackend mathB{"cpu", "math", session()};
-  torch::TorchBackend flashB{"cpu", "flash", session()};
-};
+struct TorchBackends : RealTorchTest {};
 
 struct Case {
   const char* what;
@@ -207,11 +197,4 @@ TEST_F(TorchBackends, CancelStopsTheRunAndKillsTheWorker) {
 }  // namespace
 }  // namespace attnscope
 
-int main(int argc, char** argv) {
-  if (!attnscope::testPython() || !*attnscope::testPython()) {
-    std::printf("skipped: ATTNSCOPE_TEST_PYTHON is not set (bash scripts/torch-venv.sh prints a Python with torch)\n");
-    return 77;
-  }
-  ::testing::InitGoogleTest(&argc, argv);
-  return RUN_ALL_TESTS();
-}
+int main(int argc, char** argv) { return attnscope::torchtest::realTorchTestMain(argc, argv); }

@@ -11,14 +11,13 @@
 #include <set>
 
 #include "kernels/torch/torch_python.h"
+#include "tests/torch/real_torch_test.h"
 #include "tests/torch/torch_test_support.h"
 
 namespace attnscope {
 namespace {
 
 using namespace torchtest;
-
-const char* testPython() { return std::getenv("ATTNSCOPE_TEST_PYTHON"); }
 
 WorkloadSpec layer(WorkloadSpec s, Pass pass = Pass::forward, Checkpoint c = Checkpoint::none, int64_t width = 0) {
   s.kind = WorkloadKind::layer;
@@ -45,15 +44,7 @@ bool nestedIn(const RunResult& r, const std::string& name, const std::string& pa
   return false;
 }
 
-struct TorchLayer : ::testing::Test {
-  static void SetUpTestSuite() { torch::setCommandLinePython(testPython()); }
-  static std::shared_ptr<torch::TorchSession> session() {
-    static auto s = std::make_shared<torch::TorchSession>();
-    return s;
-  }
-  torch::TorchBackend autoB{"cpu", "auto", session()};
-  torch::TorchBackend mathB{"cpu", "math", session()};
-};
+struct TorchLayer : RealTorchTest {};
 
 TEST_F(TorchLayer, ForwardAndTrainMatchTheFloat64Check) {
   WorkloadSpec dense = spec(4, 48, 48, 8, "dense:0.5", 2);
@@ -203,11 +194,4 @@ TEST_F(TorchLayer, CheckpointWithAForwardPassIsRefused) {
 }  // namespace
 }  // namespace attnscope
 
-int main(int argc, char** argv) {
-  if (!attnscope::testPython() || !*attnscope::testPython()) {
-    std::printf("skipped: ATTNSCOPE_TEST_PYTHON is not set (bash scripts/torch-venv.sh prints a Python with torch)\n");
-    return 77;
-  }
-  ::testing::InitGoogleTest(&argc, argv);
-  return RUN_ALL_TESTS();
-}
+int main(int argc, char** argv) { return attnscope::torchtest::realTorchTestMain(argc, argv); }

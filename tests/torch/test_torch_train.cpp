@@ -7,6 +7,7 @@
 #include <cstdio>
 
 #include "kernels/torch/torch_python.h"
+#include "tests/torch/real_torch_test.h"
 #include "tests/torch/torch_test_support.h"
 
 namespace attnscope {
@@ -14,23 +15,13 @@ namespace {
 
 using namespace torchtest;
 
-const char* testPython() { return std::getenv("ATTNSCOPE_TEST_PYTHON"); }
-
 WorkloadSpec train(WorkloadSpec s, Checkpoint c = Checkpoint::none) {
   s.pass = Pass::train;
   s.checkpoint = c;
   return s;
 }
 
-struct TorchTrain : ::testing::Test {
-  static void SetUpTestSuite() { torch::setCommandLinePython(testPython()); }
-  static std::shared_ptr<torch::TorchSession> session() {
-    static auto s = std::make_shared<torch::TorchSession>();
-    return s;
-  }
-  torch::TorchBackend autoB{"cpu", "auto", session()};
-  torch::TorchBackend mathB{"cpu", "math", session()};
-};
+struct TorchTrain : RealTorchTest {};
 
 TEST_F(TorchTrain, GradientsMatchTheFloat64Reference) {
   WorkloadSpec dense = spec(4, 64, 80, 8, "dense:0.5", 2);
@@ -63,11 +54,4 @@ TEST_F(TorchTrain, TrainPeakIsAboveTheForwardPeak) {
 }  // namespace
 }  // namespace attnscope
 
-int main(int argc, char** argv) {
-  if (!attnscope::testPython() || !*attnscope::testPython()) {
-    std::printf("skipped: ATTNSCOPE_TEST_PYTHON is not set (bash scripts/torch-venv.sh prints a Python with torch)\n");
-    return 77;
-  }
-  ::testing::InitGoogleTest(&argc, argv);
-  return RUN_ALL_TESTS();
-}
+int main(int argc, char** argv) { return attnscope::torchtest::realTorchTestMain(argc, argv); }
