@@ -1,4 +1,5 @@
 // Runs and their trace events: the part of the store written once per finished point.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -323,7 +324,13 @@ std::vector<TraceEvent> StoreState::readEvents(int64_t run_id) {
     SqliteStatement& n = db->cached("SELECT event_count FROM runs WHERE id = ?");
     SqliteResetGuard guard(n);
     n.bindInt(1, run_id);
-    if (n.step()) out.reserve(static_cast<size_t>(n.columnInt(0)));
+    // event_count is a hint from a row the file may have damaged: a negative or absurd count
+    // must not throw or allocate; the rows themselves decide how many events there are.
+    constexpr int64_t kReserveLimit = int64_t{1} << 20;
+    if (n.step()) {
+      int64_t count = n.columnInt(0);
+      if (count > 0) out.reserve(static_cast<size_t>(std::min(count, kReserveLimit)));
+    }
   }
   SqliteStatement& q = db->cached(
       "SELECT kind, source, memory, start_ns, end_ns, name_id, stream, device, bytes, address, correlation, kernel"

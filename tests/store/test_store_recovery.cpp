@@ -152,6 +152,34 @@ TEST(StoreRows, OneDamagedRowLeavesTheOthersReadable) {
   EXPECT_LT(runs[1].memory.measured_peak, 0) << "an unreadable row shows no figures";
 }
 
+TEST(StoreRows, DamagedEventCountIsOnlyAHint) {
+  // Found by fuzz_store: a run row whose event_count is negative or absurd made reading its
+  // events throw std::length_error (an uncaught crash in show and the GUI). The events rows
+  // decide what is read; the count only sizes a reservation.
+  TempDir dir;
+  const std::string path = dir.file("runs.sqlite");
+  {
+    Store store(path);
+    int64_t id = store.createSweep(test::sampleSweep("s"), 0);
+    for (int i = 0; i < 3; ++i) store.saveRun(id, test::sampleRun(i, 7));
+  }
+  size_t events = 0;
+  {
+    Store store(path, StoreMode::read);
+    events = store.run(1, true)->trace.events.size();
+    ASSERT_GT(events, 0u);
+  }
+  execRaw(path, "UPDATE runs SET event_count = -1 WHERE id = 1;"
+                "UPDATE runs SET event_count = 9223372036854775807 WHERE id = 2;"
+                "UPDATE runs SET event_count = 0 WHERE id = 3;");
+  Store store(path, StoreMode::read);
+  for (int64_t id : {1, 2, 3}) {
+    auto run = store.run(id, true);
+    ASSERT_TRUE(run.has_value()) << "run " << id;
+    EXPECT_EQ(run->trace.events.size(), events) << "run " << id;
+  }
+}
+
 TEST(StoreCheck, SoundFileIsOkAndDamagedPagesAreFoundOnDemand) {
   TempDir dir;
   const std::string path = dir.file("runs.sqlite");
