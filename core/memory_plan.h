@@ -23,7 +23,7 @@ struct PlannedBuffer {
 };
 
 struct MemoryPlan {
-  std::vector<std::string> steps;  // e.g. {"inputs", "scores", "softmax", "output"}
+  std::vector<std::string> steps;  // e.g. {"inputs", "scores", "softmax", "pv"}
   std::vector<PlannedBuffer> buffers;
   // False when the backend cannot predict its memory (e.g. PyTorch without a dispatch model for
   // the installed version); then peakBytes() is -1 and unknown_reason says why.

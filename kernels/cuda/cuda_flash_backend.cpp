@@ -38,7 +38,7 @@ class FlashExecution final : public Execution {
   double run() override {
     ctx_.throwIfCancelled();
     if (spec_.pass == Pass::train) return runTrain();
-    PhaseScope phase(ctx_, "forward");
+    PhaseScope phase(ctx_, "attention");
     stream_.startTimer();
     launchFlashForward(params_, stream_.get());
     return stream_.stopTimer();
@@ -55,10 +55,10 @@ class FlashExecution final : public Execution {
   // and saves nothing here. Each phase waits for its kernels so the host-timed phases hold them.
   double runTrain() {
     stream_.startTimer();
-    phase("forward", [&] { launchFlashForward(params_, stream_.get()); });
+    phase("attention", [&] { launchFlashForward(params_, stream_.get()); });
     if (spec_.checkpoint == Checkpoint::attention) {
       PhaseScope recompute(ctx_, "recompute");
-      phase("forward", [&] { launchFlashForward(params_, stream_.get()); });
+      phase("attention", [&] { launchFlashForward(params_, stream_.get()); });
     }
     FlashBwdParams bp;
     bp.fwd = params_;

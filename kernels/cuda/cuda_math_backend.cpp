@@ -69,7 +69,7 @@ class MathExecution final : public Execution {
   double run() override {
     ctx_.throwIfCancelled();
     if (spec_.pass == Pass::train) return runTrain();
-    PhaseScope phase(ctx_, "forward");
+    PhaseScope phase(ctx_, "attention");
     // Allocated per forward pass, as a framework would, but before the timer starts so that
     // cudaMalloc's host time is not counted as device time.
     ForwardBuffers f = allocateForward();
@@ -135,7 +135,7 @@ class MathExecution final : public Execution {
   // Returns P when keep is set, else frees it with S and the additive mask.
   Buffer<uint8_t> trainForward(bool keep) {
     ctx_.throwIfCancelled();
-    PhaseScope phase(ctx_, "forward");
+    PhaseScope phase(ctx_, "attention");
     ForwardBuffers f = allocateForward();
     forwardChunks(f);
     stream_.synchronize();

@@ -69,7 +69,7 @@ MemoryPlan planMaterialising(const WorkloadSpec& s, int64_t chunk_rows) {
   const int in = p.addStep("inputs");
   const int sc = p.addStep("scores");
   const int sm = p.addStep("softmax");
-  const int out = p.addStep("output");
+  const int out = p.addStep("pv");
   const bool chunked = z.chunks > 1 || z.chunk_rows < s.seq_q;
   const std::string per = chunked ? " (chunk of " + std::to_string(z.chunk_rows) + " rows)" : "";
   p.add("q", z.q, in, out, BufferRole::input);
@@ -107,7 +107,7 @@ MemoryPlan planMathTrain(const WorkloadSpec& s) {
   auto forward = [&](const std::string& prefix, int p_last) {
     const int sc = p.addStep(prefix + "scores");
     const int sm = p.addStep(prefix + "softmax");
-    const int out = p.addStep(prefix + "output");
+    const int out = p.addStep(prefix + "pv");
     if (z.bias > 0) p.add("additive mask", z.bias, sc, out, BufferRole::workspace);
     p.add("scores S", z.scores, sc, sm, BufferRole::workspace);
     p.add("probs P", z.probs, sm, p_last < 0 ? out : p_last, BufferRole::workspace);

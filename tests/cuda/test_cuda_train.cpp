@@ -129,7 +129,7 @@ TEST(CudaTrain, PhasesNameTheBackwardSteps) {
       names.push_back(p.name);
       if (p.name == "backward dS") ds_peak = p.peak_bytes;
     }
-    std::vector<std::string> want{"inputs", "forward", "recompute", "recompute/forward", "backward dK dV", "backward dQ"};
+    std::vector<std::string> want{"inputs", "attention", "recompute", "recompute/attention", "backward dK dV", "backward dQ"};
     if (b->id() == "cuda.math") want.push_back("backward dS");
     for (const auto& w : want)
       EXPECT_NE(std::find(names.begin(), names.end(), w), names.end()) << b->id() << " has no phase " << w;

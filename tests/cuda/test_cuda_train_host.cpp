@@ -49,7 +49,7 @@ Lives lifetimes(const MemoryPlan& p, const std::string& name) {
 TEST(CudaTrainPlans, MathKeepsPForTheBackward) {
   const WorkloadSpec s = trainSpec(2, 4, 2, 97, 130, 59, DType::fp16);
   const MemoryPlan p = planMathTrain(s);
-  EXPECT_EQ(p.steps, (std::vector<std::string>{"inputs", "scores", "softmax", "output", "backward dS", "backward dQ",
+  EXPECT_EQ(p.steps, (std::vector<std::string>{"inputs", "scores", "softmax", "pv", "backward dS", "backward dQ",
                                                "backward dK dV"}));
   EXPECT_EQ(lifetimes(p, "probs P"), (Lives{{"softmax", "backward dK dV"}}));
   EXPECT_EQ(lifetimes(p, "scores S"), (Lives{{"scores", "softmax"}}));
@@ -75,10 +75,10 @@ TEST(CudaTrainPlans, MathKeepsPForTheBackward) {
 TEST(CudaTrainPlans, MathCheckpointFreesPAfterTheForward) {
   const WorkloadSpec s = trainSpec(1, 2, 2, 64, 64, 32, DType::bf16, Checkpoint::attention);
   const MemoryPlan p = planMathTrain(s);
-  EXPECT_EQ(p.steps, (std::vector<std::string>{"inputs", "scores", "softmax", "output", "recompute scores",
-                                               "recompute softmax", "recompute output", "backward dS", "backward dQ",
+  EXPECT_EQ(p.steps, (std::vector<std::string>{"inputs", "scores", "softmax", "pv", "recompute scores",
+                                               "recompute softmax", "recompute pv", "backward dS", "backward dQ",
                                                "backward dK dV"}));
-  EXPECT_EQ(lifetimes(p, "probs P"), (Lives{{"softmax", "output"}, {"recompute softmax", "backward dK dV"}}));
+  EXPECT_EQ(lifetimes(p, "probs P"), (Lives{{"softmax", "pv"}, {"recompute softmax", "backward dK dV"}}));
   EXPECT_EQ(lifetimes(p, "scores S"), (Lives{{"scores", "softmax"}, {"recompute scores", "recompute softmax"}}));
   const int64_t scores = s.scoreElements() * 2;
   const int64_t base = s.ioBytes() + trainIoBytes(s) + kCublasWorkspaceBytes;
