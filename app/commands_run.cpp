@@ -54,6 +54,14 @@ Backend& findBackend(const std::string& option, const std::string& id) {
   return *b;
 }
 
+// The predicted peak of SPEC on b, or -1: shown where b runs it, and also where the only thing
+// missing is the device (a GPU backend on a machine without one: its plan needs no device).
+int64_t predictedPeak(Backend& b, const WorkloadSpec& spec, const Availability& av, const Support& sup) {
+  const bool only_unavailable = !av.available && sup.reasons.size() == 1 && sup.reasons[0] == av.reason;
+  if (!sup.ok() && !only_unavailable) return -1;
+  return b.plan(spec).peakBytes();  // -1 when the plan is unknown
+}
+
 }  // namespace
 
 const CommandDef kBackendsDef{
@@ -80,7 +88,7 @@ int cmdBackends(const std::vector<std::string>& argv) {
                                  {"supported", sup.ok()},
                                  {"reasons", sup.reasons},
                                  {"note", sup.note},
-                                 {"predicted_peak", sup.ok() ? b->plan(spec).peakBytes() : -1}});
+                                 {"predicted_peak", predictedPeak(*b, spec, av, sup)}});
     }
     out["torch_mask_passing"] = torchMaskPassingNote();
     std::cout << out.dump(2) << "\n";
@@ -92,7 +100,7 @@ int cmdBackends(const std::vector<std::string>& argv) {
   for (Backend* b : s.registry.all()) {
     Availability av = b->availability();
     Support sup = b->support(spec);
-    const int64_t peak = sup.ok() ? b->plan(spec).peakBytes() : -1;
+    const int64_t peak = predictedPeak(*b, spec, av, sup);
     t.add({b->id(), b->device(), av.available ? "yes" : "no", sup.ok() ? "yes" : "no",
            peak >= 0 ? formatBytes(peak) : sup.ok() ? "unknown" : "-",
            sup.ok() ? (sup.note.empty() ? b->description() : sup.note) : join(sup.reasons, "; ")});

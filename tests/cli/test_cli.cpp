@@ -86,9 +86,20 @@ TEST_F(Cli, BackendsJsonListsCpuBackendsAndReasons) {
     if (b["supported"].get<bool>()) {
       EXPECT_GT(b["predicted_peak"].get<int64_t>(), 0);
     }
+    // A CUDA backend's plan needs no device: without one it still says what the spec would take.
+    const std::string id = b["id"];
+    if (id.starts_with("cuda.") && !b["available"].get<bool>()) {
+      EXPECT_EQ(b["reasons"].size(), 1u) << b.dump();
+      EXPECT_GT(b["predicted_peak"].get<int64_t>(), 0) << b.dump();
+    }
   }
   EXPECT_TRUE(ids.count("cpu.reference"));
   EXPECT_TRUE(ids.count("cpu.flash"));
+  // Where the spec itself is refused, no figure is shown, device or not.
+  r = runCli({"backends", "--json", "--kind", "layer", "--heads", "4", "--seq", "128"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  for (const auto& b : nlohmann::json::parse(r.out)["backends"])
+    if (std::string(b["id"]).starts_with("cuda.")) EXPECT_EQ(b["predicted_peak"].get<int64_t>(), -1) << b.dump();
 }
 
 TEST_F(Cli, RunJsonReportsOkWithMeasuredEqualToPlan) {
