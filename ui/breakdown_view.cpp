@@ -50,18 +50,20 @@ BreakdownView::BreakdownView(QWidget* parent) : ChartView(parent) {
   ticks->addTick(2, tr("measured\n(allocator)"));
   plot_->xAxis->setTicker(ticks);
   plot_->xAxis->setRange(0.3, 2.7);
-  row->addWidget(plot_, 2);
+  row->addWidget(plot_, 3);
   buffers_ = new QLabel(memory);
   buffers_->setObjectName("breakdownBuffers");
   buffers_->setTextFormat(Qt::RichText);
   buffers_->setAlignment(Qt::AlignTop | Qt::AlignLeft);
-  buffers_->setWordWrap(true);
+  // Not wrapped: a layer's step names (inputs..qkv_proj_backward) are wide, and a wrapped label
+  // would cut the table's last column off; the scroll area scrolls sideways instead.
+  buffers_->setWordWrap(false);
   // Scrolled: a training run's plan lists dozens of buffers, more than the half height holds.
   auto* buffers_area = new QScrollArea(memory);
   buffers_area->setWidgetResizable(true);
   buffers_area->setFrameShape(QFrame::NoFrame);
   buffers_area->setWidget(buffers_);
-  row->addWidget(buffers_area, 1);
+  row->addWidget(buffers_area, 2);
   split->addWidget(memory);
 
   auto* phases = new QWidget(split);
@@ -169,10 +171,12 @@ void BreakdownView::rebuild() {
     auto step_name = [&](int s) {
       return s >= 0 && s < plan.stepCount() ? QString::fromStdString(plan.steps[static_cast<size_t>(s)]) : QString::number(s);
     };
-    table += QStringLiteral("<tr><td>%1%2</td><td>%3</td><td align=right>%4</td><td>%5..%6</td></tr>")
+    const QString steps = b.first_step == b.last_step ? step_name(b.first_step)
+                                                      : step_name(b.first_step) + ".." + step_name(b.last_step);
+    table += QStringLiteral("<tr><td nowrap>%1%2</td><td>%3</td><td align=right nowrap>%4</td><td nowrap>%5</td></tr>")
                  .arg(QString::fromStdString(b.name), live ? QStringLiteral(" *") : QString(),
                       QString::fromUtf8(toString(b.role).data(), toString(b.role).size()),
-                      QString::fromStdString(formatBytes(b.bytes)), step_name(b.first_step), step_name(b.last_step));
+                      QString::fromStdString(formatBytes(b.bytes)), steps);
     if (!live) continue;
     if (!own_segment[index]) {
       ++rest_count;

@@ -10,6 +10,8 @@
 #include <QSignalSpy>
 #include <QStandardPaths>
 #include <QTableWidget>
+#include <QTextDocument>
+#include <QtMath>
 #include <QThread>
 #include <qcustomplot.h>
 
@@ -130,6 +132,32 @@ class TestPhases : public QObject {
       for (int k = 0; k < view.phasePlot()->plottableCount(); ++k)
         QVERIFY(!view.phasePlot()->plottable(k)->name().contains('/'));
     }
+  }
+
+  void bufferTableIsNotCutOff() {
+    // A layer train run's plan has wide step names (inputs..qkv_proj_backward); at a 1280x800
+    // window's share of the width the table scrolls sideways rather than losing its last column.
+    BreakdownView view;
+    view.setEventSource(loader());
+    view.setSweeps({layer_});
+    view.resize(900, 700);
+    view.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&view));
+    auto* table = view.findChild<QLabel*>("breakdownBuffers");
+    QVERIFY(table);
+    for (const RunResult& r : layer_->runs) {
+      if (r.spec.pass != Pass::train) continue;
+      view.selectRun(r.id);
+      QVERIFY(table->text().contains("qkv_proj_backward"));
+      QTextDocument doc;
+      doc.setDefaultFont(table->font());
+      doc.setDocumentMargin(0);  // as QLabel lays its text out
+      doc.setHtml(table->text());
+      QTRY_VERIFY2(table->contentsRect().width() >= qCeil(doc.idealWidth()),
+                   qPrintable(QString("%1 < %2").arg(table->contentsRect().width()).arg(doc.idealWidth())));
+      return;
+    }
+    QFAIL("no layer train run");
   }
 
   void barsStackCoresShares() {
