@@ -9,9 +9,7 @@ request's id. stdout carries nothing else; Python's and torch's chatter goes to 
 Only the standard library and torch are used (numpy is optional for torch and not needed).
 """
 
-import ast
 import contextlib
-import ctypes
 import json
 import os
 import platform
@@ -49,6 +47,10 @@ try:
     import torch.nn.functional as F  # noqa: E402
 except Exception as e:  # ModuleNotFoundError, or a broken install raising anything
     import_error = "%s: %s" % (type(e).__name__, e) if not isinstance(e, ModuleNotFoundError) else str(e)
+if import_error is None:
+    # Beside this script (installed with it): the .npy files and the profiler trace's conversion.
+    from attnscope_torch_files import read_npy, write_npy  # noqa: E402
+    from attnscope_torch_trace import convert_trace  # noqa: E402
 
 
 def cuda_state():
@@ -119,62 +121,8 @@ def has_causal_lower_right():
 
 
 # ---------------------------------------------------------------------------------------------
-# .npy without numpy: the files come from AttnScope's own writer (core/npy.cpp), C order,
-# little-endian, descr <f4, <f2 or |b1.
-
-NPY_DTYPES = {"<f4": "float32", "<f2": "float16", "|b1": "bool"}
-
-
-def read_npy(path):
-    with open(path, "rb") as f:
-        data = f.read()
-    if data[:6] != b"\x93NUMPY":
-        raise ValueError("%s: not a .npy file" % path)
-    major = data[6]
-    if major == 1:
-        hlen = int.from_bytes(data[8:10], "little")
-        start = 10
-    else:
-        hlen = int.from_bytes(data[8:12], "little")
-        start = 12
-    header = ast.literal_eval(data[start:start + hlen].decode("latin1"))
-    descr = header["descr"]
-    if descr not in NPY_DTYPES or header.get("fortran_order"):
-        raise ValueError("%s: unsupported array %r" % (path, header))
-    dtype = getattr(torch, NPY_DTYPES[descr])
-    shape = tuple(header["shape"])
-    body = bytearray(data[start + hlen:])
-    if len(body) == 0:
-        return torch.empty(shape, dtype=dtype)
-    return torch.frombuffer(body, dtype=dtype).reshape(shape).clone()
-
-
-def write_npy(path, tensor):
-    t = tensor.detach().to("cpu", torch.float32).contiguous()
-    shape = tuple(t.shape)
-    shape_text = "(%s)" % (", ".join(str(d) for d in shape) + ("," if len(shape) == 1 else ""))
-    header = "{'descr': '<f4', 'fortran_order': False, 'shape': %s, }" % shape_text
-    pad = (64 - (10 + len(header) + 1) % 64) % 64
-    header = header + " " * pad + "\n"
-    with open(path, "wb") as f:
-        f.write(b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little") + header.encode("latin1"))
-        if t.numel():
-            f.write(ctypes.string_at(t.data_ptr(), t.numel() * 4))
-
-
-# ---------------------------------------------------------------------------------------------
 # Kernels and their names.
 
-KERNEL_OPS = [
-    ("_scaled_dot_product_flash_attention_for_cpu", "flash"),
-    ("_scaled_dot_product_flash_attention", "flash"),
-    ("_flash_attention_forward", "flash"),
-    ("_scaled_dot_product_efficient_attention", "efficient"),
-    ("_efficient_attention_forward", "efficient"),
-    ("_scaled_dot_product_cudnn_attention", "cudnn"),
-    ("_scaled_dot_product_fused_attention_overrideable", "overrideable"),
-    ("_scaled_dot_product_attention_math", "math"),
-]
 CHOICE_NAMES = {-1: "error", 0: "math", 1: "flash", 2: "efficient", 3: "cudnn", 4: "overrideable"}
 
 
@@ -430,59 +378,8 @@ def profiled_call(w, out_path, trace_dir, max_events):
     with open(path) as f:
         trace = json.load(f)
     os.unlink(path)
-    result.update(convert_trace(w, trace, t_start, max_events, phases))
-    return result
-
-
-def convert_trace(w, trace, t_start, max_events, phases=None):
-    events = trace.get("traceEvents", [])
-    anchor = next((e for e in events if e.get("name") == "attnscope.sdpa" and e.get("ph") == "X"), None)
-    offset = t_start - int(anchor["ts"] * 1000) if anchor else t_start
-    ns = lambda ts: int(ts * 1000) + offset
-    threads, out, ran, memory = {}, [], "", []
-    for e in events:
-        ph, cat, name = e.get("ph"), e.get("cat", ""), e.get("name", "")
-        if ph == "X" and cat in ("cpu_op", "user_annotation", "kernel", "gpu_memcpy", "gpu_memset"):
-            if name == "attnscope.sdpa":
-                # A layer's own phases (below) say what the call did; the range only anchors the clock.
-                if phases is None:
-                    out.append({"k": "phase", "n": "profiled sdpa call", "s": ns(e["ts"]), "e": ns(e["ts"] + e["dur"])})
-                continue
-            short = name[6:] if name.startswith("aten::") else name
-            if not ran:
-                for op, kernel in KERNEL_OPS:
-                    if short == op:
-                        ran = kernel
-                        break
-            gpu = cat != "cpu_op" and cat != "user_annotation"
-            key = ("gpu", e.get("args", {}).get("stream", e.get("tid"))) if gpu else ("cpu", e.get("tid"))
-            stream = threads.setdefault(key, len(threads))
-            out.append({"k": {"gpu_memcpy": "memcpy", "gpu_memset": "memset"}.get(cat, "kernel"), "n": name,
-                        "s": ns(e["ts"]), "e": ns(e["ts"] + e["dur"]), "t": stream, "g": gpu})
-        elif ph == "i" and name == "[memory]":
-            a = e.get("args", {})
-            memory.append(a)
-            b = int(a.get("Bytes", 0))
-            out.append({"k": "alloc" if b >= 0 else "free", "s": ns(e["ts"]), "b": abs(b), "a": int(a.get("Addr", 0)),
-                        "d": int(a.get("Device Type", 0))})
-    out += phases or []  # already on the monotonic clock
-    # The inputs were allocated before the profiled call; they are live throughout it.
-    for name, t in w.input_tensors():
-        out.append({"k": "alloc", "n": name, "s": t_start - 1, "b": t.numel() * t.element_size(),
-                    "a": t.data_ptr(), "d": 1 if t.is_cuda else 0})
-    dropped = max(0, len(out) - max_events)
-    if dropped:
-        out = [e for e in out if e["k"] not in ("kernel", "memcpy", "memset")] + \
-              [e for e in out if e["k"] in ("kernel", "memcpy", "memset")][:max(0, max_events - len(memory))]
-    result = {"events": out, "ran": ran, "dropped_events": dropped}
-    cpu_mem = [a for a in memory if int(a.get("Device Type", 0)) == 0]
-    if w.device.type == "cpu":
-        # Reference §6.2: the running total persists across sessions, so subtract the base.
-        extra = 0
-        if cpu_mem:
-            base = int(cpu_mem[0]["Total Allocated"]) - int(cpu_mem[0]["Bytes"])
-            extra = max(0, max(int(a["Total Allocated"]) for a in cpu_mem) - base)
-        result["peak_bytes"] = w.input_bytes + extra
+    result.update(convert_trace(trace, t_start, max_events, phases, w.input_tensors(), w.input_bytes,
+                                w.device.type == "cpu"))
     return result
 
 

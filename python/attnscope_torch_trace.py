@@ -1,0 +1,70 @@
+"""The torch worker's trace: torch.profiler's chrome trace turned into AttnScope's events (kernels,
+allocations, phases) on the worker's monotonic clock, and the SDPA kernel that ran."""
+
+# The aten ops of SDPA's kernels, first match wins (the CPU flash op before its CUDA namesake).
+KERNEL_OPS = [
+    ("_scaled_dot_product_flash_attention_for_cpu", "flash"),
+    ("_scaled_dot_product_flash_attention", "flash"),
+    ("_flash_attention_forward", "flash"),
+    ("_scaled_dot_product_efficient_attention", "efficient"),
+    ("_efficient_attention_forward", "efficient"),
+    ("_scaled_dot_product_cudnn_attention", "cudnn"),
+    ("_scaled_dot_product_fused_attention_overrideable", "overrideable"),
+    ("_scaled_dot_product_attention_math", "math"),
+]
+
+
+def convert_trace(trace, t_start, max_events, phases, inputs, input_bytes, on_cpu):
+    """The profiler's chrome trace as AttnScope events on the monotonic clock (t_start: when the
+    profiled call began), the kernel that ran, and on the CPU the peak: the inputs (`inputs`,
+    (name, tensor) pairs, allocated before the call) plus what the call allocated beyond its base.
+    A layer's `phases` replace the call's own range."""
+    events = trace.get("traceEvents", [])
+    anchor = next((e for e in events if e.get("name") == "attnscope.sdpa" and e.get("ph") == "X"), None)
+    offset = t_start - int(anchor["ts"] * 1000) if anchor else t_start
+    ns = lambda ts: int(ts * 1000) + offset
+    threads, out, ran, memory = {}, [], "", []
+    for e in events:
+        ph, cat, name = e.get("ph"), e.get("cat", ""), e.get("name", "")
+        if ph == "X" and cat in ("cpu_op", "user_annotation", "kernel", "gpu_memcpy", "gpu_memset"):
+            if name == "attnscope.sdpa":
+                # A layer's own phases (below) say what the call did; the range only anchors the clock.
+                if phases is None:
+                    out.append({"k": "phase", "n": "profiled sdpa call", "s": ns(e["ts"]), "e": ns(e["ts"] + e["dur"])})
+                continue
+            short = name[6:] if name.startswith("aten::") else name
+            if not ran:
+                for op, kernel in KERNEL_OPS:
+                    if short == op:
+                        ran = kernel
+                        break
+            gpu = cat != "cpu_op" and cat != "user_annotation"
+            key = ("gpu", e.get("args", {}).get("stream", e.get("tid"))) if gpu else ("cpu", e.get("tid"))
+            stream = threads.setdefault(key, len(threads))
+            out.append({"k": {"gpu_memcpy": "memcpy", "gpu_memset": "memset"}.get(cat, "kernel"), "n": name,
+                        "s": ns(e["ts"]), "e": ns(e["ts"] + e["dur"]), "t": stream, "g": gpu})
+        elif ph == "i" and name == "[memory]":
+            a = e.get("args", {})
+            memory.append(a)
+            b = int(a.get("Bytes", 0))
+            out.append({"k": "alloc" if b >= 0 else "free", "s": ns(e["ts"]), "b": abs(b), "a": int(a.get("Addr", 0)),
+                        "d": int(a.get("Device Type", 0))})
+    out += phases or []  # already on the monotonic clock
+    # The inputs were allocated before the profiled call; they are live throughout it.
+    for name, t in inputs:
+        out.append({"k": "alloc", "n": name, "s": t_start - 1, "b": t.numel() * t.element_size(),
+                    "a": t.data_ptr(), "d": 1 if t.is_cuda else 0})
+    dropped = max(0, len(out) - max_events)
+    if dropped:
+        out = [e for e in out if e["k"] not in ("kernel", "memcpy", "memset")] + \
+              [e for e in out if e["k"] in ("kernel", "memcpy", "memset")][:max(0, max_events - len(memory))]
+    result = {"events": out, "ran": ran, "dropped_events": dropped}
+    cpu_mem = [a for a in memory if int(a.get("Device Type", 0)) == 0]
+    if on_cpu:
+        # Reference §6.2: the running total persists across sessions, so subtract the base.
+        extra = 0
+        if cpu_mem:
+            base = int(cpu_mem[0]["Total Allocated"]) - int(cpu_mem[0]["Bytes"])
+            extra = max(0, max(int(a["Total Allocated"]) for a in cpu_mem) - base)
+        result["peak_bytes"] = input_bytes + extra
+    return result
