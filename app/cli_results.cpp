@@ -93,9 +93,9 @@ void printRunDetails(const RunResult& r, std::ostream& os) {
   line("  " + ioLabel(r.spec), formatBytes(r.memory.io_bytes));
   if (r.memory.measured_peak >= 0) line("  overhead", formatBytes(r.memory.overhead()));
   if (!r.plan.buffers.empty()) {
-    os << "  plan (peak at step '" << (r.plan.steps.empty() ? "" : r.plan.steps[r.plan.peakStep()]) << "')\n";
+    os << "  plan (peak at step '" << (r.plan.steps.empty() ? "" : r.plan.stepName(r.plan.peakStep())) << "')\n";
     for (const auto& b : r.plan.buffers) {
-      std::string life = r.plan.steps.empty() ? "" : r.plan.steps[b.first_step] + (b.first_step == b.last_step ? "" : ".." + r.plan.steps[b.last_step]);
+      std::string life = r.plan.steps.empty() ? "" : r.plan.lifetime(b);
       line("    " + b.name, formatBytes(b.bytes) + "  " + std::string(toString(b.role)) + "  " + life);
     }
   }

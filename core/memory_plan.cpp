@@ -1,5 +1,7 @@
 #include "core/memory_plan.h"
 
+#include <algorithm>
+
 #include <nlohmann/json.hpp>
 
 namespace attnscope {
@@ -52,6 +54,30 @@ int64_t MemoryPlan::ioBytes() const {
   for (const auto& b : buffers)
     if (b.role == BufferRole::input || b.role == BufferRole::output || b.role == BufferRole::mask) sum += b.bytes;
   return sum;
+}
+
+std::string MemoryPlan::stepName(int s) const {
+  return s >= 0 && s < stepCount() ? steps[static_cast<size_t>(s)] : "step " + std::to_string(s);
+}
+
+std::string MemoryPlan::lifetime(const PlannedBuffer& b) const {
+  return b.first_step == b.last_step ? stepName(b.first_step) : stepName(b.first_step) + ".." + stepName(b.last_step);
+}
+
+std::string MemoryPlan::problem() const {
+  // Every sum bytesAt and peakBytes form stays below this, so none of them can overflow.
+  constexpr int64_t kMaxTotal = int64_t{1} << 62;
+  const int last = std::max(1, stepCount()) - 1;
+  int64_t total = 0;
+  for (const PlannedBuffer& b : buffers) {
+    if (b.first_step < 0 || b.first_step > b.last_step || b.last_step > last)
+      return "buffer '" + b.name + "' lives in steps " + std::to_string(b.first_step) + ".." +
+             std::to_string(b.last_step) + " of " + std::to_string(stepCount());
+    if (b.bytes < 0 || b.bytes > kMaxTotal - total)
+      return "buffer '" + b.name + "' has " + std::to_string(b.bytes) + " bytes";
+    total += b.bytes;
+  }
+  return {};
 }
 
 int MemoryPlan::addStep(std::string name) {

@@ -37,6 +37,13 @@ struct MemoryPlan {
   int peakStep() const;  // first step where the peak is reached
   // Bytes of inputs, outputs and masks (what overhead is measured against).
   int64_t ioBytes() const;
+  // The name of step s; "step s" where s is not one of the plan's steps.
+  std::string stepName(int s) const;
+  // Where b is live: "scores..softmax", or one step's name when it lives in one.
+  std::string lifetime(const PlannedBuffer& b) const;
+  // Empty for a sound plan; else what is wrong (a buffer's steps outside the plan's or reversed,
+  // a negative size, sizes whose sum overflows): a plan read from a damaged file.
+  std::string problem() const;
 
   // Adds a step and returns its index.
   int addStep(std::string name);

@@ -194,6 +194,8 @@ RunResult readRun(const SqliteStatement& s, const std::string& path) {
   try {
     const nlohmann::json plan = parseJsonColumn(c.view(), path, "run " + std::to_string(r.id) + " plan");
     r.plan = memoryPlanFromJson(plan);
+    if (std::string problem = r.plan.problem(); !problem.empty())
+      corrupt(path, "run " + std::to_string(r.id) + " plan: " + problem);
     r.facts = plan.value("run_facts", std::map<std::string, std::string>{});
   } catch (const nlohmann::json::exception& e) {
     corrupt(path, "run " + std::to_string(r.id) + " plan: " + jsonProblem(e));

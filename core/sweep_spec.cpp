@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <limits>
+#include <stdexcept>
+#include <string>
 
 #include <nlohmann/json.hpp>
 
@@ -136,6 +139,29 @@ nlohmann::json toJson(const SweepSpec& s) {
           {"memory_budget", s.memory_budget}};
 }
 
+namespace {
+
+// An integer member of a stored sweep, or fallback where it is absent. A float, a string or a
+// number outside T's range is refused with the key's name (a damaged or foreign row), never
+// converted: nlohmann's conversion of 1e37 to an integer is undefined behaviour (fuzz_spec).
+template <typename T>
+T integerMember(const nlohmann::json& j, const char* key, T fallback) {
+  const auto it = j.find(key);
+  if (it == j.end()) return fallback;
+  constexpr auto lo = std::numeric_limits<T>::min();
+  constexpr auto hi = std::numeric_limits<T>::max();
+  if (it->is_number_unsigned()) {
+    if (it->template get<uint64_t>() <= static_cast<uint64_t>(hi)) return static_cast<T>(it->template get<uint64_t>());
+  } else if (it->is_number_integer()) {
+    const int64_t v = it->template get<int64_t>();
+    if (v >= lo && v <= hi) return static_cast<T>(v);
+  }
+  throw std::invalid_argument(std::string("'") + key + "' must be an integer from " + std::to_string(lo) + " to " +
+                              std::to_string(hi) + ", not " + it->dump());
+}
+
+}  // namespace
+
 SweepSpec sweepSpecFromJson(const nlohmann::json& j) {
   SweepSpec s;
   s.name = j.value("name", "");
@@ -143,9 +169,9 @@ SweepSpec sweepSpecFromJson(const nlohmann::json& j) {
   for (const auto& a : j.value("axes", nlohmann::json::array()))
     s.axes.push_back({a.at("field").get<std::string>(), a.at("values").get<std::vector<std::string>>()});
   s.backends = j.value("backends", std::vector<std::string>{});
-  s.warmup = j.value("warmup", 1);
-  s.reps = j.value("reps", 3);
-  s.memory_budget = j.value("memory_budget", int64_t{-1});
+  s.warmup = integerMember(j, "warmup", 1);
+  s.reps = integerMember(j, "reps", 3);
+  s.memory_budget = integerMember(j, "memory_budget", int64_t{-1});
   return s;
 }
 

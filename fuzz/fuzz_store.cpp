@@ -9,6 +9,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "core/phase_summary.h"
 #include "core/store.h"
 #include "fuzz/fuzz_support.h"
 
@@ -28,7 +29,14 @@ void readEverything(Store& store) {
     (void)store.sweep(sweep.id);
     for (const RunResult& run : store.runs(sweep.id)) {
       if (--budget < 0) return;
-      (void)store.run(run.id, true);
+      // What `show R` and the Breakdown view compute from a run: its plan's peak and buffer
+      // lifetimes, and the phase table from its events.
+      if (auto full = store.run(run.id, true)) {
+        (void)full->plan.peakBytes();
+        for (const PlannedBuffer& b : full->plan.buffers) (void)full->plan.lifetime(b);
+        (void)full->plan.stepName(full->plan.peakStep());
+        (void)summarizePhases(full->trace.events);
+      }
       (void)store.sweepOfRun(run.id);
     }
     if (sweep.environment_id > 0) (void)store.environment(sweep.environment_id);

@@ -168,11 +168,7 @@ void BreakdownView::rebuild() {
   for (size_t index = 0; index < plan.buffers.size(); ++index) {
     const PlannedBuffer& b = plan.buffers[index];
     const bool live = b.first_step <= peak_step && peak_step <= b.last_step;
-    auto step_name = [&](int s) {
-      return s >= 0 && s < plan.stepCount() ? QString::fromStdString(plan.steps[static_cast<size_t>(s)]) : QString::number(s);
-    };
-    const QString steps = b.first_step == b.last_step ? step_name(b.first_step)
-                                                      : step_name(b.first_step) + ".." + step_name(b.last_step);
+    const QString steps = QString::fromStdString(plan.lifetime(b));
     table += QStringLiteral("<tr><td nowrap>%1%2</td><td>%3</td><td align=right nowrap>%4</td><td nowrap>%5</td></tr>")
                  .arg(QString::fromStdString(b.name), live ? QStringLiteral(" *") : QString(),
                       QString::fromUtf8(toString(b.role).data(), toString(b.role).size()),
@@ -204,7 +200,7 @@ void BreakdownView::rebuild() {
   }
   table += "</table>";
   table += tr("<br>* live at the peak step '%1'<br>predicted peak %2, measured peak %3, gap %4")
-               .arg(peak_step >= 0 ? QString::fromStdString(plan.steps[static_cast<size_t>(peak_step)]) : QStringLiteral("-"),
+               .arg(peak_step >= 0 ? QString::fromStdString(plan.stepName(peak_step)) : QStringLiteral("-"),
                     QString::fromStdString(formatBytes(r->memory.predicted_peak)),
                     r->memory.measured_peak >= 0 ? QString::fromStdString(formatBytes(r->memory.measured_peak)) : QStringLiteral("-"),
                     r->memory.measured_peak >= 0 && r->memory.predicted_peak >= 0

@@ -64,6 +64,29 @@ TEST(MemoryPlan, PeakIsTheLargestLiveSum) {
   EXPECT_EQ(back.peakBytes(), 2100);
   EXPECT_EQ(back.buffers.size(), 4u);
   EXPECT_EQ(back.buffers[3].role, BufferRole::output);
+  EXPECT_EQ(p.lifetime(p.buffers[1]), "scores..softmax");
+  EXPECT_EQ(p.lifetime(p.buffers[3]), "output");
+  EXPECT_EQ(p.problem(), "");
+}
+
+TEST(MemoryPlan, ProblemNamesWhatADamagedPlanGetsWrong) {
+  // Plans read from a file: steps past the plan's, reversed, negative sizes, sums that overflow.
+  auto plan = [](int first, int last, int64_t bytes, int64_t second = 0) {
+    MemoryPlan p;
+    p.addStep("inputs");
+    p.addStep("scores");
+    p.add("q", bytes, first, last, BufferRole::input);
+    if (second) p.add("k", second, 0, 1, BufferRole::input);
+    return p;
+  };
+  EXPECT_EQ(plan(0, 1, 8).problem(), "");
+  EXPECT_EQ(plan(0, 2, 8).problem(), "buffer 'q' lives in steps 0..2 of 2");
+  EXPECT_EQ(plan(-1, 0, 8).problem(), "buffer 'q' lives in steps -1..0 of 2");
+  EXPECT_EQ(plan(1, 0, 8).problem(), "buffer 'q' lives in steps 1..0 of 2");
+  EXPECT_EQ(plan(0, 1, -8).problem(), "buffer 'q' has -8 bytes");
+  EXPECT_EQ(plan(0, 1, int64_t{1} << 62, int64_t{1} << 62).problem(), "buffer 'k' has 4611686018427387904 bytes");
+  EXPECT_EQ(plan(0, 7, 8).stepName(7), "step 7");
+  EXPECT_EQ(plan(0, 7, 8).lifetime(plan(0, 7, 8).buffers[0]), "inputs..step 7");
 }
 
 TEST(Reference, SingleVisibleKeyReturnsItsValue) {
@@ -159,6 +182,35 @@ TEST(SweepSpec, ExpandsTheGridAndReportsBadPoints) {
   SweepSpec back = sweepSpecFromJson(nlohmann::json::parse(toJson(sw).dump()));
   EXPECT_EQ(back.axes.size(), 1u);
   EXPECT_EQ(back.base, sw.base);
+}
+
+TEST(SweepSpec, StoredCountsMustBeIntegersInRange) {
+  // Found by fuzz_spec: a stored memory_budget of 1.5e37 was converted to int64 (undefined
+  // behaviour). Floats, strings and out-of-range numbers are refused, naming the key.
+  SweepSpec sw;
+  sw.backends = {"cpu.flash"};
+  sw.memory_budget = int64_t{1} << 40;
+  sw.reps = 7;
+  nlohmann::json j = toJson(sw);
+  EXPECT_EQ(sweepSpecFromJson(j).memory_budget, int64_t{1} << 40);
+  EXPECT_EQ(sweepSpecFromJson(j).reps, 7);
+  auto refused = [&](const char* key, nlohmann::json value, const std::string& phrase) {
+    nlohmann::json bad = j;
+    bad[key] = value;
+    try {
+      (void)sweepSpecFromJson(bad);
+      ADD_FAILURE() << key << " = " << value.dump() << " was accepted";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find(phrase), std::string::npos) << e.what();
+    }
+  };
+  refused("memory_budget", 1.5e37, "'memory_budget' must be an integer");
+  refused("memory_budget", uint64_t{1} << 63, "not 9223372036854775808");
+  refused("reps", int64_t{1} << 40, "'reps' must be an integer from -2147483648 to 2147483647");
+  refused("warmup", 2.0, "'warmup'");
+  refused("warmup", "1", "'warmup'");
+  j.erase("warmup");
+  EXPECT_EQ(sweepSpecFromJson(j).warmup, 1);
 }
 
 namespace {

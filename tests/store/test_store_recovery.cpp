@@ -180,6 +180,25 @@ TEST(StoreRows, DamagedEventCountIsOnlyAHint) {
   }
 }
 
+TEST(StoreRows, DamagedPlanIsAnUnreadableRowNotACrash) {
+  // A plan whose buffer lives past the plan's steps made `show R` index past the step names.
+  TempDir dir;
+  const std::string path = dir.file("runs.sqlite");
+  {
+    Store store(path);
+    int64_t id = store.createSweep(test::sampleSweep("s"), 0);
+    for (int i = 0; i < 2; ++i) store.saveRun(id, test::sampleRun(i, 3));
+  }
+  execRaw(path, "UPDATE runs SET plan = json_set(plan, '$.buffers[0].last_step', 99) WHERE id = 1;");
+  Store store(path, StoreMode::read);
+  auto runs = store.runs(1);
+  ASSERT_EQ(runs.size(), 2u);
+  EXPECT_EQ(runs[0].status, RunStatus::error);
+  EXPECT_NE(runs[0].message.find("plan: buffer"), std::string::npos) << runs[0].message;
+  EXPECT_NE(runs[0].message.find("lives in steps 0..99"), std::string::npos) << runs[0].message;
+  EXPECT_EQ(runs[1].status, RunStatus::oom) << runs[1].message;  // as saved
+}
+
 TEST(StoreCheck, SoundFileIsOkAndDamagedPagesAreFoundOnDemand) {
   TempDir dir;
   const std::string path = dir.file("runs.sqlite");
