@@ -152,17 +152,21 @@ TEST(StoreRows, OneDamagedRowLeavesTheOthersReadable) {
   EXPECT_LT(runs[1].memory.measured_peak, 0) << "an unreadable row shows no figures";
 }
 
+// A database in dir holding sweep S1 with `runs` sample runs of `events` events each.
+std::string oneSweepOfRuns(TempDir& dir, int runs, int64_t events) {
+  const std::string path = dir.file("runs.sqlite");
+  Store store(path);
+  int64_t id = store.createSweep(test::sampleSweep("s"), 0);
+  for (int i = 0; i < runs; ++i) store.saveRun(id, test::sampleRun(i, events));
+  return path;
+}
+
 TEST(StoreRows, DamagedEventCountIsOnlyAHint) {
   // Found by fuzz_store: a run row whose event_count is negative or absurd made reading its
   // events throw std::length_error (an uncaught crash in show and the GUI). The events rows
   // decide what is read; the count only sizes a reservation.
   TempDir dir;
-  const std::string path = dir.file("runs.sqlite");
-  {
-    Store store(path);
-    int64_t id = store.createSweep(test::sampleSweep("s"), 0);
-    for (int i = 0; i < 3; ++i) store.saveRun(id, test::sampleRun(i, 7));
-  }
+  const std::string path = oneSweepOfRuns(dir, 3, 7);
   size_t events = 0;
   {
     Store store(path, StoreMode::read);
@@ -183,12 +187,7 @@ TEST(StoreRows, DamagedEventCountIsOnlyAHint) {
 TEST(StoreRows, DamagedPlanIsAnUnreadableRowNotACrash) {
   // A plan whose buffer lives past the plan's steps made `show R` index past the step names.
   TempDir dir;
-  const std::string path = dir.file("runs.sqlite");
-  {
-    Store store(path);
-    int64_t id = store.createSweep(test::sampleSweep("s"), 0);
-    for (int i = 0; i < 2; ++i) store.saveRun(id, test::sampleRun(i, 3));
-  }
+  const std::string path = oneSweepOfRuns(dir, 2, 3);
   execRaw(path, "UPDATE runs SET plan = json_set(plan, '$.buffers[0].last_step', 99) WHERE id = 1;");
   Store store(path, StoreMode::read);
   auto runs = store.runs(1);
