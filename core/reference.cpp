@@ -23,12 +23,13 @@ bool referenceAttends(const MaskSpec& mask, int64_t i, int64_t j, int64_t seq_q,
 }
 
 void referenceRows(const WorkloadSpec& s, const HostInputs& in, const std::vector<int64_t>& rows,
-                   std::vector<double>& out, const std::atomic<bool>* cancel) {
+                   std::vector<double>& out, const std::atomic<bool>* cancel, std::vector<char>* keyless) {
   const int64_t H = s.heads, Hkv = s.kvHeads(), Lq = s.seq_q, Lkv = s.seqKv(), D = s.headDim();
   const int64_t group = H / Hkv;
   const double scale = s.effectiveScale();
   const bool dense = s.mask.kind == MaskKind::dense;
   out.assign(rows.size() * static_cast<size_t>(D), 0.0);
+  if (keyless) keyless->assign(rows.size(), 0);
   std::vector<double> q(static_cast<size_t>(D)), scores(static_cast<size_t>(Lkv));
   std::vector<char> visible(static_cast<size_t>(Lkv));
   for (size_t r = 0; r < rows.size(); ++r) {
@@ -55,7 +56,10 @@ void referenceRows(const WorkloadSpec& s, const HostInputs& in, const std::vecto
       if (!any || std::isnan(scores[j]) || scores[j] > mx) mx = scores[j];
       any = true;
     }
-    if (!any) continue;  // no visible key: zeros
+    if (!any) {  // no visible key: zeros
+      if (keyless) (*keyless)[r] = 1;
+      continue;
+    }
     double sum = 0;
     for (int64_t j = 0; j < Lkv; ++j)
       if (visible[j]) {
@@ -114,7 +118,8 @@ Accuracy checkAccuracy(const WorkloadSpec& s, const HostInputs& in, const std::v
     return a;
   }
   std::vector<double> ref;
-  referenceRows(s, in, rows, ref, cancel);
+  std::vector<char> keyless;
+  referenceRows(s, in, rows, ref, cancel, &keyless);
   double err2 = 0, ref2 = 0;
   for (size_t r = 0; r < rows.size(); ++r)
     for (int64_t d = 0; d < D; ++d) {
@@ -127,7 +132,9 @@ Accuracy checkAccuracy(const WorkloadSpec& s, const HostInputs& in, const std::v
           std::ostringstream os;
           os << (std::isfinite(want) ? "output" : "reference") << " row " << rows[r] << " element " << d << " is "
              << (std::isfinite(want) ? got : want)
-             << (std::isfinite(want) ? "" : " (the inputs or the scale overflow float64)");
+             << (!std::isfinite(want) ? " (the inputs or the scale overflow float64)"
+                 : keyless[r]         ? " (a query with no visible key: the reference gives zeros there)"
+                                      : "");
           problem = os.str();
         }
       }

@@ -26,10 +26,12 @@ inline constexpr int64_t kAccuracySamples = 256;   // otherwise at most this man
 // Dense masks are element by element (the inputs' mask tensor) and return true here.
 bool referenceAttends(const MaskSpec& mask, int64_t i, int64_t j, int64_t seq_q, int64_t seq_kv);
 
-// Rows are flat indices r = (b * H + h) * Lq + i. Output: rows.size() x D doubles. Checks
-// `cancel` between rows and throws Cancelled (core/backend.h) when it is set.
+// Rows are flat indices r = (b * H + h) * Lq + i. Output: rows.size() x D doubles (zeros for a
+// query with no visible key; `keyless`, when given, marks those rows). Checks `cancel` between
+// rows and throws Cancelled (core/backend.h) when it is set.
 void referenceRows(const WorkloadSpec& spec, const HostInputs& inputs, const std::vector<int64_t>& rows,
-                   std::vector<double>& out, const std::atomic<bool>* cancel = nullptr);
+                   std::vector<double>& out, const std::atomic<bool>* cancel = nullptr,
+                   std::vector<char>* keyless = nullptr);
 
 // Every row when B*H*Lq <= kAccuracyAllRows and the rows fit the budget; otherwise
 // min(kAccuracySamples, budget / (Lkv*D)) distinct rows (at least 2) drawn from the seed

@@ -93,6 +93,10 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"cpu 2.1 mask: math", "2.1", "cpu", f32, 8, 0, 512, 0, 64, "dense", K::math, K::flash, "cpu_flash.attn_mask"},
         Case{"cpu 2.1 no mask: flash", "2.1", "cpu", f32, 8, 0, 512, 0, 64, "none", K::flash},
         Case{"cpu 2.1 fp16: math", "2.1", "cpu", f16, 8, 0, 512, 0, 64, "none", K::math, K::flash, "cpu_flash.dtype"},
+        // 2.4.1 measured (170 cases of test_explain_torch): masks and fp16 already go to flash.
+        Case{"cpu 2.3 mask: math (assumed like 2.1)", "2.3", "cpu", f32, 8, 0, 512, 0, 64, "dense", K::math, K::flash,
+             "cpu_flash.attn_mask"},
+        Case{"cpu 2.4 fp16 mask: flash", "2.4", "cpu", f16, 8, 0, 512, 0, 64, "dense", K::flash},
         Case{"cpu 2.5.1 mask: flash", "2.5.1", "cpu", f32, 8, 0, 512, 0, 64, "dense", K::flash},
         Case{"cpu 2.15 fp16 block mask: flash", "2.15", "cpu", f16, 8, 0, 512, 0, 64, "block:64", K::flash}));
 

@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <limits>
+#include <string>
 #include <vector>
 
 #include "core/reference.h"
@@ -74,6 +75,28 @@ TEST(AccuracyCheck, ANonFiniteOutputFails) {
       std::vector<float> all(one.size(), value);
       EXPECT_FALSE(checkAccuracy(s, in, all).passed()) << toString(d) << " every element " << value;
     }
+}
+
+TEST(AccuracyCheck, NaNForAQueryWithNoVisibleKeySaysSo) {
+  // torch < 2.5 (measured on 2.4.1) returns NaN for a query that sees no key; the reference gives
+  // zeros, so such a run fails, and the message says which kind of row it was.
+  WorkloadSpec s = smallSpec(DType::fp32);
+  s.seq_q = 13;
+  s.seq_kv = 9;  // causal, aligned bottom-right: the first four queries see no key
+  const HostInputs in = HostInputs::generate(s);
+  std::vector<float> out = exactOutput(s, in);
+  std::vector<int64_t> rows{0, 4};
+  std::vector<double> ref;
+  std::vector<char> keyless;
+  referenceRows(s, in, rows, ref, nullptr, &keyless);
+  EXPECT_EQ(keyless, (std::vector<char>{1, 0}));
+  for (int64_t row : {int64_t{0}, int64_t{4}}) {
+    std::vector<float> bad = out;
+    bad[static_cast<size_t>(row * s.headDim())] = std::numeric_limits<float>::quiet_NaN();
+    std::string problem;
+    EXPECT_FALSE(checkAccuracy(s, in, bad, nullptr, &problem).passed());
+    EXPECT_EQ(problem.find("no visible key") != std::string::npos, row == 0) << problem;
+  }
 }
 
 // Before the run hardening (issue 8) the reference's std::max dropped the NaN
