@@ -98,7 +98,8 @@ TEST_F(Cli, BackendsJsonListsCpuBackendsAndReasons) {
   // Where the spec itself is refused, no figure is shown, device or not.
   r = runCli({"backends", "--json", "--kind", "layer", "--heads", "4", "--seq", "128"});
   ASSERT_EQ(r.code, 0) << r.err;
-  for (const auto& b : nlohmann::json::parse(r.out)["backends"]) {
+  const nlohmann::json layer = nlohmann::json::parse(r.out);  // kept: the loop reads inside it
+  for (const auto& b : layer["backends"]) {
     if (std::string(b["id"]).starts_with("cuda.")) {
       EXPECT_EQ(b["predicted_peak"].get<int64_t>(), -1) << b.dump();
     }
