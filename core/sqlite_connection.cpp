@@ -4,9 +4,12 @@
 
 #include <cstdio>
 
+#include "core/sqlite_file_guard.h"
+
 namespace attnscope {
 
 SqliteConnection::SqliteConnection(const std::string& target, int flags, std::string path) : path_(std::move(path)) {
+  installSqliteFileGuard();
   int rc = sqlite3_open_v2(target.c_str(), &db_, flags, nullptr);
   if (rc != SQLITE_OK) {
     std::string detail = db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(rc);
@@ -19,6 +22,10 @@ SqliteConnection::SqliteConnection(const std::string& target, int flags, std::st
 
 SqliteConnection::~SqliteConnection() {
   cache_.clear();  // statements first: close_v2 would otherwise defer the close
+  // The last connection to close checkpoints its -wal into the database and deletes the -wal by
+  // name. When the -wal it holds is no longer the file on disk, that would write stale pages over
+  // the database and delete another process's live journal: close without a checkpoint instead.
+  if (db_ && heldFileProblem()) sqlite3_db_config(db_, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, nullptr);
   sqlite3_close_v2(db_);
 }
 
@@ -43,6 +50,12 @@ SqliteStatement& SqliteConnection::cached(std::string_view sql) {
 int64_t SqliteConnection::pragmaInt(std::string_view name) {
   SqliteStatement s = prepare("PRAGMA " + std::string(name));
   return s.step() ? s.columnInt(0) : 0;
+}
+
+std::optional<std::string> SqliteConnection::heldFileProblem() const {
+  const char* file = sqlite3_db_filename(db_, "main");
+  if (!file || !*file) return std::nullopt;
+  return sqliteHeldFileProblem(file);
 }
 
 int64_t SqliteConnection::changes() const { return sqlite3_changes64(db_); }

@@ -2,6 +2,7 @@
 // One SQLite connection with a cache of prepared statements. Used only by the store.
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -32,6 +33,9 @@ class SqliteConnection {
   SqliteStatement& cached(std::string_view sql);
   // The integer value of "PRAGMA name" (user_version, application_id, ...).
   int64_t pragmaInt(std::string_view name);
+  // Which of the files SQLite holds for this database is no longer the one on disk (see
+  // sqlite_file_guard.h); empty when all still are.
+  std::optional<std::string> heldFileProblem() const;
   int64_t changes() const;
   int64_t lastInsertId() const;
 

@@ -72,7 +72,18 @@ std::string selectSweepsSql(int version) {
 
 SqliteConnection& StoreState::writer() {
   if (read_only || !db) throw StoreError(StoreError::Kind::read_only, path + " was opened for reading; it cannot be changed");
+  requireHeldFilesCurrent();
   return *db;
+}
+
+void StoreState::requireHeldFilesCurrent() const {
+  auto problem = db->heldFileProblem();
+  if (!problem) return;
+  throw StoreError(StoreError::Kind::io,
+                   "cannot save to " + path + ": " + *problem +
+                       "; saving stops so that nothing is written where no other process can see it, or over what "
+                       "others saved since (what this process saved into the deleted file is gone with it); "
+                       "check the file with `attnscope check --db " + path + "`");
 }
 
 StoreTransaction::StoreTransaction(StoreState& impl) : impl_(impl) {
@@ -80,6 +91,9 @@ StoreTransaction::StoreTransaction(StoreState& impl) : impl_(impl) {
   SqliteStatement& begin = impl_.db->cached("BEGIN IMMEDIATE");
   SqliteResetGuard guard(begin);
   begin.run();
+  // Checked with the write lock held: the files this transaction will write must be the ones
+  // every other process sees (sqlite_file_guard.h). The destructor rolls back when this throws.
+  impl_.requireHeldFilesCurrent();
 }
 
 StoreTransaction::~StoreTransaction() {
@@ -96,6 +110,7 @@ StoreTransaction::~StoreTransaction() {
 }
 
 void StoreTransaction::commit() {
+  impl_.requireHeldFilesCurrent();
   SqliteStatement& s = impl_.db->cached("COMMIT");
   SqliteResetGuard guard(s);
   s.run();
@@ -194,12 +209,18 @@ namespace {
 // Runs an UPDATE/DELETE of one sweep or run by id; not_found when no row matched.
 void changeOne(StoreState& impl, std::string_view sql, std::string_view what, int64_t id,
                const std::function<void(SqliteStatement&)>& bind) {
-  SqliteStatement& s = impl.db->cached(sql);
-  SqliteResetGuard guard(s);
-  bind(s);
-  s.run();
+  // Inside the caller's transaction, or in one of its own (checked like every write).
+  std::optional<StoreTransaction> own;
+  if (sqlite3_get_autocommit(impl.db->handle())) own.emplace(impl);
+  {
+    SqliteStatement& s = impl.db->cached(sql);
+    SqliteResetGuard guard(s);
+    bind(s);
+    s.run();
+  }
   if (impl.db->changes() == 0)
     throw StoreError(StoreError::Kind::not_found, impl.path + ": no " + std::string(what) + " " + std::to_string(id));
+  if (own) own->commit();
 }
 
 }  // namespace

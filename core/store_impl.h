@@ -36,6 +36,9 @@ struct StoreState {
   void verifySnapshot() const;
   // The connection for a write; StoreError read_only for a store opened for reading.
   SqliteConnection& writer();
+  // StoreError io when a file SQLite holds for this database (the file, its -wal or -shm) was
+  // deleted or replaced on disk since it was opened: a write would then be lost, or worse.
+  void requireHeldFilesCurrent() const;
   // One connection is not safe to share between threads mid-statement; every public member
   // function takes this lock, so one Store may be used from several threads.
   std::mutex mutex;
