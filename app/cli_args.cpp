@@ -8,6 +8,8 @@
 #include <cstdlib>
 #include <sstream>
 
+#include "core/sweep_spec.h"
+
 namespace attnscope::cli {
 
 Args::Args(const CommandDef& def, const std::vector<std::string>& argv) {
@@ -78,20 +80,10 @@ std::string helpText(const CommandDef& def) {
 }
 
 std::vector<std::string> splitList(const std::string& option, const std::string& text) {
-  std::vector<std::string> out;
-  size_t begin = 0;
-  for (;;) {
-    const size_t comma = text.find(',', begin);
-    std::string item = text.substr(begin, comma == std::string::npos ? std::string::npos : comma - begin);
-    if (item.empty())
-      throw UsageError("--" + option + ": empty item in '" + text + "' (write values separated by single commas)");
-    if (std::find(out.begin(), out.end(), item) != out.end())
-      throw UsageError("--" + option + ": '" + item + "' is given twice in '" + text + "'");
-    out.push_back(std::move(item));
-    if (comma == std::string::npos) break;
-    begin = comma + 1;
-  }
-  return out;
+  std::string problem;
+  std::vector<std::string> values = splitAxisList(text, &problem);
+  if (values.empty()) throw UsageError("--" + option + ": " + problem);
+  return values;
 }
 
 int64_t parseBytes(const std::string& option, const std::string& text) {

@@ -48,8 +48,8 @@ class Args {
 };
 
 std::string helpText(const CommandDef& def);
-// "a,b,c" -> {a, b, c}. Throws UsageError naming --option for an empty item ("a,,c", "", "a,")
-// or an item given twice.
+// "a,b,c" or "a, b, c" -> {a, b, c} (core's splitAxisList, the window's grammar too). Throws
+// UsageError naming --option for an empty item ("a,,c", "", "a,") or an item given twice.
 std::vector<std::string> splitList(const std::string& option, const std::string& text);
 // "512MiB", "8GiB", "1e9", "1000000" -> bytes, at most kMaxBytesOption. Throws UsageError
 // naming the option.

@@ -4,6 +4,7 @@
 #include <ctime>
 #include <iostream>
 
+#include "core/recorded_sweep.h"
 #include "core/spec_fields.h"
 #include "kernels/builtin_session.h"
 #include "kernels/torch/torch_python.h"
@@ -47,7 +48,19 @@ WorkloadSpec specFromArgs(const Args& args) {
   return spec;
 }
 
-OptionDef dbOption() { return {"db", "FILE", "database file (default: $ATTNSCOPE_DB or " + defaultDatabasePath() + ")"}; }
+std::string jsonOutput(const nlohmann::json& j) {
+  return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+std::string defaultDatabaseForHelp() {
+  try {
+    return defaultDatabasePath();
+  } catch (const StoreError&) {
+    return "none: HOME is not set";
+  }
+}
+
+OptionDef dbOption() { return {"db", "FILE", "database file (default: $ATTNSCOPE_DB or " + defaultDatabaseForHelp() + ")"}; }
 OptionDef jsonOption() { return {"json", "", "print JSON for scripts instead of tables"}; }
 OptionDef pythonOption() {
   return {"python", "PATH", "Python with torch for the torch.* backends (default: $ATTNSCOPE_PYTHON, the GUI's setting, "
@@ -63,7 +76,11 @@ void applyPythonOption(const Args& args) {
 
 std::string databasePath(const Args& args) {
   if (auto v = args.value("db")) return *v;
-  return defaultDatabasePath();
+  try {
+    return defaultDatabasePath();
+  } catch (const StoreError& e) {
+    throw UsageError(e.what());
+  }
 }
 
 std::unique_ptr<Store> openStore(const std::string& path, StoreMode mode) {
@@ -114,6 +131,12 @@ std::string join(const std::vector<std::string>& items, const std::string& sep) 
   std::string out;
   for (const auto& i : items) out += (out.empty() ? "" : sep) + i;
   return out;
+}
+
+std::string sweepNameOption(const Args& args) {
+  const std::string name = args.value("name").value_or("");
+  if (auto problem = sweepNameProblem(name)) throw UsageError("--name: the name " + *problem);
+  return name;
 }
 
 std::string formatTime(int64_t unix_ms) {

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "app/cli_args.h"
 #include "core/backend_registry.h"
 #include "core/store.h"
@@ -29,6 +31,14 @@ OptionDef pythonOption();
 void applyPythonOption(const Args& args);
 // --db, else ATTNSCOPE_DB, else the default path.
 std::string databasePath(const Args& args);
+// JSON for scripts (indented). Text that is not UTF-8 (a path given as bytes, a name from an old
+// or foreign file) comes out as U+FFFD instead of failing the whole output.
+std::string jsonOutput(const nlohmann::json& j);
+// The default database for help texts (says so when there is none).
+std::string defaultDatabaseForHelp();
+// --name: a sweep name (empty when not given or empty: the default name); UsageError when
+// sweepNameProblem refuses it.
+std::string sweepNameOption(const Args& args);
 // Opens the store; refusals (not a database, newer, read-only for a write, a folder) become
 // UsageError (bad input), I/O failures and a full disk runtime_error. Read commands pass
 // StoreMode::read: they never write and leave no side files.

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <initializer_list>
+#include <iostream>
 
 #include "core/format.h"
 #include "core/spec_fields.h"
@@ -108,6 +109,23 @@ void printRunDetails(const RunResult& r, std::ostream& os) {
   }
   line("trace", std::to_string(r.trace.events.size()) + " events" +
                     (r.trace.dropped_records ? ", " + std::to_string(r.trace.dropped_records) + " CUPTI records dropped" : ""));
+}
+
+int sweepExitStatus(const RecordedSweepResult& result) {
+  const std::string where = " in sweep S" + std::to_string(result.sweep_id);
+  if (result.cancelled()) {
+    const size_t in_flight = result.count({RunStatus::cancelled});
+    std::cerr << "cancelled: " << result.runs.size() - in_flight << " finished points"
+              << (in_flight ? " (and the one in flight, as cancelled)" : "") << " are saved" << where << "\n";
+    return 1;
+  }
+  const size_t wrong = result.count({RunStatus::wrong}), error = result.count({RunStatus::error});
+  if (wrong + error == 0) return 0;
+  std::cerr << "error: " << wrong + error << " of " << result.runs.size() << " points failed" << where << " (";
+  if (wrong) std::cerr << wrong << " wrong: failed the accuracy check" << (error ? "; " : "");
+  if (error) std::cerr << error << " error";
+  std::cerr << ")\n";
+  return 1;
 }
 
 }  // namespace attnscope::cli

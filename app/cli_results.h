@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "app/cli_table.h"
+#include "core/recorded_sweep.h"
 #include "core/run_result.h"
 #include "core/spec_fields.h"
 
@@ -22,5 +23,9 @@ std::string timeCell(const RunResult& r);
 std::string bytesCell(int64_t bytes);
 // What a run's io_bytes counts, by kind and pass: "Q+K+V+O+mask", "... +G+dQ+dK+dV" for train.
 std::string ioLabel(const WorkloadSpec& s);
+// A sweep's exit status, saying on stderr why it is not 0: 0 when every point ran as it could
+// (ok, or what exploring a grid finds: oom, unsupported, skipped by the budget); 1 when any
+// point failed (wrong: its accuracy check failed; error) or the sweep was cancelled.
+int sweepExitStatus(const RecordedSweepResult& result);
 
 }  // namespace attnscope::cli

@@ -16,6 +16,7 @@
 #include "core/environment.h"
 #include "core/format.h"
 #include "core/npy.h"
+#include "core/recorded_sweep.h"
 #include "core/run_engine.h"
 #include "core/spec_fields.h"
 #include "core/sweep_runner.h"
@@ -91,7 +92,7 @@ int cmdBackends(const std::vector<std::string>& argv) {
                                  {"predicted_peak", predictedPeak(*b, spec, av, sup)}});
     }
     out["torch_mask_passing"] = torchMaskPassingNote();
-    std::cout << out.dump(2) << "\n";
+    std::cout << jsonOutput(out) << "\n";
     return 0;
   }
   s.printNotes();
@@ -157,6 +158,7 @@ int cmdRun(const std::vector<std::string>& argv) {
   opt.warmup = args.intValue("warmup", 1, 0, kMaxReps);
   opt.check_accuracy = !args.flag("no-check");
   if (args.flag("no-db") && args.value("db")) throw UsageError("--db and --no-db are exclusive");
+  const std::string name = sweepNameOption(args);
   Backend& backend = findBackend("backend", *backendId);
   const auto dumpDir = args.value("dump");
   if (dumpDir) checkDumpFolder(*dumpDir);
@@ -194,20 +196,20 @@ int cmdRun(const std::vector<std::string>& argv) {
   }
   if (store) {
     SweepSpec one;
-    one.name = args.value("name").value_or("run " + backend.id());
+    one.name = name.empty() ? "run " + backend.id() : name;
     one.base = spec;
     one.backends = {backend.id()};
     one.reps = opt.reps;
     one.warmup = opt.warmup;
-    int64_t sweepId = store->createSweep(one, store->saveEnvironment(captureEnvironment()));
-    r.id = store->saveRun(sweepId, r);
-    store->setSweepState(sweepId, r.status == RunStatus::cancelled ? "cancelled" : "finished");
+    RecordedSweep recorded(*store, one);
+    recorded.save(r);
+    recorded.finish(r.status == RunStatus::cancelled);
   }
   // A wrong output is dumped too: the files are how one looks into it.
   const bool dumped = dumpDir && (r.status == RunStatus::ok || r.status == RunStatus::wrong);
   if (dumped) dumpRun(*dumpDir, spec, inputs, output, &gradients, &layerGradients);
   if (args.flag("json")) {
-    std::cout << toJson(r).dump(2) << "\n";
+    std::cout << jsonOutput(toJson(r)) << "\n";
   } else {
     printRunDetails(r, std::cout);
     if (dumped) std::cout << "  dumped to        " << *dumpDir << "\n";
@@ -233,7 +235,10 @@ const CommandDef kSweepDef{
              true),
     0,
     "A failing point (oom, unsupported, error) is stored with its status and the sweep goes on. Ctrl-C cancels: "
-    "every finished point stays saved. --width W sweeps heads at a fixed model width (head_dim = W / heads)."};
+    "every finished point stays saved. --width W sweeps heads at a fixed model width (head_dim = W / heads). Lists "
+    "are comma-separated (spaces around values are ignored). Exit status: 0 every point ran as it could (ok, or "
+    "oom, unsupported, skipped: what exploring a grid finds); 1 a point is wrong (failed its accuracy check) or "
+    "error, or the sweep was cancelled or could not be saved; 2 bad input."};
 
 int cmdSweep(const std::vector<std::string>& argv) {
   Args args(kSweepDef, argv);
@@ -267,84 +272,52 @@ int cmdSweep(const std::vector<std::string>& argv) {
   std::vector<SpecError> errs;
   auto points = sw.expand(&errs);
   if (!errs.empty()) throw UsageError(describe(errs));
-  sw.name = args.value("name").value_or("sweep " + formatTime(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                                                   std::chrono::system_clock::now().time_since_epoch())
-                                                                   .count()));
+  sw.name = sweepNameOption(args);
   auto store = openStore(databasePath(args));
   const bool json = args.flag("json"), quiet = args.flag("quiet") || json;
   if (!json) s.printNotes();
-  const int64_t sweepId = store->createSweep(sw, store->saveEnvironment(captureEnvironment()));
+  RecordedSweep recorded(*store, sw);
+  const size_t total = recorded.result().planned;
   if (!quiet)
-    std::cerr << "sweep S" << sweepId << " '" << printable(sw.name) << "': " << sw.pointCount() << " points ("
+    std::cerr << "sweep S" << recorded.id() << " '" << printable(recorded.spec().name) << "': " << total << " points ("
               << points.size() << " specs x " << sw.backends.size() << " backends) -> " << store->path() << "\n";
   SweepRunner runner(s.registry);
   runner.setCapture(s.capture);
   InterruptGuard guard;
   torch::TorchProbe::instance().setCancel(&g_cancel);  // Ctrl-C also stops a torch import in progress
-  size_t total = sw.pointCount();
-  SweepCallbacks cb;
-  std::vector<RunResult> saved;  // for the summary when saving fails part-way (a full disk)
-  cb.result = [&](RunResult& r) {
-    r.id = store->saveRun(sweepId, r);
-    saved.push_back(r);
-    saved.back().trace.events = {};
-    if (!quiet) {
-      std::cerr << "  R" << r.id << " " << r.backend << " " << summary(r.spec) << ": " << toString(r.status);
-      if (r.status == RunStatus::ok)
-        std::cerr << ", " << timeCell(r) << ", peak " << formatBytes(r.memory.measured_peak);
-      else
-        std::cerr << " (" << r.message.substr(0, 100) << ")";
-      std::cerr << "\n";
-    }
+  RecordedSweepCallbacks cb;
+  cb.saved = [&](const RunResult& r) {
+    if (quiet) return;
+    std::cerr << "  R" << r.id << " " << r.backend << " " << summary(r.spec) << ": " << toString(r.status);
+    if (r.status == RunStatus::ok)
+      std::cerr << ", " << timeCell(r) << ", peak " << formatBytes(r.memory.measured_peak);
+    else
+      std::cerr << " (" << printable(r.message.substr(0, 100)) << ")";
+    std::cerr << "\n";
   };
   cb.progress = [&](const SweepProgress& p) {
     if (!quiet && !p.current.empty())
       std::cerr << "[" << p.done + 1 << "/" << total << "] " << p.current
                 << (p.eta_s >= 0 ? "  (ETA " + formatDuration(p.eta_s) + ")" : "") << "\n";
   };
-  std::vector<RunResult> results;
-  try {
-    results = runner.run(sw, cb, &g_cancel);
-  } catch (const std::invalid_argument& e) {
-    store->setSweepState(sweepId, "failed");
-    throw UsageError(e.what());
-  } catch (const StoreError& e) {
-    // Saving a point failed (a full disk, say): the points saved before stay. The final state may
-    // not be writable either; then the next open sees this process gone and marks it interrupted.
-    try {
-      store->setSweepState(sweepId, "failed");
-    } catch (const StoreError&) {
-    }
-    if (!json) std::cout << "sweep S" << sweepId << " '" << printable(sw.name) << "' (failed)\n" << resultsTable(saved).render();
-    throw std::runtime_error(std::string(e.what()) + "; " + std::to_string(saved.size()) + " of " + std::to_string(total) +
-                             " points are saved in sweep S" + std::to_string(sweepId));
-  } catch (const std::exception&) {
-    // Anything else (not a point's failure: those are statuses): the sweep must not stay 'running'.
-    try {
-      store->setSweepState(sweepId, "failed");
-    } catch (const std::exception&) {
-    }
-    throw;
+  const RecordedSweepResult& result = recorded.run(runner, cb, &g_cancel);
+  const std::string title = "sweep S" + std::to_string(result.sweep_id) + " '" + printable(result.name) + "'";
+  if (result.state == "failed") {
+    if (!json) std::cout << title << " (failed)\n" << resultsTable(result.runs).render();
+    throw std::runtime_error(result.error);
   }
-  const bool cancelled = g_cancel.load();
-  store->setSweepState(sweepId, cancelled ? "cancelled" : "finished");
   if (json) {
-    nlohmann::json out = {{"sweep_id", sweepId}, {"name", sw.name}, {"cancelled", cancelled}, {"runs", nlohmann::json::array()}};
-    for (const auto& r : results) out["runs"].push_back(toJson(r));
-    std::cout << out.dump(2) << "\n";
+    nlohmann::json out = {{"sweep_id", result.sweep_id},
+                          {"name", result.name},
+                          {"cancelled", result.cancelled()},
+                          {"runs", nlohmann::json::array()}};
+    for (const auto& r : result.runs) out["runs"].push_back(toJson(r));
+    std::cout << jsonOutput(out) << "\n";
   } else {
-    std::cout << "sweep S" << sweepId << " '" << printable(sw.name) << "'" << (cancelled ? " (cancelled)" : "") << "\n"
-              << resultsTable(results).render();
-    std::cout << "saved " << results.size() << " of " << total << " points to " << store->path() << "\n";
+    std::cout << title << (result.cancelled() ? " (cancelled)" : "") << "\n" << resultsTable(result.runs).render();
+    std::cout << "saved " << result.runs.size() << " of " << total << " points to " << store->path() << "\n";
   }
-  if (cancelled) {
-    const size_t finished = std::count_if(results.begin(), results.end(),
-                                          [](const RunResult& r) { return r.status != RunStatus::cancelled; });
-    std::cerr << "cancelled: " << finished << " finished points (and the one in flight, as cancelled) are saved in sweep S"
-              << sweepId << "\n";
-    return 1;
-  }
-  return 0;
+  return sweepExitStatus(result);
 }
 
 }  // namespace attnscope::cli

@@ -49,7 +49,7 @@ void printUsage(std::ostream& os) {
      << "       attnscope COMMAND [OPTIONS]\n\ncommands:\n";
   for (const auto& c : kCommands) os << "  " << c.def->name << std::string(10 - c.def->name.size(), ' ') << firstSentence(c.def->summary) << "\n";
   os << "  gui       " << kGuiDef.summary << "\n\n"
-     << "Run 'attnscope COMMAND --help' for a command's options. Results are saved to " << defaultDatabasePath()
+     << "Run 'attnscope COMMAND --help' for a command's options. Results are saved to " << defaultDatabaseForHelp()
      << "\n(override with --db or ATTNSCOPE_DB).\n";
 }
 

@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/format.h"
 #include "core/spec_fields.h"
 
 namespace attnscope {
@@ -129,6 +130,68 @@ size_t SweepSpec::pointCount() const {
   for (const auto& a : axes)
     if (&a != pass && &a != checkpoint) dropped *= a.values.size();
   return n - dropped;
+}
+
+namespace {
+
+std::string_view trimmed(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
+
+}  // namespace
+
+std::vector<std::string> splitAxisList(std::string_view text, std::string* problem) {
+  std::vector<std::string> out;
+  size_t begin = 0;
+  for (;;) {
+    const size_t comma = text.find(',', begin);
+    const std::string item(trimmed(text.substr(begin, comma == std::string_view::npos ? std::string_view::npos : comma - begin)));
+    if (item.empty()) {
+      if (problem) *problem = "empty item in '" + std::string(text) + "' (write values separated by commas)";
+      return {};
+    }
+    if (std::find(out.begin(), out.end(), item) != out.end()) {
+      if (problem) *problem = "'" + item + "' is given twice in '" + std::string(text) + "'";
+      return {};
+    }
+    out.push_back(item);
+    if (comma == std::string_view::npos) return out;
+    begin = comma + 1;
+  }
+}
+
+std::vector<SweepAxis> parseAxisAssignments(std::string_view text, std::vector<SpecError>* errors) {
+  std::vector<SweepAxis> axes;
+  size_t begin = 0;
+  while (begin <= text.size()) {
+    const size_t semi = text.find(';', begin);
+    const std::string_view part = trimmed(text.substr(begin, semi == std::string_view::npos ? std::string_view::npos : semi - begin));
+    begin = semi == std::string_view::npos ? text.size() + 1 : semi + 1;
+    if (part.empty()) continue;
+    const size_t eq = part.find('=');
+    const std::string field(trimmed(part.substr(0, eq)));
+    if (eq == std::string_view::npos || field.empty()) {
+      if (errors) errors->push_back({field, std::string(part), "write field=v1,v2 (got '" + std::string(part) + "')"});
+      continue;
+    }
+    std::string problem;
+    std::vector<std::string> values = splitAxisList(part.substr(eq + 1), &problem);
+    if (values.empty()) {
+      if (errors) errors->push_back({field, std::string(part), field + ": " + problem});
+      continue;
+    }
+    axes.push_back({field, std::move(values)});
+  }
+  return axes;
+}
+
+std::optional<std::string> sweepNameProblem(std::string_view name) {
+  if (name.size() > kMaxSweepNameBytes)
+    return "is " + std::to_string(name.size()) + " bytes long (at most " + std::to_string(kMaxSweepNameBytes) + ")";
+  if (!isValidUtf8(name)) return "is not valid UTF-8 text";
+  return std::nullopt;
 }
 
 nlohmann::json toJson(const SweepSpec& s) {

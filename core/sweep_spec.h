@@ -2,7 +2,9 @@
 // A sweep: a grid over spec fields times a list of backends.
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json_fwd.hpp>
@@ -13,6 +15,14 @@ namespace attnscope {
 
 // The most points (grid points x backends) one sweep may have; checked before the grid is expanded.
 inline constexpr size_t kMaxSweepPoints = 100000;
+
+// The longest sweep name, in bytes (a name is shown in tables, charts and window titles).
+inline constexpr size_t kMaxSweepNameBytes = 200;
+
+// Why `name` cannot name a sweep (not UTF-8, longer than kMaxSweepNameBytes), or nothing. An
+// empty name is valid: it means "the default name". Control characters are allowed and escaped
+// wherever a name is printed (a name may also come from someone else's database).
+std::optional<std::string> sweepNameProblem(std::string_view name);
 
 struct SweepAxis {
   std::string field;                // a field name of the table (core/spec_fields.h)
@@ -37,6 +47,17 @@ struct SweepSpec {
   std::vector<WorkloadSpec> expand(std::vector<SpecError>* errors = nullptr) const;
   size_t pointCount() const;  // grid points (as expand() gives them) x backends, saturating at SIZE_MAX
 };
+
+// The one grammar of an axis's values, for every front end: values separated by commas, spaces
+// around each ignored ("1, 2, 4"). An empty value or one given twice is refused: the values come
+// back empty and *problem says why (without the field's name, which the caller adds as it names
+// the field: "--heads: ..." on the command line, "heads: ..." in the window).
+std::vector<std::string> splitAxisList(std::string_view text, std::string* problem);
+
+// More axes as one line, "dtype=fp32,fp16; mask=none,causal": field=values parts separated by
+// ';' (empty parts ignored). Problems (a part without '=', a field without values, a bad list)
+// are appended to *errors, naming the field where there is one.
+std::vector<SweepAxis> parseAxisAssignments(std::string_view text, std::vector<SpecError>* errors);
 
 nlohmann::json toJson(const SweepSpec& s);
 SweepSpec sweepSpecFromJson(const nlohmann::json& j);

@@ -6,7 +6,6 @@
 #include <QFormLayout>
 #include <QLabel>
 #include <QLineEdit>
-#include <QRegularExpression>
 #include <QSpinBox>
 #include <QVBoxLayout>
 
@@ -14,22 +13,12 @@
 
 namespace attnscope::ui {
 
-namespace {
-
-std::vector<std::string> splitValues(const QString& text) {
-  std::vector<std::string> out;
-  for (const QString& v : text.split(QRegularExpression("[,\\s]+"), Qt::SkipEmptyParts))
-    out.push_back(v.toStdString());
-  return out;
-}
-
-}  // namespace
-
 SweepPanel::SweepPanel(QWidget* parent) : QWidget(parent) {
   auto* form = new QFormLayout;
   name_ = new QLineEdit(this);
   name_->setObjectName("sweepName");
   name_->setPlaceholderText(tr("named after the time when empty"));
+  name_->setMaxLength(static_cast<int>(kMaxSweepNameBytes));
   heads_ = new QLineEdit("1, 2, 4, 8", this);
   heads_->setObjectName("sweepHeads");
   seq_ = new QLineEdit("128, 256, 512", this);
@@ -91,17 +80,20 @@ void SweepPanel::update(const WorkloadSpec& base, const std::vector<Backend*>& b
   s.memory_budget = budget_mib_->value() > 0 ? static_cast<int64_t>(budget_mib_->value() * 1024 * 1024) : -1;
   for (Backend* b : backends) s.backends.push_back(b->id());
   QStringList problems;
-  if (auto v = splitValues(heads_->text()); !v.empty()) s.axes.push_back({"heads", v});
-  if (auto v = splitValues(seq_->text()); !v.empty()) s.axes.push_back({"seq", v});
-  for (const QString& part : other_->text().split(';', Qt::SkipEmptyParts)) {
-    const QString field = part.section('=', 0, 0).trimmed();
-    const auto values = splitValues(part.section('=', 1));
-    if (field.isEmpty() || values.empty()) {
-      problems << tr("other axes: write field=v1,v2 (got '%1')").arg(part.trimmed());
-      continue;
-    }
-    s.axes.push_back({field.toStdString(), values});
+  std::vector<SpecError> list_errors;
+  // An empty heads or seq list means "not swept"; otherwise the grammar is the command line's.
+  for (auto [field, edit] : {std::pair{"heads", heads_}, std::pair{"seq", seq_}}) {
+    const std::string text = edit->text().trimmed().toStdString();
+    if (text.empty()) continue;
+    std::string problem;
+    std::vector<std::string> values = splitAxisList(text, &problem);
+    if (values.empty()) list_errors.push_back({field, text, std::string(field) + ": " + problem});
+    else s.axes.push_back({field, std::move(values)});
   }
+  std::vector<SpecError> other_errors;
+  for (SweepAxis& axis : parseAxisAssignments(other_->text().toStdString(), &other_errors)) s.axes.push_back(std::move(axis));
+  for (const auto& e : list_errors) problems << QString::fromStdString(e.message);
+  for (const auto& e : other_errors) problems << tr("other axes: %1").arg(QString::fromStdString(e.message));
   if (backends.empty()) problems << tr("select at least one backend");
 
   std::vector<SpecError> errors;
@@ -112,16 +104,24 @@ void SweepPanel::update(const WorkloadSpec& base, const std::vector<Backend*>& b
     return std::any_of(errors.begin(), errors.end(), [&](const SpecError& e) { return e.field == field; });
   };
   const QString highlight = QStringLiteral("background-color: #f8d0d0; color: #600;");
-  heads_->setStyleSheet(bad("heads") ? highlight : QString());
-  seq_->setStyleSheet(bad("seq") || bad("seq_q") ? highlight : QString());
+  auto bad_list = [&](const std::string& field) {
+    return std::any_of(list_errors.begin(), list_errors.end(), [&](const SpecError& e) { return e.field == field; });
+  };
+  heads_->setStyleSheet(bad("heads") || bad_list("heads") ? highlight : QString());
+  seq_->setStyleSheet(bad("seq") || bad("seq_q") || bad_list("seq") ? highlight : QString());
   const bool other_bad = std::any_of(errors.begin(), errors.end(), [](const SpecError& e) {
     return e.field != "heads" && e.field != "seq" && e.field != "seq_q";
-  }) || problems.join("").contains(tr("other axes"));
+  }) || !other_errors.empty();
   other_->setStyleSheet(other_bad ? highlight : QString());
+
+  const auto name_problem = sweepNameProblem(s.name);
+  if (name_problem) problems << tr("name: the name %1").arg(QString::fromStdString(*name_problem));
+  name_->setStyleSheet(name_problem ? highlight : QString());
+  const bool invalid = !errors.empty() || !list_errors.empty() || !other_errors.empty() || name_problem;
 
   largest_peak_ = -1;
   QString largest;
-  if (errors.empty())
+  if (!invalid)
     for (const WorkloadSpec& p : points)
       for (Backend* b : backends) {
         try {
@@ -136,7 +136,7 @@ void SweepPanel::update(const WorkloadSpec& base, const std::vector<Backend*>& b
       }
   sweep_ = std::move(s);
   problem_ = problems.join('\n');
-  QString text = !errors.empty() ? tr("invalid sweep: fix the highlighted list")
+  QString text = invalid ? tr("invalid sweep: fix the highlighted list")
                                  : tr("%n point(s)", "", static_cast<int>(sweep_.pointCount()));
   if (largest_peak_ >= 0)
     text += tr("; largest predicted peak %1 (%2)").arg(QString::fromStdString(formatBytes(largest_peak_)), largest);

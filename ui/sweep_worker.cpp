@@ -1,8 +1,6 @@
 #include "ui/sweep_worker.h"
 
-#include <QDateTime>
-
-#include "core/environment.h"
+#include "core/recorded_sweep.h"
 #include "core/store.h"
 #include "kernels/builtin_session.h"
 #include "kernels/torch/torch_probe.h"
@@ -18,27 +16,21 @@ void registerUiMetaTypes() {
 SweepWorker::SweepWorker(QObject* parent) : QObject(parent) { registerUiMetaTypes(); }
 SweepWorker::~SweepWorker() = default;
 
-void SweepWorker::run(quint64 job, const QString& db_path, const SweepSpec& spec_in) {
+void SweepWorker::run(quint64 job, const QString& db_path, const SweepSpec& spec) {
   // This thread may wait for the torch probe (the GUI thread never does).
   torch::TorchProbe::BlockingScope may_wait_for_torch;
-  SweepSpec spec = spec_in;
-  if (spec.name.empty())
-    spec.name = "sweep " + QDateTime::currentDateTime().toString("yyyy-MM-dd hh:mm:ss").toStdString();
   int64_t sweep_id = 0;
-  std::unique_ptr<Store> store_ptr;
   try {
     // The worker's own backends (see Session::newRegistry) and the process's trace capture,
     // so a GUI sweep records kernels and the CUPTI peak exactly as `attnscope sweep` does.
     if (!registry_) registry_ = builtinSession().newRegistry();
-    store_ptr = std::make_unique<Store>(db_path.toStdString());
-    Store& store = *store_ptr;
-    const int64_t env_id = store.saveEnvironment(captureEnvironment());
-    sweep_id = store.createSweep(spec, env_id);
-    Q_EMIT sweepStarted(job, sweep_id, QString::fromStdString(spec.name));
-    SweepCallbacks cb;
+    Store store(db_path.toStdString(), StoreMode::create);
+    RecordedSweep recorded(store, spec);
+    sweep_id = recorded.id();
+    RecordedSweepCallbacks cb;
+    cb.started = [&](int64_t id, const SweepSpec& s) { Q_EMIT sweepStarted(job, id, QString::fromStdString(s.name)); };
     cb.progress = [&](const SweepProgress& p) { Q_EMIT progressed(job, p); };
-    cb.result = [&](RunResult& r) {
-      r.id = store.saveRun(sweep_id, r);
+    cb.saved = [&](const RunResult& r) {
       RunResult copy = r;
       copy.trace.events.clear();  // the trace stays in the store; the charts load it on demand
       copy.trace.events.shrink_to_fit();
@@ -46,19 +38,10 @@ void SweepWorker::run(quint64 job, const QString& db_path, const SweepSpec& spec
     };
     SweepRunner runner(*registry_);
     builtinSession().prepare(runner);
-    const auto results = runner.run(spec, cb, &cancel_);
-    const bool cancelled = cancel_.load() || (!results.empty() && results.back().status == RunStatus::cancelled);
-    const char* state = cancelled ? "cancelled" : "finished";
-    store.setSweepState(sweep_id, state);
-    Q_EMIT finished(job, sweep_id, QString::fromLatin1(state), {});
+    const RecordedSweepResult& result = recorded.run(runner, cb, &cancel_);
+    Q_EMIT finished(job, sweep_id, QString::fromStdString(result.state), QString::fromStdString(result.error));
   } catch (const std::exception& e) {
-    if (store_ptr && sweep_id > 0) {
-      try {
-        store_ptr->setSweepState(sweep_id, "failed");
-      } catch (const std::exception&) {
-        // The error below is what the user needs to see.
-      }
-    }
+    // The store refused to open or to create the sweep, or the spec was invalid: nothing ran.
     Q_EMIT finished(job, sweep_id, QStringLiteral("failed"), QString::fromStdString(e.what()));
   }
 }

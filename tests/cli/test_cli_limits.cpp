@@ -74,7 +74,10 @@ TEST_F(CliLimits, AWrongResultIsStatusWrongExitOneAndNotCountedOk) {
   EXPECT_EQ(j["accuracy"]["passed"], false);
   EXPECT_NE(r.err.find("accuracy check failed"), std::string::npos) << r.err;
   CliResult sw = run({"sweep", "--backends", "cpu.flash", "--heads", "2", "--seq", "64", "--scale", "3e38,1", "--quiet"});
-  EXPECT_EQ(sw.code, 0) << sw.err;  // the sweep itself finished; one point is wrong
+  // The sweep finished, but a point is wrong: exit 1, saying which (an error point the same).
+  EXPECT_EQ(sw.code, 1) << sw.err;
+  EXPECT_NE(sw.err.find("1 of 2 points failed in sweep S2 (1 wrong: failed the accuracy check)"), std::string::npos)
+      << sw.err;
   auto runs = nlohmann::json::parse(run({"runs", "--json"}).out);
   ASSERT_EQ(runs.size(), 2u);
   for (const auto& s : runs) {

@@ -2,9 +2,8 @@
 
 #include <QCoreApplication>
 
-#include "core/environment.h"
+#include "core/recorded_sweep.h"
 #include "core/store.h"
-#include "core/sweep_runner.h"
 #include "kernels/builtin_backends.h"
 
 namespace attnscope::ui::test {
@@ -34,14 +33,9 @@ int64_t runSweepInto(Store& store, const SweepSpec& spec) {
     registerBuiltinBackends(r);
     return r;
   }();
-  const int64_t env = store.saveEnvironment(captureEnvironment());
-  const int64_t id = store.createSweep(spec, env);
   SweepRunner runner(registry);
-  SweepCallbacks cb;
-  cb.result = [&](RunResult& r) { r.id = store.saveRun(id, r); };
-  runner.run(spec, cb);
-  store.setSweepState(id, "finished");
-  return id;
+  RecordedSweep recorded(store, spec);
+  return recorded.run(runner, {}).sweep_id;
 }
 
 }  // namespace attnscope::ui::test

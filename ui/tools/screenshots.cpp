@@ -15,9 +15,8 @@
 
 #include <qcustomplot.h>
 
-#include "core/environment.h"
+#include "core/recorded_sweep.h"
 #include "core/store.h"
-#include "core/sweep_runner.h"
 #include "kernels/builtin_backends.h"
 #include "ui/breakdown_view.h"
 #include "ui/chart_view.h"
@@ -41,12 +40,8 @@ int64_t runSweep(Store& store, BackendRegistry& registry, const std::string& nam
   s.backends = {"cpu.reference", "cpu.flash"};
   s.warmup = 1;  // the Timeline labels the warm-up pass apart from the repetitions
   s.reps = 2;
-  const int64_t id = store.createSweep(s, store.saveEnvironment(captureEnvironment()));
-  SweepCallbacks cb;
-  cb.result = [&](RunResult& r) { r.id = store.saveRun(id, r); };
-  SweepRunner(registry).run(s, cb);
-  store.setSweepState(id, "finished");
-  return id;
+  SweepRunner runner(registry);
+  return RecordedSweep(store, s).run(runner, {}).sweep_id;
 }
 
 // A multi-head attention layer (kind layer, width 256) in training: checkpoint none and attention
@@ -63,12 +58,8 @@ int64_t runTrainSweep(Store& store, BackendRegistry& registry, const std::string
   s.backends = {"cpu.reference", "cpu.flash"};
   s.warmup = 0;
   s.reps = 1;
-  const int64_t id = store.createSweep(s, store.saveEnvironment(captureEnvironment()));
-  SweepCallbacks cb;
-  cb.result = [&](RunResult& r) { r.id = store.saveRun(id, r); };
-  SweepRunner(registry).run(s, cb);
-  store.setSweepState(id, "finished");
-  return id;
+  SweepRunner runner(registry);
+  return RecordedSweep(store, s).run(runner, {}).sweep_id;
 }
 
 void settle() {
