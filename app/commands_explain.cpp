@@ -232,7 +232,7 @@ int cmdExplain(const std::vector<std::string>& argv) {
     nlohmann::json j = torch_dispatch::toJson(x);
     j["forced"] = forced;
     for (const auto& n : r.notes) j["notes"].insert(j["notes"].begin(), n);
-    std::cout << j.dump(2) << "\n";
+    std::cout << jsonOutput(j) << "\n";
   } else {
     printExplanation(x, r.notes, forced);
   }

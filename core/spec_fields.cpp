@@ -166,7 +166,9 @@ std::vector<SpecField> buildTable() {
   t.push_back({.name = "width", .cli = "width", .metavar = "N",
                .help = "fixed model width: head_dim = width / heads (instead of --head-dim)", .label = "width",
                .example = {"256", "1024"}, .csv_column = "width",
-               ATTNSCOPE_INT_FIELD_FUNCTIONS(width, "width", s.width)});
+               // Resolved: the model width heads x head_dim also where head_dim was given (a layer's
+               // embedding width E; for attention what the Workload form shows greyed).
+               ATTNSCOPE_INT_FIELD_FUNCTIONS(width, "width", s.width > 0 ? s.width : s.heads * s.headDim())});
   t.push_back({.name = "dtype", .cli = "dtype", .metavar = "T", .help = "fp32, fp16 or bf16 (default fp32)",
                .label = "dtype", .widget = FieldWidget::choice, .choices = {"fp32", "fp16", "bf16"},
                .example = {"fp16", "bf16"}, .csv_column = "dtype", .table_header = "dtype",

@@ -119,6 +119,21 @@ void SqliteStatement::resetKeepingBindings() noexcept {
   if (stmt_) sqlite3_reset(stmt_);
 }
 
+SqliteStatement::Type SqliteStatement::columnType(int column) const {
+  switch (sqlite3_column_type(stmt_, column)) {
+    case SQLITE_INTEGER: return Type::integer;
+    case SQLITE_FLOAT: return Type::real;
+    case SQLITE_TEXT: return Type::text;
+    case SQLITE_BLOB: return Type::blob;
+    default: return Type::null;
+  }
+}
+
+std::string SqliteStatement::columnName(int column) const {
+  const char* name = sqlite3_column_name(stmt_, column);
+  return name ? name : "?";
+}
+
 bool SqliteStatement::isNull(int column) const { return sqlite3_column_type(stmt_, column) == SQLITE_NULL; }
 
 int64_t SqliteStatement::columnInt(int column) const { return sqlite3_column_int64(stmt_, column); }

@@ -41,6 +41,9 @@ class SqliteStatement {
   void resetKeepingBindings() noexcept;
 
   // Columns are 0-based.
+  enum class Type { integer, real, text, blob, null };
+  Type columnType(int column) const;
+  std::string columnName(int column) const;
   bool isNull(int column) const;
   int64_t columnInt(int column) const;
   double columnDouble(int column) const;  // NULL reads as NaN

@@ -1,11 +1,14 @@
 #include "core/store.h"
 
+#include <pwd.h>
 #include <sqlite3.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <functional>
+#include <vector>
 
 #include "core/store_impl.h"
 #include "core/store_owner.h"
@@ -14,6 +17,12 @@ namespace attnscope {
 namespace fs = std::filesystem;
 
 namespace {
+
+// Names are shown in tables, charts and window titles: bounded, printable UTF-8.
+void refuseBadName(std::string_view name) {
+  if (auto problem = sweepNameProblem(name))
+    throw StoreError(StoreError::Kind::invalid, "the sweep name " + *problem);
+}
 
 int64_t nowUnixMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
@@ -39,6 +48,9 @@ SweepInfo readSweep(SqliteStatement& s, const std::string& path) {
   }
   std::string what = "sweep S" + std::to_string(info.id);
   try {
+    if (!isSweepState(info.state))
+      throw StoreError(StoreError::Kind::corrupt, path + ": " + what + " has an unknown state '" + info.state +
+                                                      "' (running, finished, cancelled, failed, interrupted)");
     info.spec = parseJsonColumn(s.columnTextView(4), path, what + " spec");
     try {
       (void)sweepSpecFromJson(info.spec);  // every key the readers use is there, with its type
@@ -148,6 +160,25 @@ int64_t Store::saveEnvironment(const Environment& env) {
   return id;
 }
 
+void StoreState::sweepRowProblems(std::vector<std::string>& out) {
+  {
+    SqliteStatement q = db->prepare(selectSweepsSql(version) + " ORDER BY s.id");
+    while (q.step())
+      if (SweepInfo info = readSweep(q, path); !info.error.empty()) out.push_back("S" + std::to_string(info.id) + ": " + info.error);
+  }
+  SqliteStatement q = db->prepare("SELECT id, json FROM environments ORDER BY id");
+  while (q.step()) {
+    const std::string what = "environment " + std::to_string(q.columnInt(0));
+    try {
+      (void)environmentFromJson(parseJsonColumn(q.columnTextView(1), path, what));
+    } catch (const nlohmann::json::exception& e) {
+      out.push_back(path + ": " + what + ": " + jsonProblem(e));
+    } catch (const StoreError& e) {
+      out.push_back(e.what());
+    }
+  }
+}
+
 Environment Store::environment(int64_t id) {
   std::lock_guard lock(impl_->mutex);
   if (!impl_->db) throw StoreError(StoreError::Kind::not_found, impl_->path + ": no environment " + std::to_string(id));
@@ -167,6 +198,7 @@ Environment Store::environment(int64_t id) {
 }
 
 int64_t Store::createSweep(const SweepSpec& spec, int64_t environment_id) {
+  refuseBadName(spec.name);
   std::lock_guard lock(impl_->mutex);
   impl_->writer();
   SqliteConnection& db = *impl_->db;
@@ -265,6 +297,7 @@ std::optional<SweepInfo> Store::sweep(int64_t id) {
 }
 
 void Store::renameSweep(int64_t id, std::string_view name) {
+  refuseBadName(name);
   std::lock_guard lock(impl_->mutex);
   impl_->writer();
   changeOne(*impl_, "UPDATE sweeps SET name = ? WHERE id = ?", "sweep", id, [&](SqliteStatement& s) {
@@ -308,12 +341,33 @@ void Store::deleteRun(int64_t id) {
   txn.commit();
 }
 
+namespace {
+
+// The home folder of this process's user from the password database (HOME may be unset in
+// cron jobs, systemd units and `env -i`); empty when there is none.
+std::string passwordDatabaseHome() {
+  long size = ::sysconf(_SC_GETPW_R_SIZE_MAX);
+  std::vector<char> buf(static_cast<size_t>(size > 0 ? size : 16384));
+  struct passwd pw {};
+  struct passwd* found = nullptr;
+  if (::getpwuid_r(::geteuid(), &pw, buf.data(), buf.size(), &found) != 0 || !found || !found->pw_dir) return {};
+  std::string home = found->pw_dir;
+  return fs::path(home).is_absolute() ? home : std::string();
+}
+
+}  // namespace
+
 std::string defaultDatabasePath() {
   if (const char* db = std::getenv("ATTNSCOPE_DB"); db && *db) return db;
   fs::path base;
   if (const char* xdg = std::getenv("XDG_DATA_HOME"); xdg && *xdg && fs::path(xdg).is_absolute()) base = xdg;
   else if (const char* home = std::getenv("HOME"); home && *home) base = fs::path(home) / ".local" / "share";
-  else base = fs::current_path();
+  else if (std::string home = passwordDatabaseHome(); !home.empty()) base = fs::path(home) / ".local" / "share";
+  else
+    // Never the current folder: every working folder would get a database of its own.
+    throw StoreError(StoreError::Kind::invalid,
+                     "no default database: HOME is not set and the password database has no home folder for this "
+                     "user; give --db FILE or set ATTNSCOPE_DB");
   return (base / "attnscope" / "runs.sqlite").string();
 }
 

@@ -109,7 +109,8 @@ class Store {
 };
 
 // ATTNSCOPE_DB if set, else $XDG_DATA_HOME/attnscope/runs.sqlite, else
-// ~/.local/share/attnscope/runs.sqlite.
+// ~/.local/share/attnscope/runs.sqlite, with ~ from HOME or, when HOME is unset, the password
+// database. StoreError invalid when neither gives a home (never the current folder).
 std::string defaultDatabasePath();
 
 }  // namespace attnscope

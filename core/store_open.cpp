@@ -238,8 +238,14 @@ void openForReading(StoreState& s) {
     // -wal and -shm while it reads a WAL database and removes them when the last user closes;
     // a read-only connection could not remove them and would leave them behind.
     try {
+      const bool journal_with_frames = sizeOf(path + "-wal") > 0;
       ins = openWith(path, SQLITE_OPEN_READWRITE);
       s.db->exec("PRAGMA query_only = 1");
+      // The last connection to close checkpoints the -wal into the database: for a reader that
+      // found frames there (a writer's that is still running, or one that died), that would
+      // rewrite the database file. They stay in the -wal, which every reader reads through, for
+      // the next writer to apply; a -wal this reader created itself is empty and goes as before.
+      if (journal_with_frames) sqlite3_db_config(s.db->handle(), SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, nullptr);
     } catch (const StoreError& e) {
       s.db.reset();
       if (e.kind() != StoreError::Kind::full && e.kind() != StoreError::Kind::io) throw;
@@ -297,8 +303,17 @@ bool Store::readOnly() const { return impl_->read_only; }
 
 std::vector<std::string> Store::check() {
   std::lock_guard lock(impl_->mutex);
-  if (!impl_->db) return {};
+  if (!impl_->db) {
+    if (impl_->version == 0 && sizeOf(impl_->path) == 0)
+      return {impl_->path + " is empty (0 bytes): there is no AttnScope database in it"};
+    return {};
+  }
   auto problems = store_schema::integrityProblems(*impl_->db, true);
+  // Pages that do not check out make every row suspect; rows are decoded only in a sound file.
+  if (problems.empty()) {
+    impl_->sweepRowProblems(problems);
+    impl_->runRowProblems(problems);
+  }
   impl_->verifySnapshot();
   return problems;
 }

@@ -103,13 +103,35 @@ struct Binder {
   void null() { s.bindNull(next++); }
 };
 
+[[noreturn]] void corrupt(const std::string& path, const std::string& what);
+
+// Reads a row's columns in order, refusing a value of the wrong type: SQLite converts 'lots' in
+// an INTEGER column to 0 without a word, which a reader would then show as measured.
 struct Reader {
   const SqliteStatement& s;
   int next;
-  int64_t i() { return s.columnInt(next++); }
-  double d() { return s.columnDouble(next++); }
-  std::string t() { return s.columnText(next++); }
-  std::string_view view() { return s.columnTextView(next++); }
+  const std::string& path;
+  int64_t run_id;
+  void expect(bool ok, const char* type) const {
+    if (ok) return;
+    corrupt(path, "run " + std::to_string(run_id) + " has '" + std::string(s.columnTextView(next)) + "' in column " +
+                      s.columnName(next) + ", which holds " + type);
+  }
+  int64_t i() {
+    expect(s.columnType(next) == SqliteStatement::Type::integer, "integers");
+    return s.columnInt(next++);
+  }
+  double d() {  // NULL is NaN (SQLite stores NaN as NULL)
+    const auto t = s.columnType(next);
+    expect(t == SqliteStatement::Type::real || t == SqliteStatement::Type::integer || t == SqliteStatement::Type::null,
+           "numbers");
+    return s.columnDouble(next++);
+  }
+  std::string t() { return std::string(view()); }
+  std::string_view view() {
+    expect(s.columnType(next) == SqliteStatement::Type::text, "text");
+    return s.columnTextView(next++);
+  }
   bool isNull() const { return s.isNull(next); }
 };
 
@@ -162,7 +184,7 @@ void bindRun(SqliteStatement& s, int64_t sweep_id, const RunResult& r) {
 // Reads "SELECT id, sweep_id, <kRunColumns>" into a RunResult (without events).
 RunResult readRun(const SqliteStatement& s, const std::string& path) {
   RunResult r;
-  Reader c{s, 0};
+  Reader c{s, 0, path, s.columnInt(0)};
   r.id = c.i();
   c.i();  // sweep_id
   r.backend = c.t(), r.device = c.t();
@@ -174,14 +196,23 @@ RunResult readRun(const SqliteStatement& s, const std::string& path) {
   for (const SpecField& f : specFields()) {
     std::vector<StoreValue> values;
     for (const StoreColumn& col : f.columns) {
-      if (c.isNull()) values.emplace_back(std::monostate{});
-      else if (col.sql.starts_with("INTEGER")) values.emplace_back(s.columnInt(c.next));
-      else if (col.sql.starts_with("REAL")) values.emplace_back(s.columnDouble(c.next));
-      else values.emplace_back(s.columnText(c.next));
-      c.next++;
+      if (c.isNull()) {
+        values.emplace_back(std::monostate{});
+        c.next++;
+      } else if (col.sql.starts_with("INTEGER")) {
+        values.emplace_back(c.i());
+      } else if (col.sql.starts_with("REAL")) {
+        values.emplace_back(c.d());
+      } else {
+        values.emplace_back(c.t());
+      }
     }
     if (auto problem = f.load(r.spec, values)) corrupt(path, "run " + std::to_string(r.id) + " has " + *problem);
   }
+  // What the engine would never have run (heads 0, a window wider than allowed) is a damaged row,
+  // not a run to show with figures computed from it.
+  if (auto errors = validate(r.spec); !errors.empty())
+    corrupt(path, "run " + std::to_string(r.id) + " has an impossible workload (" + errors.front().message + ")");
   r.timing.warmup = static_cast<int>(c.i()), r.timing.reps = static_cast<int>(c.i());
   r.timing.median_s = c.d(), r.timing.min_s = c.d(), r.timing.max_s = c.d();
   r.timing.samples_s = samplesFromJson(c.view(), path);
@@ -363,6 +394,9 @@ std::vector<TraceEvent> StoreState::readEvents(int64_t run_id) {
 }
 
 int64_t Store::saveRun(int64_t sweep_id, const RunResult& run) {
+  // Nothing is written that the readers would refuse as damaged.
+  if (auto errors = validate(run.spec); !errors.empty())
+    throw StoreError(StoreError::Kind::invalid, "cannot save a run of an impossible workload (" + errors.front().message + ")");
   std::lock_guard lock(impl_->mutex);
   impl_->writer();
   SqliteConnection& db = *impl_->db;
@@ -386,6 +420,28 @@ int64_t Store::saveRun(int64_t sweep_id, const RunResult& run) {
   impl_->insertEvents(run_id, run.trace.events);
   txn.commit();
   return run_id;
+}
+
+void StoreState::runRowProblems(std::vector<std::string>& out) {
+  std::vector<int64_t> readable;
+  {
+    SqliteStatement q = db->prepare(selectRunSql(version) + " ORDER BY id");
+    while (q.step()) {
+      try {
+        readable.push_back(readRun(q, path).id);
+      } catch (const StoreError& e) {
+        out.push_back("R" + std::to_string(q.columnInt(0)) + ": " + unreadableRun(q, e).message);
+      }
+    }
+  }
+  for (int64_t id : readable) {
+    try {
+      (void)readEvents(id);
+    } catch (const StoreError& e) {
+      if (e.kind() != StoreError::Kind::corrupt) throw;
+      out.push_back("R" + std::to_string(id) + ": its trace cannot be read: " + e.what());
+    }
+  }
 }
 
 std::vector<RunResult> Store::runs(int64_t sweep_id) {

@@ -48,8 +48,15 @@ SweepComparison compareSweeps(const std::vector<const std::vector<RunResult>*>& 
   }
   swept.erase("seed");  // inputs differ, the point is the same
   for (const std::string& f : specFieldNames()) {
-    if (swept.count(f)) out.key_fields.push_back(f);
-    else if (f != "seed" && across.count(f) && across[f].size() > 1) out.differing_fields.push_back(f);
+    if (swept.count(f)) {
+      out.key_fields.push_back(f);
+    } else if (f != "seed" && across.count(f) && across[f].size() > 1) {
+      out.differing_fields.push_back(f);
+      std::vector<std::string> values;
+      for (size_t s = 0; s < sweeps.size(); ++s)
+        values.push_back(specs[s].empty() || !specs[s][0].contains(f) ? std::string() : valueText(specs[s][0][f]));
+      out.differing_values.push_back(std::move(values));
+    }
   }
 
   std::map<std::string, size_t> index;  // backend + key text -> point
@@ -101,12 +108,28 @@ std::optional<double> ratio(const ComparedPoint& p, size_t a, size_t b, F value)
   const RunResult* ra = p.runs[a];
   const RunResult* rb = p.runs[b];
   if (!ra || !rb || ra->status != RunStatus::ok || rb->status != RunStatus::ok) return std::nullopt;
+  if (notComparable(ra->spec, rb->spec)) return std::nullopt;
   const double va = value(*ra), vb = value(*rb);
   if (!(va > 0) || vb < 0) return std::nullopt;
   return vb / va;
 }
 
 }  // namespace
+
+std::vector<std::string> differingFields(const WorkloadSpec& a, const WorkloadSpec& b) {
+  const nlohmann::json ja = toJson(a), jb = toJson(b);
+  std::vector<std::string> out;
+  for (const std::string& f : specFieldNames())
+    if (f != "seed" && ja.value(f, nlohmann::json()) != jb.value(f, nlohmann::json())) out.push_back(f);
+  return out;
+}
+
+std::optional<std::string> notComparable(const WorkloadSpec& a, const WorkloadSpec& b) {
+  if (a.kind != b.kind)
+    return "kind differs (" + std::string(toString(a.kind)) + " vs " + std::string(toString(b.kind)) +
+           "): an attention call and a whole layer are different work, so their ratios mean nothing";
+  return std::nullopt;
+}
 
 std::optional<double> peakRatio(const ComparedPoint& p, size_t a, size_t b) {
   return ratio(p, a, b, [](const RunResult& r) { return static_cast<double>(r.memory.measured_peak); });

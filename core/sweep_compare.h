@@ -35,6 +35,9 @@ struct ComparedPoint {
 struct SweepComparison {
   std::vector<std::string> key_fields;        // swept fields, in spec field order
   std::vector<std::string> differing_fields;  // fixed fields whose value differs between sweeps
+  // Per differing field, its value in each sweep (as written in the spec's JSON; "" for a sweep
+  // without runs): "dtype: fp16 in S1, bf16 in S2" above a comparison.
+  std::vector<std::vector<std::string>> differing_values;
   std::vector<ComparedPoint> points;          // by backend (first seen), then key values in numeric order
 };
 
@@ -43,8 +46,15 @@ struct SweepComparison {
 // the first is kept.
 SweepComparison compareSweeps(const std::vector<const std::vector<RunResult>*>& sweeps);
 
+// The spec fields (canonical names, seed left out) whose values differ between a and b.
+std::vector<std::string> differingFields(const WorkloadSpec& a, const WorkloadSpec& b);
+// Why runs of a and b cannot be compared point for point (another kind: an attention call
+// against a whole layer is different work, so a ratio of their time or memory means nothing),
+// or nothing when they can.
+std::optional<std::string> notComparable(const WorkloadSpec& a, const WorkloadSpec& b);
+
 // B/A per point: measured peak and median time of sweep b over sweep a; nullopt unless both
-// runs exist, finished ok and have a positive A value.
+// runs exist, finished ok, have a positive A value and are comparable (notComparable).
 std::optional<double> peakRatio(const ComparedPoint& p, size_t a, size_t b);
 std::optional<double> timeRatio(const ComparedPoint& p, size_t a, size_t b);
 

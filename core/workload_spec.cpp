@@ -17,48 +17,110 @@ namespace {
 
 bool mulOverflows(int64_t a, int64_t b, int64_t& out) { return __builtin_mul_overflow(a, b, &out); }
 
-struct Dim {
-  const char* field;
-  int64_t value;
+// Elements of a product of dimensions, saturating at kMaxTensorElements + 1 (never overflowing).
+int64_t elementsOf(std::initializer_list<int64_t> dims) {
+  int64_t n = 1;
+  for (int64_t d : dims)
+    if (d < 0 || mulOverflows(n, d, n) || n > kMaxTensorElements) return kMaxTensorElements + 1;
+  return n;
+}
+
+// The tensors whose size a spec decides: Q/O, K/V, the [B,H,Lq,Lkv] scores some backends
+// materialise, and for a layer its largest weight w_qkv ((H + 2 Hkv) D x E, E = H D).
+struct SizedTensor {
+  const char* name;
+  int64_t (*elements)(const WorkloadSpec&);
+  // The fields that size it; the largest of them is blamed (a field may size it twice: seq
+  // with seq_kv "same as seq" gives Lq x Lq scores; a fixed width gives w_qkv ~ 3 E^2).
+  std::vector<const char*> (*fields)(const WorkloadSpec&);
 };
 
-// Every tensor (Q/O, K/V and the [B,H,Lq,Lkv] scores some backends materialise) must stay within
-// kMaxTensorElements, so byte counts and sums of a few tensors never overflow int64. The largest
-// dimension of an oversized tensor is blamed, with the most it may be given the others.
-void checkSizes(const WorkloadSpec& s, std::vector<SpecError>& errs) {
-  const Dim headDim{s.width > 0 ? "width" : "head_dim", s.headDim()};
-  const Dim kvHeads{s.kv_heads > 0 ? "kv_heads" : "heads", s.kvHeads()};
-  const Dim seqKv{s.seq_kv > 0 ? "seq_kv" : "seq", s.seqKv()};
-  struct Tensor {
-    const char* name;
-    std::vector<Dim> dims;
+const std::vector<SizedTensor>& sizedTensors() {
+  static const std::vector<SizedTensor> t = {
+      // With a fixed width, H x D is the width whatever the heads: heads do not size Q/O.
+      {"Q/O", [](const WorkloadSpec& s) { return elementsOf({s.batch, s.heads, s.seq_q, s.headDim()}); },
+       [](const WorkloadSpec& s) {
+         if (s.width > 0) return std::vector<const char*>{"batch", "seq", "width"};
+         return std::vector<const char*>{"batch", "heads", "seq", "head_dim"};
+       }},
+      {"K/V", [](const WorkloadSpec& s) { return elementsOf({s.batch, s.kvHeads(), s.seqKv(), s.headDim()}); },
+       [](const WorkloadSpec& s) {
+         const char* seq_kv = s.seq_kv > 0 ? "seq_kv" : "seq";
+         if (s.width > 0 && s.kv_heads > 0) return std::vector<const char*>{"batch", "kv_heads", seq_kv, "width"};
+         if (s.width > 0) return std::vector<const char*>{"batch", seq_kv, "width"};
+         return std::vector<const char*>{"batch", s.kv_heads > 0 ? "kv_heads" : "heads", seq_kv, "head_dim"};
+       }},
+      {"scores", [](const WorkloadSpec& s) { return elementsOf({s.batch, s.heads, s.seq_q, s.seqKv()}); },
+       [](const WorkloadSpec& s) {
+         return std::vector<const char*>{"batch", "heads", "seq", s.seq_kv > 0 ? "seq_kv" : "seq"};
+       }},
+      {"w_qkv",
+       [](const WorkloadSpec& s) {
+         if (s.kind != WorkloadKind::layer) return int64_t{0};
+         return elementsOf({s.heads + 2 * s.kvHeads(), s.headDim(), s.heads, s.headDim()});
+       },
+       [](const WorkloadSpec& s) {
+         // E = width is fixed: heads only split it (width >= heads), so the width is blamed.
+         if (s.width > 0) return std::vector<const char*>{"width", "heads"};
+         return std::vector<const char*>{"heads", "head_dim"};
+       }},
   };
-  std::vector<Tensor> tensors = {{"Q/O", {{"batch", s.batch}, {"heads", s.heads}, {"seq", s.seq_q}, headDim}},
-                                 {"K/V", {{"batch", s.batch}, kvHeads, seqKv, headDim}},
-                                 {"scores", {{"batch", s.batch}, {"heads", s.heads}, {"seq", s.seq_q}, seqKv}}};
-  // A layer's largest weight: w_qkv, (H + 2 Hkv) D x E with E = H D.
-  if (s.kind == WorkloadKind::layer)
-    tensors.push_back({"w_qkv", {{"heads", s.heads + 2 * s.kvHeads()}, headDim, {"heads", s.heads}, headDim}});
-  for (const auto& t : tensors) {
-    int64_t n = 1;
-    bool over = false;
-    for (const Dim& d : t.dims) over = over || mulOverflows(n, d.value, n) || n > kMaxTensorElements;
-    if (!over) continue;
-    size_t worst = 0;
-    for (size_t k = 1; k < t.dims.size(); ++k)
-      if (t.dims[k].value > t.dims[worst].value) worst = k;
-    int64_t others = 1;
+  return t;
+}
+
+int64_t* memberOf(WorkloadSpec& s, std::string_view field) {
+  if (field == "batch") return &s.batch;
+  if (field == "heads") return &s.heads;
+  if (field == "kv_heads") return &s.kv_heads;
+  if (field == "seq") return &s.seq_q;
+  if (field == "seq_kv") return &s.seq_kv;
+  if (field == "head_dim") return &s.head_dim;
+  if (field == "width") return &s.width;
+  return nullptr;
+}
+
+// The largest value of `field` (the others as given) that keeps the tensor within the limit, by
+// exact search: sizes grow with every field, and a field may size the tensor more than once.
+// A width is searched in multiples of the heads (the only widths that are valid).
+int64_t largestFitting(const WorkloadSpec& spec, const SizedTensor& t, std::string_view field) {
+  WorkloadSpec s = spec;
+  int64_t* member = memberOf(s, field);
+  const int64_t step = field == "width" && s.heads > 0 ? s.heads : 1;
+  int64_t lo = 0, hi = *member / step + 1;  // fits(lo * step) holds (or lo = 0), fits(hi * step) does not
+  while (hi - lo > 1) {
+    const int64_t mid = lo + (hi - lo) / 2;
+    *member = mid * step;
+    (t.elements(s) <= kMaxTensorElements ? lo : hi) = mid;
+  }
+  return lo * step;
+}
+
+// Every tensor must stay within kMaxTensorElements, so byte counts and sums of a few tensors
+// never overflow int64. The largest field sizing an oversized tensor is blamed, with the most it
+// may be given the others.
+void checkSizes(const WorkloadSpec& s, std::vector<SpecError>& errs) {
+  for (const SizedTensor& t : sizedTensors()) {
+    if (t.elements(s) <= kMaxTensorElements) continue;
+    const std::vector<const char*> fields = t.fields(s);
+    WorkloadSpec probe = s;
+    const char* worst = fields[0];
+    for (const char* f : fields)
+      if (*memberOf(probe, f) > *memberOf(probe, worst)) worst = f;
     std::string given;
-    for (size_t k = 0; k < t.dims.size(); ++k) {
-      if (k == worst) continue;
-      others = std::min<int64_t>(others * t.dims[k].value, kMaxTensorElements);
-      given += std::string(given.empty() ? "" : ", ") + t.dims[k].field + " " + std::to_string(t.dims[k].value);
+    std::vector<std::string_view> listed{worst};
+    for (const char* f : fields) {
+      if (std::find(listed.begin(), listed.end(), f) != listed.end()) continue;
+      listed.push_back(f);
+      given += std::string(given.empty() ? "" : ", ") + f + " " + std::to_string(*memberOf(probe, f));
     }
-    const Dim& d = t.dims[worst];
-    errs.push_back({d.field, std::to_string(d.value),
-                    std::string(d.field) + " " + std::to_string(d.value) + " makes the " + t.name + " tensor larger than " +
-                        std::to_string(kMaxTensorElements) + " elements; with " + given + " it can be at most " +
-                        std::to_string(kMaxTensorElements / others)});
+    const int64_t value = *memberOf(probe, worst), most = largestFitting(s, t, worst);
+    std::string message = std::string(worst) + " " + std::to_string(value) + " makes the " + t.name +
+                          " tensor larger than " + std::to_string(kMaxTensorElements) + " elements; ";
+    if (most >= 1)
+      message += (given.empty() ? std::string("it") : "with " + given + " it") + " can be at most " + std::to_string(most);
+    else
+      message += "the other fields (" + given + ") are too large for any " + worst;
+    errs.push_back({worst, std::to_string(value), message});
     return;  // one size complaint is enough: the others follow from the same field
   }
 }

@@ -316,6 +316,51 @@ TEST_F(Cli, SweepThenRunsShowCompareAndExport) {
   expectUsageError(run({"show", "S999"}), {"no sweep S999"});
 }
 
+// A sweep's exit status follows its points: points skipped by the budget are what exploring a
+// grid finds (exit 0); a wrong point exits 1 (test_cli_limits). Names: an empty --name means the
+// default name, and a name that is not UTF-8 or too long is refused before the database exists.
+TEST_F(Cli, SweepExitStatusAndNames) {
+  CliResult s = run({"sweep", "--backends", "cpu.reference", "--heads", "1,16", "--seq", "16,2048", "--head-dim", "8",
+                     "--reps", "1", "--warmup", "0", "--budget", "1MiB", "--name", "", "--json"});
+  ASSERT_EQ(s.code, 0) << s.err;
+  auto sj = nlohmann::json::parse(s.out);
+  int skipped = 0;
+  for (const auto& r : sj["runs"]) skipped += r["status"] == "skipped";
+  EXPECT_GT(skipped, 0) << s.out;
+  EXPECT_EQ(sj["name"].get<std::string>().rfind("sweep 20", 0), 0u) << sj["name"];
+
+  fs::remove(db_);
+  expectUsageError(run({"sweep", "--backends", "cpu.reference", "--heads", "1", "--seq", "16", "--name", "bad\xff"}),
+                   {"--name: the name is not valid UTF-8 text"});
+  expectUsageError(run({"run", "--backend", "cpu.reference", "--heads", "1", "--seq", "16", "--name", std::string(201, 'n')}),
+                   {"--name: the name is 201 bytes long (at most 200)"});
+  EXPECT_FALSE(fs::exists(db_)) << "a refused name left a database file";
+}
+
+// compare names the fixed fields that differ above the table, and marks pairs that are not
+// comparable (an attention call against a whole layer) instead of dividing their figures.
+TEST_F(Cli, CompareSaysWhatDiffersAndMarksPairsOfAnotherKind) {
+  for (const char* kind : {"attention", "layer"})
+    ASSERT_EQ(run({"sweep", "--backends", "cpu.flash", "--kind", kind, "--heads", "1,2", "--seq", "16", "--head-dim", "8",
+                   "--reps", "1", "--warmup", "0", "--quiet"})
+                  .code,
+              0);
+  CliResult text = run({"compare", "S1", "S2"});
+  ASSERT_EQ(text.code, 0) << text.err;
+  EXPECT_NE(text.out.find("fixed fields that differ: kind (attention in S1, layer in S2)"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("not comparable point for point: kind differs"), std::string::npos) << text.out;
+  auto j = nlohmann::json::parse(run({"compare", "S1", "S2", "--json"}).out);
+  EXPECT_EQ(j["differing_fields"]["kind"], nlohmann::json::array({"attention", "layer"}));
+  ASSERT_EQ(j["points"].size(), 2u);
+  for (const auto& p : j["points"]) {
+    EXPECT_TRUE(p.contains("not_comparable")) << p.dump();
+    EXPECT_FALSE(p.contains("time_ratio")) << p.dump();
+  }
+  // Two runs: their differing fields too.
+  auto rj = nlohmann::json::parse(run({"compare", "R1", "R3", "--json"}).out);
+  EXPECT_TRUE(rj["differing_fields"].contains("kind")) << rj.dump();
+}
+
 TEST_F(Cli, RefusesAForeignFileAndLeavesItUntouched) {
   const std::string notes = dir_ + "/notes.sqlite";
   std::ofstream(notes) << "these are my notes, not a database\n";

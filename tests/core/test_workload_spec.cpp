@@ -81,6 +81,26 @@ TEST(WorkloadSpec, OversizedTensorsBlameTheirLargestFieldWithItsMaximum) {
   s.heads = int64_t{1} << 62;  // would overflow int64 on the way, not just exceed the limit
   s.seq_q = int64_t{1} << 40;
   EXPECT_FALSE(validate(s).empty());
+  // A field that sizes a tensor twice: seq with seq_kv "same as seq" gives Lq x Lq scores, so the
+  // most is sqrt(2^50) = 33554432, not 2^50 / seq.
+  s = {};
+  s.heads = 1;
+  s.head_dim = 1;
+  s.seq_q = 1000000000;
+  expectError(s, "seq", {"scores tensor", "at most 33554432"});
+  s.seq_q = 33554433;
+  expectError(s, "seq", {"at most 33554432"});
+  s.seq_q = 33554432;
+  EXPECT_TRUE(validate(s).empty()) << describe(validate(s));
+  // A layer at a fixed width: w_qkv is 3 E^2 whatever the heads, so the width must shrink.
+  s = {};
+  s.kind = WorkloadKind::layer;
+  s.width = 67108864;
+  s.heads = 262144;
+  s.seq_q = 1;
+  expectError(s, "width", {"w_qkv tensor", "with heads 262144 it can be at most 19136512"});  // 2^18 x 73
+  s.width = 19136512;  // 3 x width^2 < 2^50 <= 3 x (2^18 x 74)^2
+  EXPECT_TRUE(validate(s).empty()) << describe(validate(s));
   s = {};
   s.heads = int64_t{1} << 40;  // 2^46 elements: valid (the memory guard refuses it, not validation)
   s.seq_q = 1;

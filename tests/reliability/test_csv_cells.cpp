@@ -169,3 +169,25 @@ TEST(CsvCells, RowsOfEveryStatusHaveAsManyCellsAsTheHeader) {
 
 }  // namespace
 }  // namespace attnscope
+
+namespace attnscope {
+namespace {
+
+// The width column is the model width heads x head_dim also where head_dim was given: a layer's
+// embedding width E (it read 0 for `run --kind layer --head-dim 32`).
+TEST(CsvCells, WidthIsTheModelWidthWhereHeadDimWasGiven) {
+  RunResult r;
+  r.backend = "cpu.flash";
+  ASSERT_FALSE(setField(r.spec, "kind", "layer"));
+  ASSERT_FALSE(setField(r.spec, "heads", "4"));
+  ASSERT_FALSE(setField(r.spec, "head_dim", "32"));
+  const auto rows = parseCsv(runsToCsv({r}));
+  const size_t width = static_cast<size_t>(std::find(rows[0].begin(), rows[0].end(), "width") - rows[0].begin());
+  ASSERT_LT(width, rows[0].size());
+  EXPECT_EQ(rows[1][width], "128");
+  ASSERT_FALSE(setField(r.spec, "width", "256"));
+  EXPECT_EQ(parseCsv(runsToCsv({r}))[1][width], "256");
+}
+
+}  // namespace
+}  // namespace attnscope

@@ -1,5 +1,7 @@
 // Round trips through a real SQLite file: runs, sweeps, environments, defaults.
 #include <gtest/gtest.h>
+#include <pwd.h>
+#include <unistd.h>
 #include <sqlite3.h>
 #include <stdlib.h>
 
@@ -8,6 +10,7 @@
 
 #include "core/environment.h"
 #include "core/store.h"
+#include "tests/store/store_process_support.h"
 #include "tests/store/store_test_support.h"
 
 namespace attnscope {
@@ -325,6 +328,26 @@ TEST(Store, DefaultDatabasePath) {
   EXPECT_EQ(defaultDatabasePath(), "/home/someone/.local/share/attnscope/runs.sqlite");
   set("XDG_DATA_HOME", "relative/ignored");  // the XDG spec says relative values are ignored
   EXPECT_EQ(defaultDatabasePath(), "/home/someone/.local/share/attnscope/runs.sqlite");
+  // HOME unset (cron, systemd, env -i): the password database's home, never the current folder.
+  set("XDG_DATA_HOME", nullptr);
+  set("HOME", nullptr);
+  const struct passwd* pw = getpwuid(geteuid());
+  ASSERT_TRUE(pw && pw->pw_dir && pw->pw_dir[0] == '/');
+  EXPECT_EQ(defaultDatabasePath(), std::string(pw->pw_dir) + "/.local/share/attnscope/runs.sqlite");
+  EXPECT_NE(defaultDatabasePath().rfind(std::filesystem::current_path().string() + "/attnscope", 0), 0u);
+  if (geteuid() == 0) {
+    // A user the password database does not know, without HOME: refused, with what to do.
+    EXPECT_EQ(test::inChild([] {
+                if (setuid(54321) != 0) return 3;
+                try {
+                  defaultDatabasePath();
+                  return 1;
+                } catch (const StoreError& e) {
+                  return std::string(e.what()).find("give --db FILE or set ATTNSCOPE_DB") != std::string::npos ? 0 : 2;
+                }
+              }),
+              0);
+  }
   set("ATTNSCOPE_DB", saved_db.empty() ? nullptr : saved_db.c_str());
   set("XDG_DATA_HOME", saved_xdg.empty() ? nullptr : saved_xdg.c_str());
   set("HOME", saved_home.empty() ? nullptr : saved_home.c_str());

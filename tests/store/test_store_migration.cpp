@@ -169,6 +169,7 @@ TEST(StoreMigration, VersionOneRunsReadAsForwardAttention) {
   train.spec.pass = Pass::train;
   train.spec.checkpoint = Checkpoint::attention;
   train.spec.kind = WorkloadKind::layer;
+  train.spec.seq_kv = 0;  // a layer is self-attention
   const int64_t id = store.saveRun(store.sweeps()[0].id, train);
   const auto back = store.run(id);
   ASSERT_TRUE(back);

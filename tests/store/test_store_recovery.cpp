@@ -230,5 +230,88 @@ TEST(StoreCheck, SoundFileIsOkAndDamagedPagesAreFoundOnDemand) {
   EXPECT_TRUE(test::readBytes(path) == bytes) << "reading the damaged file changed it";
 }
 
+// `check` decodes every row through the readers' own code, so what show, export or the window
+// would refuse (or show as made-up figures) check refuses too, each naming its row. Each damage
+// below passed `check` as "ok" while `show` then called the file damaged or printed nonsense.
+TEST(StoreCheck, RefusesEveryRowTheReadersRefuse) {
+  struct Damage {
+    const char* what;
+    const char* sql;
+    const char* found;  // a fragment of check's problem line
+  };
+  const Damage damages[] = {
+      {"an event of unknown kind", "UPDATE events SET kind = 42 WHERE run_id = 1 AND seq = 0", "unknown kind"},
+      {"an event of unknown memory", "UPDATE events SET memory = -3 WHERE run_id = 1 AND seq = 1", "unknown kind"},
+      {"the strings table gone", "DELETE FROM strings", "names string"},
+      {"a name id that does not exist", "UPDATE events SET name_id = 999999 WHERE run_id = 1 AND seq = 0",
+       "names string 999999"},
+      {"heads 0", "UPDATE runs SET heads = 0 WHERE id = 1", "impossible workload"},
+      {"a state that does not exist", "UPDATE sweeps SET state = 'exploded' WHERE id = 1", "unknown state 'exploded'"},
+      {"text in a number column", "UPDATE runs SET measured_peak = 'lots' WHERE id = 1",
+       "'lots' in column measured_peak"},
+      {"an environment that is not JSON", "INSERT INTO environments(host, os, cpu, gpu, app_version, git_revision, json)"
+                                          " VALUES ('h', 'o', 'c', 'g', 'a', 'r', '{')",
+       "environment"},
+  };
+  for (const Damage& d : damages) {
+    SCOPED_TRACE(d.what);
+    TempDir dir;
+    const std::string path = oneSweepOfRuns(dir, 2, 6);
+    {
+      Store store(path, StoreMode::read);
+      ASSERT_TRUE(store.check().empty());
+    }
+    execRaw(path, d.sql);
+    Store store(path, StoreMode::read);
+    const auto problems = store.check();
+    ASSERT_FALSE(problems.empty()) << "check says ok";
+    bool named = false;
+    for (const auto& p : problems) named |= p.find(d.found) != std::string::npos;
+    EXPECT_TRUE(named) << problems.front();
+  }
+}
+
+TEST(StoreCheck, AnEmptyFileIsNotASoundDatabase) {
+  TempDir dir;
+  const std::string path = dir.file("empty.sqlite");
+  test::writeBytes(path, "");
+  Store store(path, StoreMode::read);
+  const auto problems = store.check();
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_NE(problems[0].find("is empty (0 bytes)"), std::string::npos) << problems[0];
+}
+
+// A writer that died leaves its committed runs in the -wal. Reading (runs, show, check, export,
+// report, the window's loaders) must not checkpoint them into the database file: the file keeps
+// every byte, and the next writer finds every run.
+TEST(StoreReading, ADeadWritersJournalIsReadButNotWrittenIntoTheFile) {
+  TempDir dir;
+  const std::string path = oneSweepOfRuns(dir, 1, 5);
+  ASSERT_EQ(test::inChild([&] {
+              Store store(path);
+              int64_t id = store.createSweep(test::sampleSweep("died"), 0);
+              store.saveRun(id, test::sampleRun(7, 5));
+              std::fflush(nullptr);
+              _exit(0);  // no close: the -wal keeps its frames
+              return 0;
+            }),
+            0);
+  ASSERT_GT(std::filesystem::file_size(path + "-wal"), 0u);
+  const std::string before = test::readBytes(path);
+  for (int round = 0; round < 2; ++round) {
+    Store reader(path, StoreMode::read);
+    EXPECT_EQ(reader.sweeps().size(), 2u) << "the reader sees the dead writer's runs";
+    EXPECT_TRUE(reader.check().empty());
+  }
+  EXPECT_TRUE(test::readBytes(path) == before) << "reading wrote the dead writer's journal into the file";
+  EXPECT_GT(std::filesystem::file_size(path + "-wal"), 0u);
+  {
+    Store writer(path);  // the next writer applies the journal
+    EXPECT_EQ(writer.sweeps().size(), 2u);
+    EXPECT_EQ(writer.runs(2).size(), 1u);
+  }
+  EXPECT_FALSE(std::filesystem::exists(path + "-wal"));
+}
+
 }  // namespace
 }  // namespace attnscope
