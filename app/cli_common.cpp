@@ -87,7 +87,8 @@ std::unique_ptr<Store> openStore(const std::string& path, StoreMode mode) {
   try {
     return std::make_unique<Store>(path, mode);
   } catch (const StoreError& e) {
-    if (e.kind() == StoreError::Kind::io || e.kind() == StoreError::Kind::full) throw std::runtime_error(e.what());
+    if (e.kind() == StoreError::Kind::io || e.kind() == StoreError::Kind::full || e.kind() == StoreError::Kind::replaced)
+      throw std::runtime_error(e.what());
     throw UsageError(e.what());
   }
 }

@@ -88,6 +88,8 @@ const RecordedSweepResult& RecordedSweep::run(SweepRunner& runner, const Recorde
     fail(e.what());
     throw;
   } catch (const StoreError& e) {
+    // The files were deleted under this process: what it saved went with them; say nothing more.
+    if (e.kind() == StoreError::Kind::replaced) return fail(e.what());
     // Saving a point failed (a full disk, say): the points saved before stay.
     return fail(std::string(e.what()) + "; " + std::to_string(result_.runs.size()) + " of " +
                 std::to_string(result_.planned) + " points are saved in sweep S" + std::to_string(result_.sweep_id));

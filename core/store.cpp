@@ -91,7 +91,7 @@ SqliteConnection& StoreState::writer() {
 void StoreState::requireHeldFilesCurrent() const {
   auto problem = db->heldFileProblem();
   if (!problem) return;
-  throw StoreError(StoreError::Kind::io,
+  throw StoreError(StoreError::Kind::replaced,
                    "cannot save to " + path + ": " + *problem +
                        "; saving stops so that nothing is written where no other process can see it, or over what "
                        "others saved since (what this process saved into the deleted file is gone with it); "

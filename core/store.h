@@ -27,8 +27,9 @@ namespace attnscope {
 
 class StoreError : public std::runtime_error {
  public:
-  // read_only: a write was asked of a file or folder that cannot be written; full: the disk is.
-  enum class Kind { not_attnscope, newer_schema, corrupt, io, not_found, invalid, read_only, full };
+  // read_only: a write was asked of a file or folder that cannot be written; full: the disk is;
+  // replaced: the database's file, -wal or -shm was deleted or replaced under this connection.
+  enum class Kind { not_attnscope, newer_schema, corrupt, io, not_found, invalid, read_only, full, replaced };
   StoreError(Kind kind, const std::string& message) : std::runtime_error(message), kind_(kind) {}
   Kind kind() const { return kind_; }
 

@@ -275,7 +275,7 @@ TEST(StoreLocks, DeletedWalStopsTheWriterAndKeepsTheNextSweep) {
       first.saveRun(sweep, test::sampleRun(2, 20));
       ADD_FAILURE() << "a save into a deleted -wal succeeded";
     } catch (const StoreError& e) {
-      EXPECT_EQ(e.kind(), StoreError::Kind::io);
+      EXPECT_EQ(e.kind(), StoreError::Kind::replaced);
       EXPECT_NE(std::string(e.what()).find("runs.sqlite-wal was deleted"), std::string::npos) << e.what();
     }
     EXPECT_THROW(first.setSweepState(sweep, "finished"), StoreError);
