@@ -123,7 +123,7 @@ int main(int argc, char** argv) {
   double open_s = 0;
   {
     auto t_open = clock::now();
-    Store store(path, false);  // includes the read-only inspection and PRAGMA quick_check
+    Store store(path, StoreMode::existing);  // includes the read-only inspection and PRAGMA quick_check
     open_s = seconds(clock::now() - t_open);
     auto t0 = clock::now();
     read_count = store.events(run_id).size();

@@ -63,12 +63,11 @@ class Store {
  public:
   static constexpr int kSchemaVersion = 3;
 
-  // Opens (or, when create is true and the file does not exist, creates) the database for
-  // writing. Throws StoreError; a refused file is not modified.
-  explicit Store(const std::string& path, bool create = true);
-  // create and existing open for writing and check up front that the file and its folder can be
-  // written (StoreError read_only otherwise). A new file appears complete or not at all.
-  Store(const std::string& path, StoreMode mode);
+  // create and existing open for writing (create makes the file when it does not exist) and
+  // check up front that the file and its folder can be written (StoreError read_only otherwise);
+  // a new file appears complete or not at all. read never writes. Throws StoreError; a refused
+  // file is not modified.
+  explicit Store(const std::string& path, StoreMode mode = StoreMode::create);
   ~Store();
   Store(const Store&) = delete;
   Store& operator=(const Store&) = delete;

@@ -285,9 +285,6 @@ void StoreState::verifySnapshot() const {
                                                   "run the command again");
 }
 
-Store::Store(const std::string& path, bool create)
-    : Store(path, create ? StoreMode::create : StoreMode::existing) {}
-
 Store::Store(const std::string& path, StoreMode mode) : impl_(std::make_unique<Impl>()) {
   if (path.empty()) throw StoreError(StoreError::Kind::invalid, "no database path given");
   impl_->path = path;

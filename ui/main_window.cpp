@@ -218,7 +218,7 @@ QString MainWindow::openDatabase(const QString& path, bool create) {
   try {
     std::unique_ptr<Store> s;
     try {
-      s = std::make_unique<Store>(path.toStdString(), create);
+      s = std::make_unique<Store>(path.toStdString(), create ? StoreMode::create : StoreMode::existing);
     } catch (const StoreError& e) {
       // A database we may not write is still worth reading: open it read-only and say so.
       if (e.kind() != StoreError::Kind::read_only) throw;
@@ -234,9 +234,9 @@ QString MainWindow::openDatabase(const QString& path, bool create) {
   // Traces load on a pool thread (TimelineView), through a connection of their own: a Store is
   // used by one thread at a time.
   if (timeline_view_)
-    timeline_view_->setEventSource([db = path.toStdString()](int64_t run_id) { return Store(db, false).events(run_id); });
+    timeline_view_->setEventSource([db = path.toStdString()](int64_t run_id) { return Store(db, StoreMode::read).events(run_id); });
   if (breakdown_view_)
-    breakdown_view_->setEventSource([db = path.toStdString()](int64_t run_id) { return Store(db, false).events(run_id); });
+    breakdown_view_->setEventSource([db = path.toStdString()](int64_t run_id) { return Store(db, StoreMode::read).events(run_id); });
   setShown({});
   setWindowTitle(tr("AttnScope - %1").arg(QFileInfo(path).fileName()));
   statusBar()->showMessage(tr("Opened %1%2").arg(path, note), note.isEmpty() ? 5000 : 0);
@@ -256,9 +256,8 @@ bool MainWindow::startSweep() {
   updateRunnable();
   if (!run_action_->isEnabled()) return false;
   running_ = true;
-  ++job_;
   worker_->resetCancel();
-  const quint64 job = job_;
+  const quint64 job = sweep_jobs_.startJob();
   const QString db = databasePath();
   const SweepSpec spec = sweep_panel_->sweep();
   QMetaObject::invokeMethod(worker_, [w = worker_, job, db, spec] { w->run(job, db, spec); }, Qt::QueuedConnection);
@@ -280,7 +279,7 @@ void MainWindow::cancelSweep() {
 }
 
 void MainWindow::onSweepStarted(quint64 job, qint64 sweep_id, const QString&) {
-  if (job != job_) return;
+  if (!sweep_jobs_.isCurrent(job)) return;
   running_sweep_ = sweep_id;
   sweep_model_->refreshSweep(sweep_id);
   runs_panel_->selectSweep(sweep_id);  // shows it (empty) in the charts
@@ -288,7 +287,7 @@ void MainWindow::onSweepStarted(quint64 job, qint64 sweep_id, const QString&) {
 }
 
 void MainWindow::onProgress(quint64 job, const SweepProgress& p) {
-  if (job != job_) return;
+  if (!sweep_jobs_.isCurrent(job)) return;
   progress_->setRange(0, static_cast<int>(p.total));
   progress_->setValue(static_cast<int>(p.done));
   current_label_->setText(p.current.empty() ? QString()
@@ -297,7 +296,7 @@ void MainWindow::onProgress(quint64 job, const SweepProgress& p) {
 }
 
 void MainWindow::onPoint(quint64 job, qint64 sweep_id, const RunResult& run) {
-  if (job != job_) return;
+  if (!sweep_jobs_.isCurrent(job)) return;
   // Points finishing within a moment reach the Runs dock and the charts together: one snapshot
   // copy and one redraw per batch instead of per point (a sweep is not copied n times).
   if (pending_sweep_ != sweep_id) showPendingPoints();
@@ -322,7 +321,7 @@ void MainWindow::showPendingPoints() {
 }
 
 void MainWindow::onFinished(quint64 job, qint64 sweep_id, const QString& state, const QString& error) {
-  if (job != job_) return;
+  if (!sweep_jobs_.isCurrent(job)) return;
   point_timer_->stop();
   showPendingPoints();
   running_ = false;
@@ -374,7 +373,7 @@ void MainWindow::setShown(SweepSnapshots sweeps) {
 void MainWindow::closeEvent(QCloseEvent* event) {
   if (running_) {
     worker_->cancel();
-    ++job_;  // whatever the worker still sends is stale now
+    sweep_jobs_.invalidate();  // whatever the worker still sends is stale now
   }
   saveSettings();
   QMainWindow::closeEvent(event);

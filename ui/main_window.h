@@ -10,6 +10,7 @@
 
 #include "core/backend_registry.h"
 #include "core/store.h"
+#include "ui/job_tracker.h"
 #include "core/sweep_runner.h"
 #include "ui/sweep_snapshot.h"
 
@@ -126,7 +127,7 @@ class MainWindow : public QMainWindow {
 
   QThread* thread_ = nullptr;
   SweepWorker* worker_ = nullptr;
-  quint64 job_ = 0;  // the job whose signals count; older ones are dropped
+  JobTracker sweep_jobs_;  // the sweep whose worker signals count; older ones are dropped
   bool running_ = false;
   int64_t running_sweep_ = 0;
   SweepSnapshots shown_;

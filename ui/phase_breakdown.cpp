@@ -46,7 +46,7 @@ std::vector<const RunResult*> representativeRuns(const SweepSnapshots& sweeps, s
 
 void PhaseSummaries::setEventSource(EventLoader source) {
   source_ = std::move(source);
-  ++generation_;
+  source_jobs_.startJob();
   pending_ = 0;
   done_.clear();
   asked_.clear();
@@ -74,13 +74,13 @@ void PhaseSummaries::request(const std::vector<int64_t>& run_ids) {
   }
   ++pending_;
   QPointer<PhaseSummaries> self(this);
-  const quint64 generation = generation_;
+  const quint64 generation = source_jobs_.current();
   QThreadPool::globalInstance()->start([self, source = source_, missing, generation] {
     // One trace in memory at a time: each is summarised and dropped before the next is read.
     auto loaded = std::make_shared<std::map<int64_t, Loaded>>();
     for (int64_t id : missing) (*loaded)[id] = load(source, id);
     QMetaObject::invokeMethod(qApp, [self, loaded, generation] {
-      if (!self || generation != self->generation_) return;  // gone, or another database by now
+      if (!self || !self->source_jobs_.isCurrent(generation)) return;  // gone, or another database by now
       --self->pending_;
       for (auto& [id, l] : *loaded) self->done_[id] = std::move(l);
       Q_EMIT self->ready();

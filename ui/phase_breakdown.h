@@ -18,6 +18,7 @@
 
 #include "core/phase_summary.h"
 #include "core/trace_event.h"
+#include "ui/job_tracker.h"
 #include "ui/sweep_snapshot.h"
 
 namespace attnscope::ui {
@@ -62,7 +63,7 @@ class PhaseSummaries : public QObject {
   static Loaded load(const EventLoader& source, int64_t run_id);
   EventLoader source_;
   bool background_ = false;
-  quint64 generation_ = 0;  // bumped by setEventSource; results of an older source are dropped
+  JobTracker source_jobs_;  // a job per event source: results of an older source are dropped
   int pending_ = 0;         // background jobs of this generation not back yet
   std::map<int64_t, Loaded> done_;
   std::map<int64_t, bool> asked_;  // requested (loaded or on its way)

@@ -138,7 +138,7 @@ void TimelineView::loadRun() {
   setPlotTitle(plot_, run ? tr("Timeline of R%1").arg(id) : tr("Timeline"));
   setPlotContext(plot_, run ? QString::fromStdString(runInWords(*run)).replace(", ", " \u00b7 ")
                             : tr("pick a run that finished ok (Run: above, or a run in the Runs dock)"));
-  const quint64 job = ++load_job_;
+  const quint64 job = loads_.startJob();
   if (!background_ || id <= 0 || !source_) shown_job_ = job;
   if (id <= 0 || !source_) {
     setEvents({});
@@ -167,7 +167,7 @@ void TimelineView::loadRun() {
     // Back on the GUI thread, where the view can only be deleted between events: a view gone
     // or a newer pick drops the result.
     QMetaObject::invokeMethod(qApp, [self, job, loaded, error] {
-      if (!self || job != self->load_job_) return;
+      if (!self || !self->loads_.isCurrent(job)) return;
       self->shown_job_ = job;
       self->showTrace(std::move(*loaded));
       if (!error.isEmpty()) self->info_->setText(tr("cannot load the trace: %1").arg(error));

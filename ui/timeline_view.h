@@ -14,6 +14,7 @@
 #include "ui/buffer_bands.h"
 #include "ui/chart_math.h"
 #include "ui/chart_view.h"
+#include "ui/job_tracker.h"
 
 class QCheckBox;
 class QComboBox;
@@ -43,7 +44,7 @@ class TimelineView : public ChartView {
   // and a result for a run that is no longer picked is dropped, as hotspot's job tracker does.
   void setBackgroundLoading(bool on) { background_ = on; }
   // A background load is on its way (the view shows "loading").
-  bool loading() const { return shown_job_ != load_job_; }
+  bool loading() const { return shown_job_ != loads_.current(); }
   // Shows these events directly (tests, synthetic traces).
   void setEvents(std::vector<TraceEvent> events);
   // The one memory source the view draws: the allocator's, or CUPTI's device memory when a trace
@@ -107,7 +108,7 @@ class TimelineView : public ChartView {
   std::vector<BufferBand> all_bands_;  // computed with the trace
   std::vector<BufferBand> bands_;      // drawn: all_bands_ while "Buffers" is on
   std::vector<QCPAbstractItem*> band_items_;
-  quint64 load_job_ = 0;   // the latest background load; older results are dropped
+  JobTracker loads_;        // the latest load counts; older results are dropped
   quint64 shown_job_ = 0;  // the load whose result is shown
 };
 

@@ -93,7 +93,7 @@ TEST(Concurrency, ConnectionsInSeveralThreadsLoseNothing) {
   std::vector<std::thread> threads;
   for (int t = 0; t < kWriters; ++t)
     threads.emplace_back([&, t] {
-      Store store(path, false);  // its own connection, as another window or process would have
+      Store store(path, StoreMode::existing);  // its own connection, as another window or process would have
       SweepSpec sw = tinySweep("writer " + std::to_string(t), 1);
       sweeps[t] = store.createSweep(sw, 0);
       RunResult r;
@@ -108,14 +108,14 @@ TEST(Concurrency, ConnectionsInSeveralThreadsLoseNothing) {
     });
   std::atomic<bool> stop{false};
   std::thread reader([&] {
-    Store store(path, false);
+    Store store(path, StoreMode::existing);
     while (!stop)
       for (const SweepInfo& s : store.sweeps()) (void)store.runs(s.id);
   });
   for (auto& th : threads) th.join();
   stop = true;
   reader.join();
-  Store store(path, false);
+  Store store(path, StoreMode::existing);
   for (int t = 0; t < kWriters; ++t) EXPECT_EQ(store.runs(sweeps[t]).size(), static_cast<size_t>(kRuns)) << t;
 }
 

@@ -43,7 +43,7 @@ TEST(Store, RunRoundTripKeepsEveryField) {
     run_id = store.saveRun(sweep_id, original);
     EXPECT_GT(run_id, 0);
   }
-  Store store(path, false);  // a fresh connection: nothing comes from a cache
+  Store store(path, StoreMode::existing);  // a fresh connection: nothing comes from a cache
   auto back = store.run(run_id);
   ASSERT_TRUE(back.has_value());
   EXPECT_EQ(back->id, run_id);
@@ -244,7 +244,7 @@ TEST(Store, PathsWithCharactersThatUrisReserve) {
     Store store(path);
     id = store.saveRun(store.createSweep(sampleSweep("odd path"), 0), sampleRun(2, 5));
   }
-  Store store(path, false);  // an existing file: inspected before it is opened
+  Store store(path, StoreMode::existing);  // an existing file: inspected before it is opened
   ASSERT_TRUE(store.run(id));
   EXPECT_EQ(store.run(id)->trace.events.size(), 5u);
 }
@@ -291,7 +291,7 @@ TEST(Store, MissingFileWithoutCreateIsNotFound) {
   TempDir dir;
   std::string path = dir.file("absent.sqlite");
   try {
-    Store store(path, false);
+    Store store(path, StoreMode::existing);
     ADD_FAILURE() << "opened a missing file";
   } catch (const StoreError& e) {
     EXPECT_EQ(e.kind(), StoreError::Kind::not_found);

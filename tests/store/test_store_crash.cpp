@@ -113,7 +113,7 @@ TEST(StoreCrash, SigkillMidSweepKeepsEveryCommittedRun) {
     close(fds[0]);
 
     EXPECT_EQ(integrityCheck(path), "ok");
-    Store store(path, false);
+    Store store(path, StoreMode::existing);
     std::optional<SweepInfo> sweep;
     for (const auto& s : store.sweeps())
       if (s.name == name) sweep = s;

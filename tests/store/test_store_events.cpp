@@ -31,7 +31,7 @@ TEST(StoreEvents, OneMillionEventsRoundTrip) {
                 std::chrono::duration<double>(clock::now() - t0).count());
     store.saveRun(sweep, test::sampleRun(1, 10));
   }
-  Store store(path, false);
+  Store store(path, StoreMode::existing);
   auto t0 = clock::now();
   std::vector<TraceEvent> back = store.events(run_id);
   std::printf("read %zu events in %.3f s\n", back.size(), std::chrono::duration<double>(clock::now() - t0).count());

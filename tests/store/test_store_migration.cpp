@@ -123,7 +123,7 @@ TEST(StoreMigration, VersionOneFixtureOpensWithItsData) {
     EXPECT_EQ(reader.runs(reader.sweeps()[0].id).size(), 2u);
     EXPECT_TRUE(test::readBytes(path) == before) << "a read open migrated the file";
   }
-  Store store(path, false);
+  Store store(path, StoreMode::existing);
   auto sweeps = store.sweeps();
   ASSERT_EQ(sweeps.size(), 1u);
   EXPECT_EQ(sweeps[0].name, "fixture v1");
@@ -159,7 +159,7 @@ TEST(StoreMigration, VersionOneRunsReadAsForwardAttention) {
     Store reader(path, StoreMode::read);
     expectDefaults(reader);
   }
-  Store store(path, false);
+  Store store(path, StoreMode::existing);
   expectDefaults(store);
   {
     auto db = openRaw(path);

@@ -173,7 +173,7 @@ TEST(StoreRefusal, AcceptedFileStillOpensAfterTheChecks) {
   TempDir dir;
   std::string path = dir.file("runs.sqlite");
   makeRealDatabase(path);
-  Store store(path, false);
+  Store store(path, StoreMode::existing);
   ASSERT_EQ(store.sweeps().size(), 1u);
   EXPECT_EQ(store.sweeps()[0].run_count, 5);
 }

@@ -88,7 +88,7 @@ class TorchGuiTest : public QObject {
     QCOMPARE(finished.front().at(1).toString(), QString("finished"));
     const int64_t id = finished.front().at(0).toLongLong();
 
-    Store store(db.toStdString(), false);
+    Store store(db.toStdString(), StoreMode::existing);
     const auto runs = store.runs(id);
     QCOMPARE(static_cast<int>(runs.size()), 12);
     for (const auto& r : runs) {

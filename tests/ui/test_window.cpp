@@ -2,6 +2,11 @@
 // thread, check the plotted series equal the stored results; cancel midway and keep the
 // finished points; invalid input disables Run; a foreign file is refused and left untouched.
 
+#include <sched.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <QAction>
 #include <QComboBox>
 #include <QDockWidget>
@@ -25,6 +30,7 @@
 #include "ui/runs_panel.h"
 #include "ui/sweep_panel.h"
 #include "ui/sweep_tree_model.h"
+#include "ui/timeline_view.h"
 #include "ui/workload_form.h"
 #include "ui_test_support.h"
 
@@ -168,7 +174,7 @@ class TestWindow : public QObject {
     QCOMPARE(finished.front().at(1).toString(), QString("finished"));
     const int64_t id = finished.front().at(0).toLongLong();
 
-    Store store(db.toStdString(), false);
+    Store store(db.toStdString(), StoreMode::existing);
     const auto runs = store.runs(id);
     QCOMPARE(static_cast<int>(runs.size()), 8);
     int ok = 0;
@@ -212,7 +218,7 @@ class TestWindow : public QObject {
     QVERIFY(finished.wait(120000));
     QCOMPARE(finished.front().at(1).toString(), QString("cancelled"));
     const int64_t id = finished.front().at(0).toLongLong();
-    Store store(db.toStdString(), false);
+    Store store(db.toStdString(), StoreMode::existing);
     const auto runs = store.runs(id);
     QVERIFY(!runs.empty());
     QVERIFY(runs.size() < 40);
@@ -234,7 +240,7 @@ class TestWindow : public QObject {
     QSignalSpy finished(&w, &MainWindow::sweepFinished);
     QVERIFY(w.startSweep());
     QVERIFY(finished.wait(120000));
-    Store store(db.toStdString(), false);
+    Store store(db.toStdString(), StoreMode::existing);
     const auto runs = store.runs(finished.front().at(0).toLongLong());
     int skipped = 0;
     for (const auto& r : runs) skipped += r.status == RunStatus::skipped;
@@ -308,7 +314,7 @@ class TestWindow : public QObject {
     QCOMPARE(tree->rowCount(sweep), 8);
 
     // Click a run of the other sweep that is not the Breakdown's default (its last run).
-    Store store(db.toStdString(), false);
+    Store store(db.toStdString(), StoreMode::existing);
     const auto run = store.run(store.runs(first).front().id, false);
     QVERIFY(run && !run->plan.buffers.empty());
     QModelIndex child;
@@ -349,6 +355,48 @@ class TestWindow : public QObject {
     QCOMPARE(tree->rowCount(sweep), 7);
     QCOMPARE(w.shownSweeps().front()->runs.size(), size_t(7));
     QCOMPARE(breakdown->runBox()->findData(QVariant::fromValue<qlonglong>(run->id)), -1);
+  }
+
+  // The Timeline's and the Breakdown's loaders open the database for reading: a database the
+  // window may only read (a read-only bind mount as root, since root ignores permission bits;
+  // chmod otherwise) still shows a run's trace, and nothing is written.
+  void readOnlyDatabaseLoadsATimeline() {
+    const QString folder = dir_.filePath("readonly");
+    QVERIFY(QDir().mkpath(folder));
+    const QString db = folder + "/ro.sqlite";
+    int64_t sweep = 0;
+    {
+      Store store(db.toStdString());
+      sweep = test::runSweepInto(store, test::tinySweep());
+    }
+    const QByteArray folder_bytes = folder.toLocal8Bit();
+    bool mounted = false;
+    if (geteuid() == 0) {
+      mounted = unshare(CLONE_NEWNS) == 0 && mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) == 0 &&
+                mount(folder_bytes.constData(), folder_bytes.constData(), nullptr, MS_BIND, nullptr) == 0 &&
+                mount(nullptr, folder_bytes.constData(), nullptr, MS_REMOUNT | MS_BIND | MS_RDONLY, nullptr) == 0;
+      if (!mounted) QSKIP("no private read-only mount here (needs CAP_SYS_ADMIN)");
+    } else {
+      QVERIFY(::chmod(db.toLocal8Bit().constData(), 0444) == 0 && ::chmod(folder_bytes.constData(), 0555) == 0);
+    }
+    {
+      MainWindow w(db);
+      w.setInteractive(false);
+      w.resize(1400, 900);
+      w.show();
+      QVERIFY(w.store());
+      QVERIFY(w.store()->readOnly());
+      TimelineView* timeline = w.findChild<TimelineView*>();
+      QVERIFY(timeline);
+      Store reader(db.toStdString(), StoreMode::read);
+      const int64_t run = reader.runs(sweep).front().id;
+      timeline->selectRun(run);
+      QTRY_VERIFY_WITH_TIMEOUT(!timeline->loading(), 20000);
+      QVERIFY2(timeline->memoryTimeline().peakBytes() > 0, qPrintable(w.lastMessage()));
+      QCOMPARE(timeline->memoryTimeline().peakBytes(), reader.run(run, false)->memory.measured_peak);
+    }
+    if (mounted) umount2(folder_bytes.constData(), MNT_DETACH);
+    else ::chmod(folder_bytes.constData(), 0755);
   }
 
   void settingsPersist() {
