@@ -40,7 +40,7 @@ std::shared_ptr<const ProbeResult> TorchProbe::probe(const PythonChoice& python,
     else if (spare) *spare = std::move(worker);
   } catch (const Cancelled&) {
     r->cancelled = true;
-    r->problem = "cancelled while " + python.command + " was importing torch";
+    r->problem = "cancelled while " + python.shown() + " was importing torch";
   } catch (const std::exception& e) {
     r->problem = e.what();
   }

@@ -1,9 +1,11 @@
 #include "kernels/torch/torch_python.h"
 
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <mutex>
 #include <sstream>
+#include <stdexcept>
 #include <vector>
 #include <unistd.h>
 
@@ -65,7 +67,7 @@ PythonChoice choosePython() {
       c.problem = "python3: not found on PATH (give a Python with torch by --python, ATTNSCOPE_PYTHON or the GUI's "
                   "Python setting)";
     else
-      c.problem = c.command + " (from " + c.source + "): " +
+      c.problem = c.shown() + " (from " + c.source + "): " +
                   (c.command.find('/') != std::string::npos ? "no such executable file" : "not found on PATH");
   }
   return c;
@@ -92,12 +94,26 @@ std::optional<std::string> workerScript(std::string* searched) {
   return std::nullopt;
 }
 
+std::string torchTimeoutProblem() {
+  const char* env = std::getenv("ATTNSCOPE_TORCH_TIMEOUT");
+  if (!env || !*env) return {};  // empty is unset, as for the other variables
+  // Plain decimals only: strtod would also take "inf", "nan", "0x1p4" and leading blanks.
+  const std::string text = env;
+  const size_t dot = text.find('.');
+  const std::string whole = text.substr(0, dot), fraction = dot == std::string::npos ? "" : text.substr(dot + 1);
+  const bool digits = !whole.empty() && whole.find_first_not_of("0123456789") == std::string::npos &&
+                      (dot == std::string::npos || (!fraction.empty() && fraction.find_first_not_of("0123456789") == std::string::npos));
+  const double v = digits ? std::strtod(text.c_str(), nullptr) : 0;
+  if (digits && v > 0 && v <= kMaxTorchTimeout) return {};
+  char max[32];
+  std::snprintf(max, sizeof max, "%g", kMaxTorchTimeout);
+  return "ATTNSCOPE_TORCH_TIMEOUT='" + validUtf8(text) + "': give the seconds to wait for the torch worker, a number "
+         "greater than 0 and at most " + max + " (e.g. 600), or unset it for the defaults (180 s to start, 600 s a request)";
+}
+
 double workerTimeout(double fallback) {
-  if (const char* env = std::getenv("ATTNSCOPE_TORCH_TIMEOUT"); env && *env) {
-    char* end = nullptr;
-    double v = std::strtod(env, &end);
-    if (end && *end == '\0' && v > 0) return v;
-  }
+  if (std::string problem = torchTimeoutProblem(); !problem.empty()) throw std::invalid_argument(problem);
+  if (const char* env = std::getenv("ATTNSCOPE_TORCH_TIMEOUT"); env && *env) return std::strtod(env, nullptr);
   return fallback;
 }
 
