@@ -25,7 +25,7 @@ std::vector<OptionDef> explainOptions() {
   std::vector<OptionDef> own = {
       {"torch", "VERSION", "torch release 2.0 .. 2.15 (e.g. 2.5.1), or 'installed' to ask the Python (default 2.15)"},
       {"gpu", "GPU", "smXY (sm50 .. sm121), a GPU name (V100, A100, H100, RTX 4090, ...), 'detected', or 'cpu' (default A100; detected with --torch installed)"},
-      {"cudnn", "VERSION", "runtime cuDNN version, e.g. 9.10.2 or 91002 (default: the PyPI wheel's)"},
+      {"cudnn", "VERSION", "runtime cuDNN version X.Y.Z, e.g. 9.10.2, or torch's integer form 91002 (default: the PyPI wheel's)"},
       {"cuda", "MAJOR", "CUDA major version torch was built with (default: the PyPI wheel's)"},
       {"threads", "N", "torch.get_num_threads() for CPU buffers (default: the installed torch's, else this machine's cores)"},
       {"kernel", "K", "explain a forced kernel (sdpa_kernel): flash, efficient, cudnn or math"},
@@ -73,12 +73,12 @@ ResolvedTarget resolveTarget(const Args& args) {
   if (installed) {
     const auto& p = ask();
     if (!p.error.empty()) throw std::runtime_error("--torch installed: " + p.error);
-    if (!p.version) throw std::runtime_error("--torch installed: torch " + p.version_text + " (" + p.python + ") is not a release this explainer covers (" + std::string(kTorchVersionChoices.substr(0, 11)) + ")");
+    if (!p.version) throw std::runtime_error("--torch installed: torch " + p.version_text + " (" + p.python + ") is not a release this explainer covers (" + std::string(kTorchVersionRange) + ")");
     version = *p.version;
     r.notes.push_back("torch " + p.version_text + " from " + p.python);
   } else {
     auto v = parseTorchVersion(torch_arg);
-    if (!v) throw UsageError("--torch: unknown version '" + torch_arg + "' (allowed: " + std::string(kTorchVersionChoices) + ")");
+    if (!v) throw UsageError("--torch: unknown version '" + printable(torch_arg) + "' (allowed: " + std::string(kTorchVersionChoices) + ")");
     version = *v;
   }
 
@@ -97,7 +97,7 @@ ResolvedTarget resolveTarget(const Args& args) {
     gpu_name = p.device_name;
   } else {
     auto g = parseGpu(gpu_arg);
-    if (!g) throw UsageError("--gpu: unknown GPU '" + gpu_arg + "' (allowed: " + gpuChoices() + ")");
+    if (!g) throw UsageError("--gpu: unknown GPU '" + printable(gpu_arg) + "' (allowed: " + gpuChoices() + ")");
     cc = g->capability;
     gpu_name = g->name;
     if (!args.value("gpu")) r.notes.push_back("GPU A100 (sm80) by default; choose with --gpu");
@@ -111,7 +111,7 @@ ResolvedTarget resolveTarget(const Args& args) {
   }
   if (auto v = args.value("cudnn")) {
     auto c = parseCudnnVersion(*v);
-    if (!c) throw UsageError("--cudnn: unknown version '" + *v + "' (allowed: a cuDNN version such as 8.9.2, 9.10.2, or torch's integer form 91002)");
+    if (!c) throw UsageError("--cudnn: unknown version '" + printable(*v) + "' (allowed: " + std::string(kCudnnVersionChoices) + ")");
     r.target.cudnn = *c;
   }
   if (args.value("cuda")) r.target.cuda_major = args.intValue("cuda", 12, 11);
@@ -217,7 +217,7 @@ int cmdExplain(const std::vector<std::string>& argv) {
   const bool forced = args.value("kernel").has_value();
   if (forced) {
     auto k = parseSdpaKernel(*args.value("kernel"));
-    if (!k) throw UsageError("--kernel: unknown kernel '" + *args.value("kernel") + "' (allowed: flash, efficient, cudnn, math)");
+    if (!k) throw UsageError("--kernel: unknown kernel '" + printable(*args.value("kernel")) + "' (allowed: flash, efficient, cudnn, math)");
     const ForcedSdpa f = explainForcedSdpa(spec, r.target, *k);
     x = explainSdpa(spec, r.target, ExplainOptions{false});
     x.verdicts = {f.verdict};
