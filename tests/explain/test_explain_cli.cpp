@@ -95,7 +95,9 @@ TEST(ExplainCli, BadInputExitsTwoNamingTheAllowedValues) {
 TEST(ExplainCli, InstalledTorchLookup) {
   CliResult missing = runCli({"explain", "--torch", "installed", "--python", "/nonexistent/python3"});
   EXPECT_EQ(missing.code, 1);
-  EXPECT_NE(missing.err.find("/nonexistent/python3: not found"), std::string::npos) << missing.err;
+  EXPECT_NE(missing.err.find("--torch installed: /nonexistent/python3 (from --python): no such executable file"),
+            std::string::npos)
+      << missing.err;
   if (!std::getenv("ATTNSCOPE_PYTHON")) {
     CliResult env = runCli({"explain", "--torch", "installed"}, {"ATTNSCOPE_PYTHON=/nonexistent/envpython"});
     EXPECT_EQ(env.code, 1);
