@@ -210,10 +210,12 @@ int cmdRun(const std::vector<std::string>& argv) {
     std::cout << toJson(r).dump(2) << "\n";
   } else {
     printRunDetails(r, std::cout);
-    if (dumped) std::cout << "  dumped to        " << *dumpDir << "\n";
-    if (store) std::cout << "  saved as         R" << r.id << " in " << store->path() << "\n";
+    if (dumped) std::cout << "  dumped to        " << printable(*dumpDir) << "\n";
+    if (store) std::cout << "  saved as         R" << r.id << " in " << printable(store->path()) << "\n";
   }
-  if (r.status != RunStatus::ok) std::cerr << "error: " << r.backend << ": " << toString(r.status) << ": " << r.message << "\n";
+  // The message may quote a worker or a torch message: escaped like every printed text.
+  if (r.status != RunStatus::ok)
+    std::cerr << "error: " << r.backend << ": " << toString(r.status) << ": " << printable(r.message) << "\n";
   return r.status == RunStatus::ok ? 0 : 1;
 }
 
@@ -293,7 +295,7 @@ int cmdSweep(const std::vector<std::string>& argv) {
       if (r.status == RunStatus::ok)
         std::cerr << ", " << timeCell(r) << ", peak " << formatBytes(r.memory.measured_peak);
       else
-        std::cerr << " (" << r.message.substr(0, 100) << ")";
+        std::cerr << " (" << printable(r.message.substr(0, 100)) << ")";
       std::cerr << "\n";
     }
   };
