@@ -55,6 +55,11 @@ inline std::string fakeHello() {
          R"("threads":1,"sdpa_kernel":true,"enable_gqa":true,"causal_lower_right":true})";
 }
 
+// A fake "python" that runs tests/torch/fake_torch_worker.py in `mode` with the system's python3.
+inline std::string fakeWorker(const std::string& name, const std::string& mode) {
+  return fakePython(name, "exec '" ATTNSCOPE_TEST_SYSTEM_PYTHON "' '" ATTNSCOPE_FAKE_TORCH_WORKER "' " + mode + " \"$@\"");
+}
+
 // Live (not zombie) descendants of process `root` (default: this one) whose command line mentions
 // `marker`: the worker is our grandchild, started by its keeper (kernels/torch/process_keeper.h).
 inline std::vector<pid_t> workerPids(const std::string& marker = "attnscope_torch_worker.py", pid_t root = ::getpid()) {
