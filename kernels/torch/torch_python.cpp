@@ -33,6 +33,19 @@ std::string resolve(const std::string& command) {
   return {};
 }
 
+// The first of `places` that is a regular file (and executable, if asked), as a canonical path;
+// else nullopt with the places in `searched`.
+std::optional<std::string> firstFile(const std::vector<std::string>& places, std::string* searched, bool run) {
+  std::error_code ec;
+  for (const auto& p : places)
+    if (run ? executable(p) : std::filesystem::is_regular_file(p, ec)) return std::filesystem::weakly_canonical(p, ec).string();
+  if (searched) {
+    searched->clear();
+    for (const auto& p : places) *searched += (searched->empty() ? "" : ", ") + p;
+  }
+  return std::nullopt;
+}
+
 std::string exeDir() {
   std::error_code ec;
   auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
@@ -84,14 +97,20 @@ std::optional<std::string> workerScript(std::string* searched) {
 #ifdef ATTNSCOPE_TORCH_WORKER_BUILD_PATH
   places.push_back(ATTNSCOPE_TORCH_WORKER_BUILD_PATH);  // the build tree's copy, for the tests
 #endif
-  std::error_code ec;
-  for (const auto& p : places)
-    if (std::filesystem::is_regular_file(p, ec)) return std::filesystem::weakly_canonical(p, ec).string();
-  if (searched) {
-    searched->clear();
-    for (const auto& p : places) *searched += (searched->empty() ? "" : ", ") + p;
+  return firstFile(places, searched, false);
+}
+
+std::optional<std::string> keeperProgram(std::string* searched) {
+  const char* name = "attnscope-torch-keeper";
+  std::vector<std::string> places;
+  if (std::string dir = exeDir(); !dir.empty()) {
+    places.push_back(dir + "/" + name);
+    places.push_back(dir + "/../libexec/attnscope/" + name);
   }
-  return std::nullopt;
+#ifdef ATTNSCOPE_TORCH_KEEPER_BUILD_PATH
+  places.push_back(ATTNSCOPE_TORCH_KEEPER_BUILD_PATH);  // the build tree's, for the tests
+#endif
+  return firstFile(places, searched, true);
 }
 
 std::string torchTimeoutProblem() {

@@ -61,7 +61,8 @@ inline std::string fakeWorker(const std::string& name, const std::string& mode) 
 }
 
 // Live (not zombie) descendants of process `root` (default: this one) whose command line mentions
-// `marker`: the worker is our grandchild, started by its keeper (kernels/torch/process_keeper.h).
+// `marker`, leaving out the keeper: the worker is our grandchild, started by its keeper
+// (kernels/torch/process_keeper.h).
 inline std::vector<pid_t> workerPids(const std::string& marker = "attnscope_torch_worker.py", pid_t root = ::getpid()) {
   struct Proc {
     pid_t pid, ppid;
@@ -90,7 +91,9 @@ inline std::vector<pid_t> workerPids(const std::string& marker = "attnscope_torc
     for (const Proc& p : procs)
       if (p.ppid == tree[i]) {
         tree.push_back(p.pid);
-        if (p.live && p.args.find(marker) != std::string::npos) out.push_back(p.pid);
+        // The keeper's command line names the worker too; the worker is what a user would see.
+        const bool keeper = p.args.find("attnscope-torch-keeper") < p.args.find('\0');
+        if (p.live && !keeper && p.args.find(marker) != std::string::npos) out.push_back(p.pid);
       }
   return out;
 }
