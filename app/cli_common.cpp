@@ -63,8 +63,8 @@ std::string defaultDatabaseForHelp() {
 OptionDef dbOption() { return {"db", "FILE", "database file (default: $ATTNSCOPE_DB or " + defaultDatabaseForHelp() + ")"}; }
 OptionDef jsonOption() { return {"json", "", "print JSON for scripts instead of tables"}; }
 OptionDef pythonOption() {
-  return {"python", "PATH", "Python with torch for the torch.* backends (default: $ATTNSCOPE_PYTHON, the GUI's setting, "
-                            "python3 on PATH)"};
+  // The GUI's setting is the window's alone: the command line never reads it.
+  return {"python", "PATH", "Python with torch for the torch.* backends (default: $ATTNSCOPE_PYTHON, else python3 on PATH)"};
 }
 
 void applyPythonOption(const Args& args) {
@@ -72,6 +72,8 @@ void applyPythonOption(const Args& args) {
     if (p->empty()) throw UsageError("--python: give the path of a Python executable (or a name on PATH)");
     setCommandLinePython(*p);
   }
+  // Refused before anything starts, rather than as every torch point's error.
+  if (std::string problem = torch::torchTimeoutProblem(); !problem.empty()) throw UsageError(problem);
 }
 
 std::string databasePath(const Args& args) {

@@ -25,8 +25,8 @@ void throwIfInvalid(const WorkloadSpec& spec);
 
 OptionDef dbOption();
 OptionDef jsonOption();
-// --python PATH: the Python (with torch) the torch.* backends run in. Must be applied before the
-// first use of session().
+// --python PATH: the Python (with torch) the torch.* backends run in and explain asks. Must be
+// applied before the first use of session(). Also refuses a bad $ATTNSCOPE_TORCH_TIMEOUT (UsageError).
 OptionDef pythonOption();
 void applyPythonOption(const Args& args);
 // --db, else ATTNSCOPE_DB, else the default path.

@@ -84,7 +84,12 @@ void printRunDetails(const RunResult& r, std::ostream& os) {
   line("  predicted peak", r.plan.known ? bytesCell(r.memory.predicted_peak) : "unknown (" + r.plan.unknown_reason + ")");
   // A torch run's peak is torch's own (profiler memory events on the CPU, max_memory_allocated on a GPU).
   const bool torchRun = r.facts.count("torch") > 0;
-  line(torchRun ? (r.device == "cpu" ? "  torch peak" : "  torch max alloc") : "  allocator peak", bytesCell(r.memory.measured_peak) +
+  // Torch measures its peak in its profiled call only: a run that ended before it (the worker died,
+  // torch refused) knows none, and says so rather than showing 0 B and a negative overhead.
+  const std::string peak = torchRun && r.memory.measured_peak < 0
+                               ? "not measured (the run ended before torch's profiled call; see status)"
+                               : bytesCell(r.memory.measured_peak);
+  line(torchRun ? (r.device == "cpu" ? "  torch peak" : "  torch max alloc") : "  allocator peak", peak +
                                (r.memory.measured_peak >= 0 && r.memory.predicted_peak >= 0
                                     ? "  (measured - predicted = " + std::to_string(r.memory.measured_peak - r.memory.predicted_peak) + " B)"
                                     : ""));

@@ -11,8 +11,10 @@
 #include "app/cli_table.h"
 #include "app/commands.h"
 #include "core/format.h"
-#include "core/torch_dispatch/installed_torch.h"
+#include "core/utf8_text.h"
 #include "core/torch_dispatch/sdpa_explain.h"
+#include "kernels/torch/torch_prediction.h"
+#include "kernels/torch/torch_probe.h"
 
 namespace attnscope::cli {
 
@@ -25,14 +27,14 @@ std::vector<OptionDef> explainOptions() {
   std::vector<OptionDef> own = {
       {"torch", "VERSION", "torch release 2.0 .. 2.15 (e.g. 2.5.1), or 'installed' to ask the Python (default 2.15)"},
       {"gpu", "GPU", "smXY (sm50 .. sm121), a GPU name (V100, A100, H100, RTX 4090, ...), 'detected', or 'cpu' (default A100; detected with --torch installed)"},
-      {"cudnn", "VERSION", "runtime cuDNN version, e.g. 9.10.2 or 91002 (default: the PyPI wheel's)"},
+      {"cudnn", "VERSION", "runtime cuDNN version X.Y.Z, e.g. 9.10.2, or torch's integer form 91002 (default: the PyPI wheel's)"},
       {"cuda", "MAJOR", "CUDA major version torch was built with (default: the PyPI wheel's)"},
       {"threads", "N", "torch.get_num_threads() for CPU buffers (default: the installed torch's, else this machine's cores)"},
       {"kernel", "K", "explain a forced kernel (sdpa_kernel): flash, efficient, cudnn or math"},
       {"reduced-math", "", "allow_fp16_bf16_reduction_math_sdp(True): math in fp16/bf16 without fp32 copies (2.5+)"},
       {"training", "", "inputs require grad (logsumexp kept; training-only rules apply)"},
       {"deterministic", "", "torch.use_deterministic_algorithms(True)"},
-      {"python", "PATH", "the Python asked by 'installed' and 'detected' (default: $ATTNSCOPE_PYTHON, else python3 on PATH)"},
+      {"python", "PATH", "the Python asked by 'installed' and 'detected', the one the torch.* backends use (default: $ATTNSCOPE_PYTHON, else python3 on PATH)"},
       jsonOption()};
   opts.insert(opts.end(), own.begin(), own.end());
   return opts;
@@ -63,22 +65,28 @@ ResolvedTarget resolveTarget(const Args& args) {
   const std::string torch_arg = args.value("torch").value_or(kNewestTorch.text());
   const bool installed = torch_arg == "installed";
   std::string gpu_arg = args.value("gpu").value_or(installed ? "detected" : "A100");
-  std::optional<InstalledTorch> probe;
-  auto ask = [&]() -> const InstalledTorch& {
-    if (!probe) probe = probeInstalledTorch(findPython(args.value("python").value_or("")));
-    return *probe;
+  // The torch backends' own probe (their Python, their worker, their timeout): explain and
+  // `attnscope backends` cannot ask different Pythons.
+  std::shared_ptr<const torch::ProbeResult> probe;
+  auto ask = [&](const std::string& option) -> const torch::TorchHello& {
+    if (!probe) probe = torch::TorchProbe::instance().result();
+    if (!probe) throw std::runtime_error(option + ": the torch probe gave no answer");
+    if (!probe->problem.empty()) throw std::runtime_error(option + ": " + probe->problem);
+    return probe->hello;
   };
+  auto where = [&] { return " (" + validUtf8(probe->python.path) + ")"; };
 
   TorchVersion version;
   if (installed) {
-    const auto& p = ask();
-    if (!p.error.empty()) throw std::runtime_error("--torch installed: " + p.error);
-    if (!p.version) throw std::runtime_error("--torch installed: torch " + p.version_text + " (" + p.python + ") is not a release this explainer covers (" + std::string(kTorchVersionChoices.substr(0, 11)) + ")");
-    version = *p.version;
-    r.notes.push_back("torch " + p.version_text + " from " + p.python);
+    const auto& h = ask("--torch installed");
+    std::string why;
+    auto v = torch::installedVersion(h, &why);
+    if (!v) throw std::runtime_error("--torch installed" + where() + ": " + why);
+    version = *v;
+    r.notes.push_back("torch " + h.torch_version + " from " + validUtf8(probe->python.path));
   } else {
     auto v = parseTorchVersion(torch_arg);
-    if (!v) throw UsageError("--torch: unknown version '" + torch_arg + "' (allowed: " + std::string(kTorchVersionChoices) + ")");
+    if (!v) throw UsageError("--torch: unknown version '" + printable(torch_arg) + "' (allowed: " + std::string(kTorchVersionChoices) + ")");
     version = *v;
   }
 
@@ -88,16 +96,15 @@ ResolvedTarget resolveTarget(const Args& args) {
   if (gpu_arg == "cpu") {
     device = TorchDevice::cpu;
   } else if (gpu_arg == "detected") {
-    const auto& p = ask();
-    if (!p.error.empty()) throw std::runtime_error("--gpu detected: " + p.error);
-    if (!p.cuda_device)
-      throw std::runtime_error("--gpu detected: torch " + p.version_text + " (" + p.python + ") sees no CUDA device" +
-                               (p.cuda_major ? "" : " (a CPU-only build)") + "; give --gpu smXY, a GPU name, or cpu");
-    cc = p.capability;
-    gpu_name = p.device_name;
+    const auto& h = ask("--gpu detected");
+    std::string why;
+    auto g = torch::detectedGpu(h, &why);
+    if (!g) throw std::runtime_error("--gpu detected" + where() + ": " + why + "; give --gpu smXY, a GPU name, or cpu");
+    cc = g->capability;
+    gpu_name = g->name;
   } else {
     auto g = parseGpu(gpu_arg);
-    if (!g) throw UsageError("--gpu: unknown GPU '" + gpu_arg + "' (allowed: " + gpuChoices() + ")");
+    if (!g) throw UsageError("--gpu: unknown GPU '" + printable(gpu_arg) + "' (allowed: " + gpuChoices() + ")");
     cc = g->capability;
     gpu_name = g->name;
     if (!args.value("gpu")) r.notes.push_back("GPU A100 (sm80) by default; choose with --gpu");
@@ -105,20 +112,15 @@ ResolvedTarget resolveTarget(const Args& args) {
 
   r.target = defaultTorchTarget(version, device, cc);
   r.target.gpu_name = gpu_name;
-  if (probe && probe->error.empty() && installed) {
-    if (probe->cuda_major) r.target.cuda_major = *probe->cuda_major;
-    if (probe->cudnn) r.target.cudnn = *probe->cudnn;
-  }
+  if (installed) torch::applyInstalledBuild(probe->hello, r.target);
   if (auto v = args.value("cudnn")) {
     auto c = parseCudnnVersion(*v);
-    if (!c) throw UsageError("--cudnn: unknown version '" + *v + "' (allowed: a cuDNN version such as 8.9.2, 9.10.2, or torch's integer form 91002)");
+    if (!c) throw UsageError("--cudnn: unknown version '" + printable(*v) + "' (allowed: " + std::string(kCudnnVersionChoices) + ")");
     r.target.cudnn = *c;
   }
   if (args.value("cuda")) r.target.cuda_major = args.intValue("cuda", 12, 11);
   const int hw = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  r.target.cpu_threads = args.value("threads") ? args.intValue("threads", 1, 1)
-                         : (probe && probe->error.empty()) ? probe->threads
-                                                           : hw;
+  r.target.cpu_threads = args.value("threads") ? args.intValue("threads", 1, 1) : probe ? probe->hello.threads : hw;
   r.target.env_cudnn_sdpa_enabled = envTrue("TORCH_CUDNN_SDPA_ENABLED");
   r.target.env_cudnn_sdpa_preferred = !envFalse("TORCH_CUDNN_SDPA_PREFERRED");
   r.target.env_cudnn_sdpa_deprioritized = envTrue("TORCH_CUDNN_SDPA_DEPRIORITIZED");
@@ -205,6 +207,7 @@ const CommandDef kExplainDef{
 
 int cmdExplain(const std::vector<std::string>& argv) {
   Args args(kExplainDef, argv);
+  applyPythonOption(args);
   const WorkloadSpec spec = specFromArgs(args);
   // The explainer models torch's choice for one forward SDPA call; a layer or a backward is not it.
   if (spec.kind != WorkloadKind::attention)
@@ -217,7 +220,7 @@ int cmdExplain(const std::vector<std::string>& argv) {
   const bool forced = args.value("kernel").has_value();
   if (forced) {
     auto k = parseSdpaKernel(*args.value("kernel"));
-    if (!k) throw UsageError("--kernel: unknown kernel '" + *args.value("kernel") + "' (allowed: flash, efficient, cudnn, math)");
+    if (!k) throw UsageError("--kernel: unknown kernel '" + printable(*args.value("kernel")) + "' (allowed: flash, efficient, cudnn, math)");
     const ForcedSdpa f = explainForcedSdpa(spec, r.target, *k);
     x = explainSdpa(spec, r.target, ExplainOptions{false});
     x.verdicts = {f.verdict};

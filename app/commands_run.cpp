@@ -212,10 +212,12 @@ int cmdRun(const std::vector<std::string>& argv) {
     std::cout << jsonOutput(toJson(r)) << "\n";
   } else {
     printRunDetails(r, std::cout);
-    if (dumped) std::cout << "  dumped to        " << *dumpDir << "\n";
-    if (store) std::cout << "  saved as         R" << r.id << " in " << store->path() << "\n";
+    if (dumped) std::cout << "  dumped to        " << printable(*dumpDir) << "\n";
+    if (store) std::cout << "  saved as         R" << r.id << " in " << printable(store->path()) << "\n";
   }
-  if (r.status != RunStatus::ok) std::cerr << "error: " << r.backend << ": " << toString(r.status) << ": " << r.message << "\n";
+  // The message may quote a worker or a torch message: escaped like every printed text.
+  if (r.status != RunStatus::ok)
+    std::cerr << "error: " << r.backend << ": " << toString(r.status) << ": " << printable(r.message) << "\n";
   return r.status == RunStatus::ok ? 0 : 1;
 }
 

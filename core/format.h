@@ -3,7 +3,6 @@
 
 #include <cstdint>
 #include <string>
-#include <string_view>
 
 namespace attnscope {
 
@@ -13,9 +12,5 @@ std::string formatBytes(int64_t bytes);
 std::string formatDuration(double seconds);
 // Flop/s -> "12.3 GFLOP/s", "1.23 TFLOP/s".
 std::string formatFlops(double flops_per_second);
-
-// Whether `text` is well-formed UTF-8 (no overlong forms, surrogates or code points past
-// U+10FFFF): what JSON and the GUI can carry as text.
-bool isValidUtf8(std::string_view text);
 
 }  // namespace attnscope

@@ -8,8 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/format.h"
 #include "core/spec_fields.h"
+#include "core/utf8_text.h"
 
 namespace attnscope {
 

@@ -23,14 +23,15 @@ def convert_trace(trace, t_start, max_events, phases, inputs, input_bytes, on_cp
     anchor = next((e for e in events if e.get("name") == "attnscope.sdpa" and e.get("ph") == "X"), None)
     offset = t_start - int(anchor["ts"] * 1000) if anchor else t_start
     ns = lambda ts: int(ts * 1000) + offset
-    threads, out, ran, memory = {}, [], "", []
+    # fixed: the phases and the inputs, always kept; then allocations; then ops, while room is left.
+    threads, fixed, allocs, ops, ran, memory = {}, [], [], [], "", []
     for e in events:
         ph, cat, name = e.get("ph"), e.get("cat", ""), e.get("name", "")
         if ph == "X" and cat in ("cpu_op", "user_annotation", "kernel", "gpu_memcpy", "gpu_memset"):
             if name == "attnscope.sdpa":
                 # A layer's own phases (below) say what the call did; the range only anchors the clock.
                 if phases is None:
-                    out.append({"k": "phase", "n": "profiled sdpa call", "s": ns(e["ts"]), "e": ns(e["ts"] + e["dur"])})
+                    fixed.append({"k": "phase", "n": "profiled sdpa call", "s": ns(e["ts"]), "e": ns(e["ts"] + e["dur"])})
                 continue
             short = name[6:] if name.startswith("aten::") else name
             if not ran:
@@ -41,24 +42,26 @@ def convert_trace(trace, t_start, max_events, phases, inputs, input_bytes, on_cp
             gpu = cat != "cpu_op" and cat != "user_annotation"
             key = ("gpu", e.get("args", {}).get("stream", e.get("tid"))) if gpu else ("cpu", e.get("tid"))
             stream = threads.setdefault(key, len(threads))
-            out.append({"k": {"gpu_memcpy": "memcpy", "gpu_memset": "memset"}.get(cat, "kernel"), "n": name,
+            ops.append({"k": {"gpu_memcpy": "memcpy", "gpu_memset": "memset"}.get(cat, "kernel"), "n": name,
                         "s": ns(e["ts"]), "e": ns(e["ts"] + e["dur"]), "t": stream, "g": gpu})
         elif ph == "i" and name == "[memory]":
             a = e.get("args", {})
             memory.append(a)
             b = int(a.get("Bytes", 0))
-            out.append({"k": "alloc" if b >= 0 else "free", "s": ns(e["ts"]), "b": abs(b), "a": int(a.get("Addr", 0)),
-                        "d": int(a.get("Device Type", 0))})
-    out += phases or []  # already on the monotonic clock
+            allocs.append({"k": "alloc" if b >= 0 else "free", "s": ns(e["ts"]), "b": abs(b), "a": int(a.get("Addr", 0)),
+                           "d": int(a.get("Device Type", 0))})
+    fixed += phases or []  # already on the monotonic clock
     # The inputs were allocated before the profiled call; they are live throughout it.
     for name, t in inputs:
-        out.append({"k": "alloc", "n": name, "s": t_start - 1, "b": t.numel() * t.element_size(),
-                    "a": t.data_ptr(), "d": 1 if t.is_cuda else 0})
-    dropped = max(0, len(out) - max_events)
-    if dropped:
-        out = [e for e in out if e["k"] not in ("kernel", "memcpy", "memset")] + \
-              [e for e in out if e["k"] in ("kernel", "memcpy", "memset")][:max(0, max_events - len(memory))]
-    result = {"events": out, "ran": ran, "dropped_events": dropped}
+        fixed.append({"k": "alloc", "n": name, "s": t_start - 1, "b": t.numel() * t.element_size(),
+                      "a": t.data_ptr(), "d": 1 if t.is_cuda else 0})
+    # At most max_events in all (AttnScope refuses more): the allocations in time order before
+    # the ops, so the memory curve is the last to be cut.
+    kept = fixed[:max_events]
+    kept += allocs[:max_events - len(kept)]
+    kept += ops[:max_events - len(kept)]
+    dropped = len(fixed) + len(allocs) + len(ops) - len(kept)
+    result = {"events": kept, "ran": ran, "dropped_events": dropped}
     cpu_mem = [a for a in memory if int(a.get("Device Type", 0)) == 0]
     if on_cpu:
         # Reference §6.2: the running total persists across sessions, so subtract the base.

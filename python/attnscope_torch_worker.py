@@ -26,8 +26,27 @@ _protocol_out = sys.stdout
 sys.stdout = sys.stderr
 
 
+def text(s):
+    """A str as valid UTF-8: paths decoded with surrogateescape (a venv under a non-UTF-8 folder)
+    would otherwise reach json.dumps as lone surrogates, which no JSON reader accepts."""
+    try:
+        return s.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    except UnicodeEncodeError:
+        return s.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def clean(obj):
+    if isinstance(obj, str):
+        return text(obj)
+    if isinstance(obj, dict):
+        return {k: clean(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [clean(v) for v in obj]
+    return obj
+
+
 def send(obj):
-    _protocol_out.write(json.dumps(obj, separators=(",", ":")) + "\n")
+    _protocol_out.write(json.dumps(clean(obj), separators=(",", ":")) + "\n")
     _protocol_out.flush()
 
 
@@ -150,17 +169,27 @@ class Unsupported(Exception):
     pass
 
 
+# torch's CPU allocator fails with a plain RuntimeError: "DefaultCPUAllocator: can't allocate
+# memory: you tried to allocate N bytes" (2.15; "not enough memory" in older releases).
+CPU_OOM_TEXTS = ("DefaultCPUAllocator: can't allocate memory", "DefaultCPUAllocator: not enough memory")
+
+
 def classify(exc):
     """(status, message) for an exception raised by torch."""
-    text = str(exc).strip()
-    oom_type = getattr(torch.cuda, "OutOfMemoryError", None) if torch is not None else None
-    if (oom_type is not None and isinstance(exc, oom_type)) or "out of memory" in text.lower():
-        return "oom", text
-    if isinstance(exc, Unsupported) or "No available kernel" in text or "No viable backend" in text:
-        return "unsupported", text
+    message = str(exc).strip()
+    # CUDA's caching allocator raises torch.cuda.OutOfMemoryError (torch.OutOfMemoryError in newer releases).
+    oom_types = tuple(t for t in (getattr(torch, "OutOfMemoryError", None),
+                                  getattr(getattr(torch, "cuda", None), "OutOfMemoryError", None))
+                      if isinstance(t, type)) if torch is not None else ()
+    if (oom_types and isinstance(exc, oom_types)) or "out of memory" in message.lower():
+        return "oom", message
+    if any(t in message for t in CPU_OOM_TEXTS):
+        return "oom", "%s: %s" % (type(exc).__name__, message)
+    if isinstance(exc, Unsupported) or "No available kernel" in message or "No viable backend" in message:
+        return "unsupported", message
     if isinstance(exc, MemoryError):
-        return "oom", "MemoryError: " + text
-    return "error", "%s: %s" % (type(exc).__name__, text)
+        return "oom", "MemoryError: " + message
+    return "error", "%s: %s" % (type(exc).__name__, message)
 
 
 # ---------------------------------------------------------------------------------------------

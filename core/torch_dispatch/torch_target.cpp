@@ -3,32 +3,73 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <cstring>
+#include <utility>
 
 namespace attnscope::torch_dispatch {
 
 namespace {
 
+// A number as versions write it: digits, no sign, no leading zero ("0" itself is fine).
 std::optional<int> parseInt(std::string_view s) {
+  if (s.empty() || s.size() > 9 || (s.size() > 1 && s[0] == '0')) return std::nullopt;
   int v = 0;
-  if (s.empty()) return std::nullopt;
   auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
   if (ec != std::errc() || p != s.data() + s.size()) return std::nullopt;
   return v;
 }
 
-// Splits "a.b.c" into at most n integer parts; nullopt when a part is not a number.
+// Splits "a.b.c" into 1 to n integer parts; nullopt when a part is not a number.
 std::optional<std::vector<int>> dottedInts(std::string_view s, size_t n) {
   std::vector<int> out;
-  while (!s.empty()) {
-    size_t dot = s.find('.');
+  for (;;) {
+    const size_t dot = s.find('.');
     auto part = parseInt(s.substr(0, dot));
     if (!part || out.size() == n) return std::nullopt;
     out.push_back(*part);
-    if (dot == std::string_view::npos) break;
+    if (dot == std::string_view::npos) return out;
     s.remove_prefix(dot + 1);
-    if (s.empty()) return std::nullopt;
   }
-  if (out.empty()) return std::nullopt;
+}
+
+bool allDigits(std::string_view s) {
+  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+// Consumes `tag` followed by digits at the front of s ("rc1", ".dev2025"); false if absent.
+bool taggedNumber(std::string_view& s, std::string_view tag) {
+  if (!s.starts_with(tag)) return false;
+  size_t n = tag.size();
+  while (n < s.size() && s[n] >= '0' && s[n] <= '9') ++n;
+  if (n == tag.size()) return false;
+  s.remove_prefix(n);
+  return true;
+}
+
+// What may follow the release in a torch version (PEP 440 as torch uses it): a pre-release
+// (a0, b1, rc2), .postN, .devN, then +local (cu121, git1234abc, rocm6.2, cpu.cxx11.abi).
+bool versionSuffix(std::string_view s) {
+  bool pre = false;
+  for (std::string_view tag : {"rc", "a", "b"})
+    if (!pre) pre = taggedNumber(s, tag);
+  taggedNumber(s, ".post");
+  taggedNumber(s, ".dev");
+  if (s.empty()) return true;
+  if (s[0] != '+') return false;
+  s.remove_prefix(1);
+  for (;;) {
+    const size_t end = s.find('.');
+    const std::string_view label = s.substr(0, end);
+    if (label.empty() || !std::all_of(label.begin(), label.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)); }))
+      return false;
+    if (end == std::string_view::npos) return true;
+    s.remove_prefix(end + 1);
+  }
+}
+
+std::string lowered(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return out;
 }
 
@@ -46,15 +87,20 @@ std::string TorchVersion::text() const {
 }
 
 std::optional<TorchVersion> parseTorchVersion(std::string_view text) {
-  // Local and pre-release suffixes ("+cu124", "a0+git1234", "rc1", ".dev2025") do not change
-  // which release's rules apply.
-  size_t end = text.find_first_not_of("0123456789.");
-  std::string_view core = text.substr(0, end);
-  if (end != std::string_view::npos && core.ends_with('.')) core.remove_suffix(1);
-  auto parts = dottedInts(core, 3);
-  if (!parts || parts->size() < 2) return std::nullopt;
+  // The release is up to three dotted numbers; a fourth dotted part (".dev2025") is the suffix's.
+  size_t end = 0;
+  for (int part = 0; part < 3; ++part) {
+    size_t digits = end;
+    while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9') ++digits;
+    if (digits == end) return std::nullopt;
+    end = digits;
+    if (part == 2 || end + 1 >= text.size() || text[end] != '.' || text[end + 1] < '0' || text[end + 1] > '9') break;
+    ++end;
+  }
+  auto parts = dottedInts(text.substr(0, end), 3);
+  if (!parts || parts->size() < 2 || !versionSuffix(text.substr(end))) return std::nullopt;
   TorchVersion v{(*parts)[0], (*parts)[1], parts->size() > 2 ? (*parts)[2] : 0};
-  if (v.major != 2 || v.minor < 0 || v.minor > 15) return std::nullopt;
+  if (v.major != 2 || v.minor > 15 || v.patch > 9) return std::nullopt;
   return v;
 }
 
@@ -76,17 +122,20 @@ std::string CudnnVersion::text() const {
 
 std::optional<CudnnVersion> parseCudnnVersion(std::string_view text) {
   if (text.find('.') == std::string_view::npos) {
-    // torch.backends.cudnn.version(): cuDNN 8 encodes major*1000 + minor*100 + patch, cuDNN 9
-    // major*10000 + minor*100 + patch.
+    // torch.backends.cudnn.version(): cuDNN 7 and 8 encode major*1000 + minor*100 + patch,
+    // cuDNN 9 major*10000 + minor*100 + patch.
     auto n = parseInt(text);
-    if (!n || *n <= 0) return std::nullopt;
-    if (*n >= 90000) return CudnnVersion{*n / 10000, (*n / 100) % 100, *n % 100};
-    if (*n >= 1000) return CudnnVersion{*n / 1000, (*n / 100) % 10, *n % 100};
+    if (!n) return std::nullopt;
+    if (*n >= 90000 && *n < 210000) return CudnnVersion{*n / 10000, (*n / 100) % 100, *n % 100};
+    if (*n >= 7000 && *n < 9000) return CudnnVersion{*n / 1000, (*n / 100) % 10, *n % 100};
     return std::nullopt;
   }
-  auto parts = dottedInts(text, 4);  // "9.10.2.21" as pip names it
-  if (!parts || (*parts)[0] < 7 || (*parts)[0] > 20) return std::nullopt;
-  return CudnnVersion{(*parts)[0], parts->size() > 1 ? (*parts)[1] : 0, parts->size() > 2 ? (*parts)[2] : 0};
+  auto parts = dottedInts(text, 3);
+  if (!parts || parts->size() < 2) return std::nullopt;
+  const CudnnVersion v{(*parts)[0], (*parts)[1], parts->size() > 2 ? (*parts)[2] : 0};
+  // What the integer encodings can hold: cuDNN 7 and 8 have one digit for the minor version.
+  if (v.major < 7 || v.major > 20 || v.minor > (v.major < 9 ? 9 : 99) || v.patch > 99) return std::nullopt;
+  return v;
 }
 
 std::string ComputeCapability::text() const { return "sm" + std::to_string(number()); }
@@ -97,7 +146,7 @@ const std::vector<GpuModel>& knownGpus() {
       {"GTX 1080", {6, 1}},  {"P40", {6, 1}},         {"P4", {6, 1}},           {"V100", {7, 0}},
       {"Titan V", {7, 0}},   {"Jetson Xavier", {7, 2}}, {"T4", {7, 5}},         {"RTX 2080", {7, 5}},
       {"RTX 2080 Ti", {7, 5}}, {"Quadro RTX 6000", {7, 5}}, {"A100", {8, 0}},   {"A30", {8, 0}},
-      {"A800", {8, 0}},      {"A10", {8, 6}},         {"A40", {8, 6}},          {"RTX A6000", {8, 6}},
+      {"A800", {8, 0}},      {"A10", {8, 6}},         {"A10G", {8, 6}},         {"A40", {8, 6}},          {"RTX A6000", {8, 6}},
       {"RTX 3090", {8, 6}},  {"RTX 3080", {8, 6}},    {"Jetson Orin", {8, 7}},  {"L4", {8, 9}},
       {"L40", {8, 9}},       {"L40S", {8, 9}},        {"RTX 4090", {8, 9}},     {"RTX 4080", {8, 9}},
       {"RTX 6000 Ada", {8, 9}}, {"H100", {9, 0}},     {"H200", {9, 0}},         {"H800", {9, 0}},
@@ -126,34 +175,52 @@ std::string gpuChoices() {
 }
 
 std::optional<ParsedGpu> parseGpu(std::string_view text) {
-  const std::string n = normalised(text);
-  if (n.empty()) return std::nullopt;
-  auto known = [](int number) -> std::optional<ComputeCapability> {
+  auto known = [](int number) -> std::optional<ParsedGpu> {
     for (const auto& c : knownCapabilities())
-      if (c.number() == number) return c;
+      if (c.number() == number) return ParsedGpu{c, ""};
     return std::nullopt;
   };
-  // "sm80", "sm_80", "sm90a"; "8.0"; "80".
-  std::string digits = n;
-  if (digits.starts_with("sm")) digits = digits.substr(2);
-  if (!digits.empty() && (digits.back() == 'a' || digits.back() == 'f')) digits.pop_back();
-  if (text.find('.') != std::string_view::npos) {
-    auto parts = dottedInts(text, 2);
-    if (parts && parts->size() == 2)
-      if (auto c = known((*parts)[0] * 10 + (*parts)[1])) return ParsedGpu{*c, ""};
+  const std::string low = lowered(text);
+  // "sm80", "sm_80", "sm90a", "sm100f": an arch suffix does not change the dispatch.
+  if (low.starts_with("sm")) {
+    std::string_view digits = std::string_view(low).substr(low.starts_with("sm_") ? 3 : 2);
+    if (!digits.empty() && (digits.back() == 'a' || digits.back() == 'f')) digits.remove_suffix(1);
+    if (allDigits(digits))
+      if (auto v = parseInt(digits)) return known(*v);
+  }
+  if (allDigits(low))
+    if (auto v = parseInt(low)) return known(*v);  // "80"
+  if (low.find('.') != std::string::npos) {  // "8.0", as torch reports a capability
+    auto parts = dottedInts(low, 2);
+    if (parts && parts->size() == 2 && (*parts)[1] < 10) return known((*parts)[0] * 10 + (*parts)[1]);
     return std::nullopt;
   }
-  if (auto v = parseInt(digits))
-    if (auto c = known(*v)) return ParsedGpu{*c, ""};
-  // A model name, also inside a device name such as "NVIDIA A100-SXM4-80GB": the longest known
-  // name contained in the text wins (so "H200" is not read as "H20").
+  // A name: words of letters and digits between single separators, as device names are written
+  // ("NVIDIA A100-SXM4-80GB", "Orin (nvgpu)"); nothing around it.
+  const auto alnum = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; };
+  if (low.empty() || !alnum(low.front()) || !(alnum(low.back()) || low.back() == ')') ||
+      low.find("  ") != std::string::npos ||
+      !std::all_of(low.begin(), low.end(), [&](char c) { return alnum(c) || (c != '\0' && std::strchr(" -_()", c)); }))
+    return std::nullopt;
+  std::vector<std::string> words;
+  std::string word;
+  for (char c : low + " ") {
+    if (alnum(c)) word += c;
+    else if (!word.empty()) words.push_back(std::exchange(word, {}));
+  }
+  // The longest known name that is one or more whole consecutive words ("H200" is not "H20",
+  // "sm-60" is not the M60).
   const GpuModel* best = nullptr;
   size_t best_len = 0;
-  for (const auto& g : knownGpus()) {
-    const std::string key = normalised(g.name);
-    if (n.find(key) != std::string::npos && key.size() > best_len) {
-      best = &g;
-      best_len = key.size();
+  for (size_t first = 0; first < words.size(); ++first) {
+    std::string joined;
+    for (size_t last = first; last < words.size(); ++last) {
+      joined += words[last];
+      for (const auto& g : knownGpus())
+        if (normalised(g.name) == joined && joined.size() > best_len) {
+          best = &g;
+          best_len = joined.size();
+        }
     }
   }
   if (!best) return std::nullopt;

@@ -21,10 +21,15 @@ struct TorchVersion {
   bool operator==(const TorchVersion&) const = default;
   std::string text() const;  // "2.5.1"
 };
-// "2.5", "2.5.1", "2.5.1+cu124", "2.15.0a0+git..." -> the release; nullopt if not a 2.x version
-// this explainer covers (2.0 to 2.15).
+// A torch version as torch.__version__ writes it, or as a user types one: "2.5", "2.5.1",
+// "2.5.1+cu124", "2.6.0a0+git1234abc", "2.4.0rc1", "2.15.0.dev20250101+cpu" -> the release.
+// nullopt for anything else: a release outside 2.0 .. 2.15, a patch past 2.Y.9 (torch's patch
+// releases are single digits, the highest so far .2), a leading zero ("2.05"), a pre-release
+// without its number ("2.5a"), blanks or other characters ("2.5\n").
 std::optional<TorchVersion> parseTorchVersion(std::string_view text);
-inline constexpr std::string_view kTorchVersionChoices = "2.0 to 2.15 (e.g. 2.5, 2.5.1), or installed";
+inline constexpr std::string_view kTorchVersionRange = "2.0 to 2.15";
+inline constexpr std::string_view kTorchVersionChoices =
+    "2.0 to 2.15 as 2.Y or 2.Y.Z with Z up to 9 (e.g. 2.5, 2.5.1, or torch.__version__ such as 2.5.1+cu121), or installed";
 inline constexpr TorchVersion kNewestTorch{2, 15, 0};
 // One version per minor release (x.y.0; 2.5.1 added because its dispatch differs from 2.5.0).
 const std::vector<TorchVersion>& coveredTorchVersions();
@@ -37,8 +42,13 @@ struct CudnnVersion {
   bool operator==(const CudnnVersion&) const = default;
   std::string text() const;  // "9.10.2"
 };
-// "9.10.2", "9.1", or torch.backends.cudnn.version()'s integer ("91002", "8902").
+// "9.10.2", "9.1", or torch.backends.cudnn.version()'s integer ("91002", "8902"). nullopt for
+// anything else, pip's four-part package version ("9.10.2.21": give 9.10.2) included: the fourth
+// part is a build number that neither torch nor the explainer knows.
 std::optional<CudnnVersion> parseCudnnVersion(std::string_view text);
+inline constexpr std::string_view kCudnnVersionChoices =
+    "a cuDNN version X.Y.Z or X.Y (7 <= X <= 20, Y and Z up to 99, e.g. 8.9.2, 9.10.2) or torch's integer form "
+    "(8902, 91002); for pip's package version 9.10.2.21 give 9.10.2";
 
 struct ComputeCapability {
   int major = 8;
@@ -62,7 +72,11 @@ struct ParsedGpu {
   ComputeCapability capability;
   std::string name;  // the model's name when given by name (or a device name that matched one)
 };
-// "sm80", "sm_80", "8.0", "80", "A100", "rtx4090", "NVIDIA H100 80GB HBM3". nullopt if unknown.
+// A compute capability "sm80", "sm_80", "sm90a", "8.0", "80", or a GPU's name, alone or inside a
+// device name as torch and nvidia-smi print it: "A100", "rtx4090", "RTX 4090", "NVIDIA H100 80GB
+// HBM3", "NVIDIA A100-SXM4-80GB". A name matches whole words of the text (words split at blanks,
+// '-' and '_'; "RTX 4090" also as "rtx4090"). nullopt for an unknown capability or name, and for
+// text with blanks around it or characters a device name does not have ("sm+80", " A100").
 std::optional<ParsedGpu> parseGpu(std::string_view text);
 
 enum class TorchDevice { cpu, cuda };

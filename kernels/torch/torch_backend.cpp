@@ -1,6 +1,7 @@
 #include "kernels/torch/torch_backend.h"
 
 #include <algorithm>
+#include <limits>
 #include <optional>
 
 #include "core/clock.h"
@@ -15,8 +16,13 @@ namespace {
 // Per request. Generous: one CPU math call at a large size can take minutes, and the limit is
 // only there to catch a hung worker. ATTNSCOPE_TORCH_TIMEOUT overrides it.
 constexpr double kRequestTimeout = 600;
-// Events kept from the profiled call (allocations always; ops up to the rest).
+// A measured peak beyond this (1 PiB) is not a measurement.
+constexpr int64_t kMaxPeakBytes = int64_t{1} << 50;
+// Events kept from the profiled call (phases and inputs, then allocations, then ops); a reply
+// with more is refused (WorkerReply::array), so the worker cannot make us hold millions.
 constexpr int kMaxTraceEvents = 20000;
+// A layer's timed call reports its phases (a handful); more is a broken worker.
+constexpr size_t kMaxCallPhases = 256;
 
 nlohmann::json specRequest(const WorkloadSpec& s) {
   return {{"batch", s.batch},       {"heads", s.heads},       {"kv_heads", s.kvHeads()},
@@ -55,12 +61,12 @@ class TorchExecution final : public Execution {
     PhaseScope phase(ctx_, "load inputs into torch");
     device_ = device;
     writeTorchInputs(folder_, spec_, inputs);
-    nlohmann::json r = ask({{"op", "load"}, {"device", device}, {"kernel", kernel}, {"dir", folder_.path()},
-                            {"spec", specRequest(spec_)}});
-    choice_ = r.value("choice", "");
+    const WorkerReply r = ask({{"op", "load"}, {"device", device}, {"kernel", kernel}, {"dir", folder_.path()},
+                               {"spec", specRequest(spec_)}});
+    choice_ = r.text("choice", "", 64);
     if (!choice_.empty()) ctx_.setFact("torch.choice", choice_);
     std::string call;
-    for (const auto& n : r.value("notes", std::vector<std::string>{})) call += (call.empty() ? "" : "; ") + n;
+    for (const auto& n : r.texts("notes", kMaxWarnings)) call += (call.empty() ? "" : "; ") + n;
     if (!call.empty()) ctx_.setFact("torch.call", call);
   }
 
@@ -70,9 +76,10 @@ class TorchExecution final : public Execution {
     const bool phased = layer() && device_ == "cpu";
     std::optional<PhaseScope> phase;
     if (!phased) phase.emplace(ctx_, layer() ? "layer call" : "sdpa call");
-    const nlohmann::json r = ask({{"op", "run"}});
-    if (phased) addCallPhases(r.value("phases", nlohmann::json::array()));
-    return r.value("seconds", 0.0);
+    const WorkerReply r = ask({{"op", "run"}});
+    if (phased) addCallPhases(traceFromWorker(r, "phases", kMaxCallPhases));
+    // A timed call cannot take longer than the longest a request may wait.
+    return r.number("seconds", 0, kMaxTorchTimeout);
   }
 
   void output(std::vector<float>& out) override {
@@ -80,15 +87,15 @@ class TorchExecution final : public Execution {
     // so that a sweep's phase columns line up with the other backends'.
     std::optional<PhaseScope> phase;
     if (!layer()) phase.emplace(ctx_, "profiled call");
-    nlohmann::json r = ask({{"op", "finish"}, {"dir", folder_.path()}, {"out", folder_.file("out.npy")},
-                            {"max_events", kMaxTraceEvents}});
-    const std::string ran = r.value("ran", "");
+    const WorkerReply r = ask({{"op", "finish"}, {"dir", folder_.path()}, {"out", folder_.file("out.npy")},
+                               {"max_events", kMaxTraceEvents}});
+    const std::string ran = r.text("ran", "", 64);
     ctx_.setFact("torch.ran", ran.empty() ? choice_ : ran);
-    if (auto p = r.find("peak_bytes"); p != r.end() && p->is_number()) ctx_.reportMeasuredPeak(p->get<int64_t>());
-    ctx_.addMeasuredEvents(traceFromWorker(r.value("events", nlohmann::json::array())));
-    if (int64_t dropped = r.value("dropped_events", int64_t{0}); dropped > 0)
-      ctx_.addWarning("trace: " + std::to_string(dropped) + " profiler ops beyond the first " +
-                      std::to_string(kMaxTraceEvents) + " events were left out");
+    if (r.has("peak_bytes")) ctx_.reportMeasuredPeak(r.integer("peak_bytes", 0, kMaxPeakBytes, 0));
+    ctx_.addMeasuredEvents(traceFromWorker(r, "events", kMaxTraceEvents));
+    if (int64_t dropped = r.integer("dropped_events", 0, std::numeric_limits<int64_t>::max(), 0); dropped > 0)
+      ctx_.addWarning("trace: " + std::to_string(dropped) + " profiler events beyond the first " +
+                      std::to_string(kMaxTraceEvents) + " were left out (ops before allocations)");
     out = readTorchOutput(folder_.file("out.npy"), spec_);
     if (spec_.pass == Pass::train && layer()) {
       const int64_t e = layerWidth(spec_), rows = layerQkvRows(spec_);
@@ -143,28 +150,30 @@ class TorchExecution final : public Execution {
   }
 
  private:
-  // One request; torch's refusals become the point's status, protocol failures kill the worker.
-  nlohmann::json ask(nlohmann::json req) {
-    nlohmann::json r;
+  // One request; torch's refusals become the point's status, protocol failures kill the worker
+  // (so the next point starts a fresh one), also when a field read later is wrong.
+  WorkerReply ask(nlohmann::json req) {
+    std::optional<WorkerReply> reply;
     try {
-      r = worker_->request(std::move(req), workerTimeout(kRequestTimeout), ctxCancel());
+      reply.emplace(worker_->request(std::move(req), workerTimeout(kRequestTimeout), ctxCancel()));
     } catch (...) {
       session_.discard();
       throw;
     }
-    for (const auto& w : r.value("warnings", std::vector<std::string>{})) ctx_.addWarning("torch: " + w);
-    if (r.value("ok", false)) return r;
-    const std::string status = r.value("status", "error"), message = r.value("message", "torch failed");
+    const WorkerReply& r = *reply;
+    for (const auto& w : r.texts("warnings", kMaxWarnings)) ctx_.addWarning("torch: " + w);
+    if (r.flag("ok", false)) return std::move(*reply);
+    const std::string status = r.text("status", "error", 16), message = r.text("message", "torch failed");
     if (status == "unsupported") throw DeviceRefusal(DeviceRefusal::Kind::unsupported, message);
     if (status == "oom") throw DeviceRefusal(DeviceRefusal::Kind::oom, message);
+    if (status != "error") r.fail("status", "is \"" + status + "\", not unsupported, oom or error");
     throw std::runtime_error(message);
   }
   const std::atomic<bool>* ctxCancel() const { return ctx_.cancelFlag(); }
 
   // The engine keeps the first kTracedPasses passes' events (RunContext stops recording after
   // them); later passes' phases are only counted, as a phase begun while not recording is.
-  void addCallPhases(const nlohmann::json& events) {
-    std::vector<TraceEvent> phases = traceFromWorker(events);
+  void addCallPhases(std::vector<TraceEvent> phases) {
     if (calls_++ < kTracedPasses) {
       ctx_.addMeasuredEvents(std::move(phases));
       return;
@@ -217,7 +226,7 @@ std::string TorchBackend::description() const {
 
 Availability TorchBackend::availability() const {
   auto r = TorchProbe::instance().result();
-  if (!r) return {false, "checking " + choosePython().command + " for torch..."};
+  if (!r) return {false, "checking " + choosePython().shown() + " for torch..."};
   if (!r->problem.empty()) return {false, r->problem};
   if (onCuda() && !r->hello.cuda_available)
     return {false, "CUDA is not available in torch " + r->hello.torch_version + ": " + r->hello.cuda_reason};
@@ -262,6 +271,9 @@ std::unique_ptr<TrackingAllocator> TorchBackend::makeAllocator() const {
 }
 
 std::unique_ptr<Execution> TorchBackend::prepare(const WorkloadSpec& spec, const HostInputs& inputs, RunContext& ctx) {
+  // Torch's peak is known only from the profiled call (finish): a run that fails before it (a
+  // worker that dies, a refusal) has no measured peak, not our empty allocator's 0 B.
+  ctx.reportMeasuredPeak(-1);
   std::shared_ptr<TorchWorker> worker;
   try {
     worker = session_->worker(ctx.cancelFlag());

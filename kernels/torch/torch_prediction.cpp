@@ -18,31 +18,50 @@ bool envSet(const char* name, bool when_unset) {
 
 }  // namespace
 
-std::optional<td::TorchTarget> targetFor(const TorchHello& h, bool cuda, std::string* why) {
+std::optional<td::TorchVersion> installedVersion(const TorchHello& h, std::string* why) {
   auto version = td::parseTorchVersion(h.torch_version);
-  if (!version) {
-    if (why) *why = "the dispatch explainer has no rules for torch " + h.torch_version + " (it covers 2.0 to 2.15)";
+  if (!version && why)
+    *why = "the dispatch explainer has no rules for torch " + h.torch_version + " (it covers " +
+           std::string(td::kTorchVersionRange) + ")";
+  return version;
+}
+
+std::optional<td::ParsedGpu> detectedGpu(const TorchHello& h, std::string* why) {
+  if (!h.cuda_available || h.cuda_devices.empty()) {
+    if (why)
+      *why = "torch " + h.torch_version + " sees no CUDA device" +
+             (h.torch_cuda.empty() ? std::string(" (a CPU-only build)") : h.cuda_reason.empty() ? "" : " (" + h.cuda_reason + ")");
     return std::nullopt;
   }
+  const TorchDevice& d = h.cuda_devices[0];
+  auto gpu = td::parseGpu(d.capability);
+  if (!gpu) {
+    if (why) *why = "the dispatch explainer does not know compute capability " + d.capability + " (" + d.name + ")";
+    return std::nullopt;
+  }
+  gpu->name = d.name;
+  return gpu;
+}
+
+void applyInstalledBuild(const TorchHello& h, td::TorchTarget& t) {
+  if (auto c = td::parseCudnnVersion(h.torch_cudnn)) t.cudnn = *c;
+  if (int major = std::atoi(h.torch_cuda.c_str()); major > 0) t.cuda_major = major;
+}
+
+std::optional<td::TorchTarget> targetFor(const TorchHello& h, bool cuda, std::string* why) {
+  auto version = installedVersion(h, why);
+  if (!version) return std::nullopt;
   td::TorchTarget t;
   if (!cuda) {
     t = td::defaultTorchTarget(*version, td::TorchDevice::cpu);
     t.cpu_threads = h.threads > 0 ? h.threads : 1;
     return t;
   }
-  if (h.cuda_devices.empty()) {
-    if (why) *why = "torch reports no CUDA device";
-    return std::nullopt;
-  }
-  auto gpu = td::parseGpu(h.cuda_devices[0].capability);
-  if (!gpu) {
-    if (why) *why = "the dispatch explainer does not know compute capability " + h.cuda_devices[0].capability;
-    return std::nullopt;
-  }
+  auto gpu = detectedGpu(h, why);
+  if (!gpu) return std::nullopt;
   t = td::defaultTorchTarget(*version, td::TorchDevice::cuda, gpu->capability);
-  t.gpu_name = h.cuda_devices[0].name;
-  if (auto c = td::parseCudnnVersion(h.torch_cudnn)) t.cudnn = *c;
-  if (!h.torch_cuda.empty()) t.cuda_major = std::atoi(h.torch_cuda.c_str());
+  t.gpu_name = gpu->name;
+  applyInstalledBuild(h, t);
   // The worker inherits our environment, so these switches are the ones its torch sees.
   t.env_cudnn_sdpa_enabled = envSet("TORCH_CUDNN_SDPA_ENABLED", false);
   t.env_cudnn_sdpa_preferred = envSet("TORCH_CUDNN_SDPA_PREFERRED", true);

@@ -13,7 +13,17 @@
 
 namespace attnscope::torch {
 
-// The explainer's target for the installed torch, or nullopt with the reason in `why`.
+// What the worker's hello says, in the explainer's terms: the one translation, used by the torch
+// backends' predictions and by `explain --torch installed` / `--gpu detected` alike.
+//
+// The torch release, or nullopt with the reason (a release the explainer has no rules for).
+std::optional<torch_dispatch::TorchVersion> installedVersion(const TorchHello& hello, std::string* why);
+// The first CUDA device torch sees, or nullopt with the reason (none, or an unknown capability).
+std::optional<torch_dispatch::ParsedGpu> detectedGpu(const TorchHello& hello, std::string* why);
+// The CUDA and cuDNN versions this torch was built with and loads, where it reports them.
+void applyInstalledBuild(const TorchHello& hello, torch_dispatch::TorchTarget& target);
+// The explainer's target for the installed torch on its CPU or its first GPU, or nullopt with the
+// reason in `why`.
 std::optional<torch_dispatch::TorchTarget> targetFor(const TorchHello& hello, bool cuda, std::string* why);
 
 struct TorchPrediction {

@@ -29,7 +29,7 @@ std::shared_ptr<const ProbeResult> TorchProbe::probe(const PythonChoice& python,
   if (script.empty()) {
     std::string searched;
     workerScript(&searched);
-    r->problem = "attnscope_torch_worker.py not found (looked in " + searched +
+    r->problem = "attnscope_torch_worker.py not found (looked in " + validUtf8(searched) +
                  "; reinstall AttnScope or set ATTNSCOPE_TORCH_WORKER)";
     return r;
   }
@@ -40,7 +40,7 @@ std::shared_ptr<const ProbeResult> TorchProbe::probe(const PythonChoice& python,
     else if (spare) *spare = std::move(worker);
   } catch (const Cancelled&) {
     r->cancelled = true;
-    r->problem = "cancelled while " + python.command + " was importing torch";
+    r->problem = "cancelled while " + python.shown() + " was importing torch";
   } catch (const std::exception& e) {
     r->problem = e.what();
   }

@@ -1,9 +1,11 @@
 #include "kernels/torch/torch_python.h"
 
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <mutex>
 #include <sstream>
+#include <stdexcept>
 #include <vector>
 #include <unistd.h>
 
@@ -29,6 +31,19 @@ std::string resolve(const std::string& command) {
     if (executable(candidate)) return candidate.string();
   }
   return {};
+}
+
+// The first of `places` that is a regular file (and executable, if asked), as a canonical path;
+// else nullopt with the places in `searched`.
+std::optional<std::string> firstFile(const std::vector<std::string>& places, std::string* searched, bool run) {
+  std::error_code ec;
+  for (const auto& p : places)
+    if (run ? executable(p) : std::filesystem::is_regular_file(p, ec)) return std::filesystem::weakly_canonical(p, ec).string();
+  if (searched) {
+    searched->clear();
+    for (const auto& p : places) *searched += (searched->empty() ? "" : ", ") + p;
+  }
+  return std::nullopt;
 }
 
 std::string exeDir() {
@@ -65,7 +80,7 @@ PythonChoice choosePython() {
       c.problem = "python3: not found on PATH (give a Python with torch by --python, ATTNSCOPE_PYTHON or the GUI's "
                   "Python setting)";
     else
-      c.problem = c.command + " (from " + c.source + "): " +
+      c.problem = c.shown() + " (from " + c.source + "): " +
                   (c.command.find('/') != std::string::npos ? "no such executable file" : "not found on PATH");
   }
   return c;
@@ -82,22 +97,42 @@ std::optional<std::string> workerScript(std::string* searched) {
 #ifdef ATTNSCOPE_TORCH_WORKER_BUILD_PATH
   places.push_back(ATTNSCOPE_TORCH_WORKER_BUILD_PATH);  // the build tree's copy, for the tests
 #endif
-  std::error_code ec;
-  for (const auto& p : places)
-    if (std::filesystem::is_regular_file(p, ec)) return std::filesystem::weakly_canonical(p, ec).string();
-  if (searched) {
-    searched->clear();
-    for (const auto& p : places) *searched += (searched->empty() ? "" : ", ") + p;
+  return firstFile(places, searched, false);
+}
+
+std::optional<std::string> keeperProgram(std::string* searched) {
+  const char* name = "attnscope-torch-keeper";
+  std::vector<std::string> places;
+  if (std::string dir = exeDir(); !dir.empty()) {
+    places.push_back(dir + "/" + name);
+    places.push_back(dir + "/../libexec/attnscope/" + name);
   }
-  return std::nullopt;
+#ifdef ATTNSCOPE_TORCH_KEEPER_BUILD_PATH
+  places.push_back(ATTNSCOPE_TORCH_KEEPER_BUILD_PATH);  // the build tree's, for the tests
+#endif
+  return firstFile(places, searched, true);
+}
+
+std::string torchTimeoutProblem() {
+  const char* env = std::getenv("ATTNSCOPE_TORCH_TIMEOUT");
+  if (!env || !*env) return {};  // empty is unset, as for the other variables
+  // Plain decimals only: strtod would also take "inf", "nan", "0x1p4" and leading blanks.
+  const std::string text = env;
+  const size_t dot = text.find('.');
+  const std::string whole = text.substr(0, dot), fraction = dot == std::string::npos ? "" : text.substr(dot + 1);
+  const bool digits = !whole.empty() && whole.find_first_not_of("0123456789") == std::string::npos &&
+                      (dot == std::string::npos || (!fraction.empty() && fraction.find_first_not_of("0123456789") == std::string::npos));
+  const double v = digits ? std::strtod(text.c_str(), nullptr) : 0;
+  if (digits && v > 0 && v <= kMaxTorchTimeout) return {};
+  char max[32];
+  std::snprintf(max, sizeof max, "%g", kMaxTorchTimeout);
+  return "ATTNSCOPE_TORCH_TIMEOUT='" + validUtf8(text) + "': give the seconds to wait for the torch worker, a number "
+         "greater than 0 and at most " + max + " (e.g. 600), or unset it for the defaults (180 s to start, 600 s a request)";
 }
 
 double workerTimeout(double fallback) {
-  if (const char* env = std::getenv("ATTNSCOPE_TORCH_TIMEOUT"); env && *env) {
-    char* end = nullptr;
-    double v = std::strtod(env, &end);
-    if (end && *end == '\0' && v > 0) return v;
-  }
+  if (std::string problem = torchTimeoutProblem(); !problem.empty()) throw std::invalid_argument(problem);
+  if (const char* env = std::getenv("ATTNSCOPE_TORCH_TIMEOUT"); env && *env) return std::strtod(env, nullptr);
   return fallback;
 }
 

@@ -1,33 +1,37 @@
 #include "kernels/torch/torch_trace.h"
 
+#include <limits>
+
 namespace attnscope::torch {
 
-std::vector<TraceEvent> traceFromWorker(const nlohmann::json& events) {
+std::vector<TraceEvent> traceFromWorker(const WorkerReply& reply, const char* key, size_t max_events) {
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  const nlohmann::json& events = reply.array(key, max_events);
   std::vector<TraceEvent> out;
-  if (!events.is_array()) return out;
   out.reserve(events.size());
-  for (const auto& j : events) {
-    const std::string k = j.value("k", "");
+  for (size_t i = 0; i < events.size(); ++i) {
+    const WorkerReply j = reply.item(events[i], std::string(key) + "[" + std::to_string(i) + "]");
+    const std::string k = j.text("k", "", 16);
     TraceEvent e;
-    e.start_ns = j.value("s", int64_t{0});
-    e.end_ns = j.value("e", e.start_ns);
-    e.name = j.value("n", "");
+    e.start_ns = j.integer("s", 0, kMax, 0);
+    e.end_ns = j.integer("e", e.start_ns, kMax, e.start_ns);  // an event does not end before it starts
+    e.name = j.text("n");
     if (k == "phase") {
       e.kind = EventKind::phase;
       e.source = EventSource::host;
     } else if (k == "kernel" || k == "memcpy" || k == "memset") {
       e.kind = k == "kernel" ? EventKind::kernel : k == "memcpy" ? EventKind::memcpy : EventKind::memset;
-      const bool gpu = j.value("g", false);
+      const bool gpu = j.flag("g", false);
       // GPU kernels come from the profiler's CUPTI collection; CPU ops are host compute regions.
       e.source = gpu ? EventSource::cupti : EventSource::host;
       e.memory = gpu ? MemoryKind::device : MemoryKind::host;
-      e.stream = j.value("t", 0u);
+      e.stream = static_cast<uint32_t>(j.integer("t", 0, std::numeric_limits<uint32_t>::max(), 0));
     } else if (k == "alloc" || k == "free") {
       e.kind = k == "alloc" ? EventKind::alloc : EventKind::free;
       e.source = EventSource::allocator;
-      e.memory = j.value("d", 0) == 0 ? MemoryKind::host : MemoryKind::device;
-      e.bytes = j.value("b", int64_t{0});
-      e.address = j.value("a", uint64_t{0});
+      e.memory = j.integer("d", 0, 255, 0) == 0 ? MemoryKind::host : MemoryKind::device;
+      e.bytes = j.integer("b", 0, kMax, 0);
+      e.address = static_cast<uint64_t>(j.integer("a", 0, kMax, 0));
       e.end_ns = e.start_ns;
     } else {
       continue;  // a newer worker's event kind: skip rather than misdraw

@@ -6,12 +6,13 @@
 
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "core/trace_event.h"
+#include "kernels/torch/worker_reply.h"
 
 namespace attnscope::torch {
 
-std::vector<TraceEvent> traceFromWorker(const nlohmann::json& events);
+// The events listed under `key` of a reply: at most max_events, each field checked (a wrong one
+// kills the worker and fails the point, naming the event and the field).
+std::vector<TraceEvent> traceFromWorker(const WorkerReply& reply, const char* key, size_t max_events);
 
 }  // namespace attnscope::torch

@@ -1,5 +1,7 @@
 #include "kernels/torch/torch_worker.h"
 
+#include <optional>
+
 #include "core/backend.h"
 
 namespace attnscope::torch {
@@ -7,9 +9,13 @@ namespace {
 
 constexpr double kStartTimeout = 180;  // importing torch from a cold disk cache takes a while
 
-std::string quoted(const std::string& line) {
-  std::string s = line.size() > 200 ? line.substr(0, 200) + "..." : line;
-  return "'" + s + "'";
+std::string quoted(const std::string& line) { return "'" + workerText(line, 200) + "'"; }
+
+// A protocol line as JSON; nullopt for anything else (not JSON, not UTF-8, not an object).
+std::optional<nlohmann::json> protocolLine(const std::string& line) {
+  nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) return std::nullopt;
+  return j;
 }
 
 }  // namespace
@@ -26,46 +32,53 @@ std::string cudnnVersionText(const std::string& raw) {
   }
 }
 
-TorchHello parseHello(const nlohmann::json& j, const std::string& python_command) {
+TorchHello parseHello(const WorkerReply& j, const std::string& python_command) {
   TorchHello h;
-  h.python_version = j.value("python", "");
-  h.executable = j.value("executable", "");
-  h.torch_version = j.value("torch", "");
-  if (auto e = j.find("error"); e != j.end() && !e->is_null()) {
-    h.problem = python_command + ": " + e->get<std::string>();
+  h.python_version = j.text("python", "", 64);
+  h.executable = j.text("executable");
+  h.torch_version = j.text("torch", "", 128);
+  if (j.has("error")) {
+    h.problem = python_command + ": " + j.text("error");
     return h;
   }
   h.usable = true;
-  h.torch_cuda = j.value("torch_cuda", "");
-  h.torch_cudnn = cudnnVersionText(j.value("torch_cudnn", ""));
-  h.cuda_available = j.value("cuda_available", false);
-  h.cuda_reason = j.value("cuda_reason", "");
-  for (const auto& d : j.value("cuda_devices", nlohmann::json::array()))
-    h.cuda_devices.push_back({d.value("index", 0), d.value("name", ""), d.value("capability", ""), d.value("memory", int64_t{0})});
-  h.threads = j.value("threads", 0);
-  h.enable_gqa = j.value("enable_gqa", false);
-  h.causal_lower_right = j.value("causal_lower_right", false);
-  h.sdpa_kernel = j.value("sdpa_kernel", false);
+  h.torch_cuda = j.text("torch_cuda", "", 64);
+  h.torch_cudnn = cudnnVersionText(j.text("torch_cudnn", "", 64));
+  h.cuda_available = j.flag("cuda_available", false);
+  h.cuda_reason = j.text("cuda_reason");
+  for (const auto& d : j.array("cuda_devices", 1024)) {
+    const WorkerReply dev = j.item(d, "a CUDA device");
+    h.cuda_devices.push_back({static_cast<int>(dev.integer("index", 0, 1023, 0)), dev.text("name", "", 256),
+                              dev.text("capability", "", 16), dev.integer("memory", 0, int64_t{1} << 50, 0)});
+  }
+  h.threads = static_cast<int>(j.integer("threads", 1, 1 << 20, 1));
+  h.enable_gqa = j.flag("enable_gqa", false);
+  h.causal_lower_right = j.flag("causal_lower_right", false);
+  h.sdpa_kernel = j.flag("sdpa_kernel", false);
   return h;
 }
 
 TorchWorker::TorchWorker(const PythonChoice& python, const std::string& script, const std::atomic<bool>* cancel)
     : python_(python) {
+  const double timeout = workerTimeout(kStartTimeout);  // a bad setting refuses before anything starts
   proc_ = std::make_unique<WorkerProcess>(std::vector<std::string>{python.path, script});
-  const std::string line = proc_->readLine(workerTimeout(kStartTimeout), cancel, "starting (importing torch)");
-  nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
-  if (j.is_discarded() || !j.is_object() || j.value("type", "") != "hello") {
+  const std::string line = proc_->readLine(timeout, cancel, "starting (importing torch)");
+  auto j = protocolLine(line);
+  if (!j || !(*j)["type"].is_string() || (*j)["type"] != "hello") {
     kill();
-    throw WorkerFailure(python.command + " did not start the torch worker: its first line was " + quoted(line) +
+    throw WorkerFailure(python.shown() + " did not start the torch worker: its first line was " + quoted(line) +
                         " instead of the worker's hello");
   }
-  const int protocol = j.value("protocol", -1);
+  const WorkerReply hello(std::move(*j), "in its hello", [this] { kill(); });
+  const int64_t protocol = hello.has("protocol") && hello.json()["protocol"].is_number_integer()
+                               ? hello.json()["protocol"].get<int64_t>()
+                               : -1;
   if (protocol != kProtocolVersion) {
     kill();
     throw WorkerFailure("the torch worker speaks protocol " + std::to_string(protocol) + ", this AttnScope speaks " +
                         std::to_string(kProtocolVersion) + " (a worker script from another AttnScope version?)");
   }
-  hello_ = parseHello(j, python.command);
+  hello_ = parseHello(hello, python.shown());
   if (!hello_.usable) kill();  // it exits on its own after saying why; nothing more to ask
 }
 
@@ -85,7 +98,7 @@ void TorchWorker::kill() {
   if (proc_) proc_->kill();
 }
 
-nlohmann::json TorchWorker::request(nlohmann::json req, double timeout_s, const std::atomic<bool>* cancel) {
+WorkerReply TorchWorker::request(nlohmann::json req, double timeout_s, const std::atomic<bool>* cancel) {
   if (!alive()) throw WorkerFailure("the torch worker is not running");
   const int64_t id = next_id_++;
   req["id"] = id;
@@ -93,14 +106,15 @@ nlohmann::json TorchWorker::request(nlohmann::json req, double timeout_s, const 
   try {
     proc_->writeLine(req.dump());
     const std::string line = proc_->readLine(timeout_s, cancel, "running '" + op + "'");
-    nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
-    if (j.is_discarded() || !j.is_object())
+    auto j = protocolLine(line);
+    if (!j)
       throw WorkerFailure("torch worker protocol error: answering '" + op + "' it printed " + quoted(line) +
                           ", not a JSON line; killed it");
-    if (j.value("id", int64_t{-1}) != id || !j.contains("ok"))
+    const auto rid = j->find("id");
+    if (rid == j->end() || !rid->is_number_integer() || rid->get<int64_t>() != id || !(*j)["ok"].is_boolean())
       throw WorkerFailure("torch worker protocol error: answering request " + std::to_string(id) + " ('" + op +
                           "') it sent " + quoted(line) + "; killed it");
-    return j;
+    return WorkerReply(std::move(*j), "answering '" + op + "'", [this] { kill(); });
   } catch (...) {
     kill();
     throw;

@@ -2,7 +2,7 @@
 // The AttnScope side of the torch worker protocol (docs/TORCH_WORKER.md): start the worker,
 // read its hello, send one JSON request per line and read the one response with the same id.
 // Anything else on the worker's stdout is a protocol error: the worker is killed and the point
-// fails with a message that quotes what it said.
+// fails with a message that quotes what it said (as valid, bounded text: worker_reply.h).
 
 #include <atomic>
 #include <memory>
@@ -13,6 +13,7 @@
 
 #include "kernels/torch/torch_python.h"
 #include "kernels/torch/worker_process.h"
+#include "kernels/torch/worker_reply.h"
 
 namespace attnscope::torch {
 
@@ -37,7 +38,8 @@ struct TorchHello {
   int threads = 0;
   bool enable_gqa = false, causal_lower_right = false, sdpa_kernel = false;
 };
-TorchHello parseHello(const nlohmann::json& j, const std::string& python_command);
+// Throws WorkerFailure (through `j`) when a field has the wrong type or an impossible value.
+TorchHello parseHello(const WorkerReply& j, const std::string& python_command);
 // cuDNN's integer version as torch reports it (92600, 8902) as text ("9.26.0", "8.9.2").
 std::string cudnnVersionText(const std::string& raw);
 
@@ -54,7 +56,8 @@ class TorchWorker {
   // Sends `request` (an "op" and its fields; the id is added) and returns the response, whose
   // "ok" says whether torch succeeded. Throws WorkerFailure (the worker is dead afterwards) on a
   // timeout, a crash or a line that is not a response to this request; Cancelled on cancel.
-  nlohmann::json request(nlohmann::json request, double timeout_s, const std::atomic<bool>* cancel);
+  // Reading a field of the response that is wrong also kills the worker (WorkerReply).
+  WorkerReply request(nlohmann::json request, double timeout_s, const std::atomic<bool>* cancel);
 
   void kill();
 

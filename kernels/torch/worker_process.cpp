@@ -6,14 +6,15 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "core/backend.h"
 #include "core/clock.h"
-
-extern char** environ;
+#include "core/format.h"
+#include "core/utf8_text.h"
+#include "kernels/torch/process_keeper.h"
+#include "kernels/torch/worker_reply.h"
 
 namespace attnscope::torch {
 namespace {
@@ -34,38 +35,19 @@ std::string lastLine(const std::string& text) {
   return text.substr(begin == std::string::npos ? 0 : begin + 1, end + 1 - (begin == std::string::npos ? 0 : begin + 1));
 }
 
-WorkerProcess::WorkerProcess(const std::vector<std::string>& argv) : name_(argv.at(0)) {
-  int in[2], out[2], err[2];
-  if (::pipe2(in, O_CLOEXEC) != 0 || ::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0)
-    throw WorkerFailure(std::string("cannot create pipes for ") + name_ + ": " + std::strerror(errno));
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_adddup2(&fa, in[0], 0);
-  posix_spawn_file_actions_adddup2(&fa, out[1], 1);
-  posix_spawn_file_actions_adddup2(&fa, err[1], 2);
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  // Own process group: the terminal's SIGINT goes to AttnScope, which kills the worker itself.
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
-  posix_spawnattr_setpgroup(&attr, 0);
-  std::vector<char*> args;
-  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  pid_t pid = -1;
-  const int rc = ::posix_spawnp(&pid, args[0], &fa, &attr, args.data(), environ);
-  posix_spawn_file_actions_destroy(&fa);
-  posix_spawnattr_destroy(&attr);
-  ::close(in[0]);
-  ::close(out[1]);
-  ::close(err[1]);
-  in_ = in[1];
-  out_ = out[0];
-  err_fd_ = err[0];
-  if (rc != 0) {
-    closeFd(in_), closeFd(out_), closeFd(err_fd_);
-    throw WorkerFailure(name_ + ": cannot start: " + std::strerror(rc));
+WorkerProcess::WorkerProcess(const std::vector<std::string>& argv) : name_(validUtf8(argv.at(0))) {
+  KeptChild child;
+  try {
+    child = startKept(argv);
+  } catch (const std::exception& e) {
+    throw WorkerFailure(name_ + ": cannot start: " + e.what());
   }
-  pid_ = pid;
+  keeper_ = child.keeper;
+  group_ = child.child;
+  in_ = child.in;
+  out_ = child.out;
+  err_fd_ = child.err;
+  lifeline_ = child.lifeline;
   ::fcntl(out_, F_SETFL, ::fcntl(out_, F_GETFL) | O_NONBLOCK);
   ::fcntl(err_fd_, F_SETFL, ::fcntl(err_fd_, F_GETFL) | O_NONBLOCK);
 }
@@ -98,10 +80,10 @@ void WorkerProcess::writeLine(const std::string& line) {
   }
   pthread_sigmask(SIG_SETMASK, &old_set, nullptr);
   if (failed) {
-      drainStderr();
-      reap(false);
-      throw WorkerFailure(name_ + " stopped reading its requests" + (exit_.empty() ? "" : " (" + exit_ + ")") +
-                          (lastLine(err_).empty() ? "" : ": " + lastLine(err_)));
+    drainStderr();
+    reap(false);
+    throw WorkerFailure(name_ + " stopped reading its requests" + (exit_.empty() ? "" : " (" + exit_ + ")") +
+                        lastWords());
   }
 }
 
@@ -119,25 +101,39 @@ void WorkerProcess::drainStderr() {
   }
 }
 
+std::string WorkerProcess::lastWords() const {
+  const std::string last = lastLine(err_);
+  return last.empty() ? "" : ": " + workerText(last);
+}
+
 std::string WorkerProcess::readLine(double timeout_s, const std::atomic<bool>* cancel, const std::string& what) {
   const int64_t deadline = timeout_s > 0 ? nowNs() + static_cast<int64_t>(timeout_s * 1e9) : -1;
   for (;;) {
-    if (size_t nl = buf_.find('\n'); nl != std::string::npos) {
+    // Only the bytes not yet searched: a long line arrives in many chunks.
+    if (size_t nl = buf_.find('\n', scanned_); nl != std::string::npos) {
       std::string line = buf_.substr(0, nl);
       buf_.erase(0, nl + 1);
+      scanned_ = 0;
       return line;
+    }
+    scanned_ = buf_.size();
+    if (buf_.size() > kMaxLineBytes) {
+      kill();
+      buf_.clear();
+      scanned_ = 0;
+      throw WorkerFailure(name_ + " sent a line longer than " + formatBytes(static_cast<int64_t>(kMaxLineBytes)) +
+                          " while " + what + " (the protocol's limit; a broken worker?); killed it");
     }
     if (out_ < 0) {
       // Closed stdout: the worker is exiting. Give it a moment to say why, then make sure.
-      for (int i = 0; i < 20 && pid_ > 0; ++i) {
+      for (int i = 0; i < 20 && keeper_ > 0; ++i) {
         drainStderr();
         reap(false);
-        if (pid_ > 0) ::usleep(50000);
+        if (keeper_ > 0) ::usleep(50000);
       }
       drainStderr();
       kill();
-      throw WorkerFailure(name_ + " exited (" + exit_ + ") while " + what +
-                          (lastLine(err_).empty() ? "" : ": " + lastLine(err_)));
+      throw WorkerFailure(name_ + " exited (" + exit_ + ") while " + what + lastWords());
     }
     if (cancel && cancel->load()) {
       kill();
@@ -154,10 +150,13 @@ std::string WorkerProcess::readLine(double timeout_s, const std::atomic<bool>* c
     ::poll(fds, err_fd_ >= 0 ? 2 : 1, 50);
     drainStderr();
     char chunk[65536];
-    for (;;) {
+    // At most one line's limit past what we hold: the check above then stops a flood.
+    for (size_t taken = 0; taken <= kMaxLineBytes;) {
       ssize_t n = ::read(out_, chunk, sizeof chunk);
       if (n > 0) {
         buf_.append(chunk, static_cast<size_t>(n));
+        taken += static_cast<size_t>(n);
+        if (std::memchr(chunk, '\n', static_cast<size_t>(n))) break;
         continue;
       }
       if (n == 0) closeFd(out_);
@@ -167,25 +166,26 @@ std::string WorkerProcess::readLine(double timeout_s, const std::atomic<bool>* c
 }
 
 void WorkerProcess::reap(bool block) {
-  if (pid_ <= 0) return;
+  if (keeper_ <= 0) return;
   int status = 0;
-  pid_t r = ::waitpid(pid_, &status, block ? 0 : WNOHANG);
-  if (r != pid_) return;
-  pid_ = -1;
+  pid_t r;
+  do r = ::waitpid(keeper_, &status, block ? 0 : WNOHANG);
+  while (r < 0 && errno == EINTR);
+  if (r != keeper_) return;
+  keeper_ = -1;
   if (WIFEXITED(status)) exit_ = "exited with status " + std::to_string(WEXITSTATUS(status));
   else if (WIFSIGNALED(status)) exit_ = "killed by signal " + std::to_string(WTERMSIG(status));
   closeFd(in_);
 }
 
 void WorkerProcess::kill() {
-  if (pid_ > 0) {
-    // The whole process group: whatever the worker started (a shell's children, compile
-    // workers) goes with it.
-    ::kill(-pid_, SIGKILL);
-    ::kill(pid_, SIGKILL);
+  if (keeper_ > 0) {
+    // The child's whole group: whatever it started (a shell's children, compile workers) goes
+    // with it. The keeper reaps the child and then ends, so once it is reaped the child is gone.
+    ::kill(-group_, SIGKILL);
     reap(true);
   }
-  closeFd(in_), closeFd(out_), closeFd(err_fd_);
+  closeFd(in_), closeFd(out_), closeFd(err_fd_), closeFd(lifeline_);
 }
 
 }  // namespace attnscope::torch

@@ -81,12 +81,23 @@ TEST(ExplainCli, BadInputExitsTwoNamingTheAllowedValues) {
   expectUsageError({"explain", "--kernel", "fast"}, {"--kernel", "flash, efficient, cudnn, math"});
   expectUsageError({"explain", "--heads", "0"}, {"heads", ">= 1"});
   expectUsageError({"explain", "--frobnicate"}, {"frobnicate"});
+  // What only looks like a version or a GPU (the value shown escaped, the accepted forms named).
+  for (const char* t : {"2.5a", "2.5\n", "2.05", "2.15.99"})
+    expectUsageError({"explain", "--torch", t}, {"--torch: unknown version", "2.Y or 2.Y.Z", "2.5.1+cu121"});
+  expectUsageError({"explain", "--torch", "2.5\n"}, {"'2.5\\x0a'"});
+  for (const char* g : {" A100", "sm+80", "sm-80"}) expectUsageError({"explain", "--gpu", g}, {"--gpu: unknown GPU", "sm80"});
+  expectUsageError({"explain", "--cudnn", "9.10.2.3"}, {"--cudnn: unknown version '9.10.2.3'", "X.Y.Z", "91002", "give 9.10.2"});
+  // Real ones still are.
+  EXPECT_EQ(explainJson({"--torch", "2.5.1+cu121", "--gpu", "NVIDIA A100-SXM4-80GB", "--cudnn", "91002"})["target"]["cudnn"],
+            "9.10.2");
 }
 
 TEST(ExplainCli, InstalledTorchLookup) {
   CliResult missing = runCli({"explain", "--torch", "installed", "--python", "/nonexistent/python3"});
   EXPECT_EQ(missing.code, 1);
-  EXPECT_NE(missing.err.find("/nonexistent/python3: not found"), std::string::npos) << missing.err;
+  EXPECT_NE(missing.err.find("--torch installed: /nonexistent/python3 (from --python): no such executable file"),
+            std::string::npos)
+      << missing.err;
   if (!std::getenv("ATTNSCOPE_PYTHON")) {
     CliResult env = runCli({"explain", "--torch", "installed"}, {"ATTNSCOPE_PYTHON=/nonexistent/envpython"});
     EXPECT_EQ(env.code, 1);

@@ -327,10 +327,44 @@ TEST(Parsing, VersionsGpusCudnn) {
   EXPECT_FALSE(parseGpu("Voodoo2"));
   EXPECT_EQ(parseCudnnVersion("91002"), (CudnnVersion{9, 10, 2}));
   EXPECT_EQ(parseCudnnVersion("8902"), (CudnnVersion{8, 9, 2}));
-  EXPECT_EQ(parseCudnnVersion("9.26.0.51"), (CudnnVersion{9, 26, 0}));
   EXPECT_FALSE(parseCudnnVersion("x"));
   EXPECT_EQ(kernelFromFusedSdpChoice(2), K::efficient);
   EXPECT_EQ(fusedSdpChoiceIndex(K::cudnn), 3);
+}
+
+// What real releases print is read; what only looks like a version is not (the list).
+TEST(Parsing, RealVersionStringsOnly) {
+  // torch.__version__ of PyPI wheels, nightlies, source builds, release candidates, ROCm.
+  for (const char* v : {"2.0.1", "2.5.1+cu121", "2.6.0a0+git1234abc", "2.15.0", "2.15.0+cu132", "2.4.0rc1",
+                        "2.15.0.dev20250101+cpu", "2.1.0+rocm5.6", "2.3.1.post1", "2.5.1+cpu.cxx11.abi", "2.5"})
+    EXPECT_TRUE(parseTorchVersion(v)) << v;
+  EXPECT_EQ(parseTorchVersion("2.6.0a0+git1234abc"), (TorchVersion{2, 6, 0}));
+  EXPECT_EQ(parseTorchVersion("2.15.0.dev20250101+cpu"), (TorchVersion{2, 15, 0}));
+  for (const char* v : {"2.5a", "2.5\n", " 2.5", "2.05", "02.5", "2.15.99", "2.5.10", "2.5.", "2.5.1.", "2.5.1+",
+                        "2.5.1+cu 121", "2.5.1-cu121", "2.5rc", "2.5.1.2", "2", "2.16.0", "v2.5"})
+    EXPECT_FALSE(parseTorchVersion(v)) << v;
+  // cuDNN as torch.backends.cudnn.version() encodes it and as NVIDIA names releases; not pip's
+  // four-part package version, nor numbers the encodings cannot hold.
+  EXPECT_EQ(parseCudnnVersion("91002"), (CudnnVersion{9, 10, 2}));
+  EXPECT_EQ(parseCudnnVersion("92600"), (CudnnVersion{9, 26, 0}));
+  EXPECT_EQ(parseCudnnVersion("8902"), (CudnnVersion{8, 9, 2}));
+  EXPECT_EQ(parseCudnnVersion("7605"), (CudnnVersion{7, 6, 5}));
+  EXPECT_EQ(parseCudnnVersion("9.10.2"), (CudnnVersion{9, 10, 2}));
+  EXPECT_EQ(parseCudnnVersion("9.1"), (CudnnVersion{9, 1, 0}));
+  for (const char* v : {"9.10.2.3", "9.10.2.21", "9.01.2", "8.10.0", "9.100.0", "9.1.100", "6.0.0", "1000", "09100",
+                        "9.10.2 ", "9..2", "9.10.", "-91002"})
+    EXPECT_FALSE(parseCudnnVersion(v)) << v;
+  // A GPU as a capability or a name as torch and nvidia-smi print it; nothing around it.
+  for (const char* g : {"sm80", "SM80", "sm_80", "sm90a", "sm100f", "8.0", "80", "A100", "a100", "RTX 4090", "rtx4090",
+                        "NVIDIA GeForce RTX 4090", "NVIDIA A100-SXM4-80GB", "NVIDIA H100 80GB HBM3", "NVIDIA A10G",
+                        "NVIDIA RTX 6000 Ada Generation", "Quadro RTX 6000", "NVIDIA GeForce RTX 2080 Ti"})
+    EXPECT_TRUE(parseGpu(g)) << g;
+  EXPECT_EQ(parseGpu("NVIDIA GeForce RTX 2080 Ti")->name, "RTX 2080 Ti");
+  EXPECT_EQ(parseGpu("NVIDIA RTX 6000 Ada Generation")->name, "RTX 6000 Ada");
+  EXPECT_EQ(parseGpu("NVIDIA A10G")->capability, (ComputeCapability{8, 6}));
+  for (const char* g : {" A100", "A100 ", "A100\n", "sm+80", "sm-80", "sm-60", "sm 80", "sm_", "8.", "8.0.0", "08.0",
+                        "A  100", "XA100", "A100X", "sm80 ", "A100+", ""})
+    EXPECT_FALSE(parseGpu(g)) << g;
 }
 
 TEST(Cliff, Width64Heads8To16Fp16BoolMaskOnSm70AndSm80) {

@@ -175,6 +175,28 @@ TEST_F(TorchBackends, ForcedKernelTorchCannotRunGivesItsStatusAndMessage) {
   EXPECT_EQ(runOnce(autoB, spec(2, 64, 64, 16)).status, RunStatus::ok);
 }
 
+TEST_F(TorchBackends, AnAllocationTorchCannotMakeOnTheCpuIsOom) {
+  // The real torch with its address space capped, once imported, at 512 MiB above what it holds:
+  // math's 1 GiB scores [1,1,16384,16384] cannot be allocated. torch raises a plain RuntimeError
+  // ("DefaultCPUAllocator: can't allocate memory"), which is oom like a CUDA OOM, not error.
+  const std::string capped = fakePython("python-capped", "exec '" + std::string(testPython()) + "' -c '\n"
+      "import os, resource, runpy, sys\n"
+      "import torch\n"
+      "held = int(open(\"/proc/self/statm\").read().split()[0]) * os.sysconf(\"SC_PAGE_SIZE\")\n"
+      "resource.setrlimit(resource.RLIMIT_AS, (held + (512 << 20), resource.RLIM_INFINITY))\n"
+      "sys.argv = sys.argv[1:]\n"
+      "sys.path.insert(0, os.path.dirname(sys.argv[0]))\n"
+      "runpy.run_path(sys.argv[0], run_name=\"__main__\")\n"
+      "' \"$@\"");
+  torch::setCommandLinePython(capped);
+  auto own = std::make_shared<torch::TorchSession>();
+  torch::TorchBackend math{"cpu", "math", own};
+  RunResult r = runOnce(math, spec(1, 16384, 16384, 8));
+  torch::setCommandLinePython(testPython());
+  EXPECT_EQ(r.status, RunStatus::oom) << r.message;
+  EXPECT_NE(r.message.find("DefaultCPUAllocator"), std::string::npos) << r.message;
+}
+
 TEST_F(TorchBackends, CudaBackendsSayCudaIsNotAvailableInTorch) {
   torch::TorchBackend cudaAuto{"cuda", "auto", session()};
   Availability a = cudaAuto.availability();

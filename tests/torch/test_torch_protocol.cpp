@@ -4,8 +4,10 @@
 // the next point start a fresh one.
 #include <gtest/gtest.h>
 
+#include <csignal>
 #include <thread>
 
+#include "core/utf8_text.h"
 #include "kernels/torch/torch_python.h"
 #include "tests/torch/torch_test_support.h"
 
@@ -29,6 +31,24 @@ int starts(const std::string& name) {
   std::ifstream in(startLog(name));
   return static_cast<int>(std::count(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>(), '\n'));
 }
+
+// One run without the accuracy check: the fake worker's output is zeros.
+RunResult runUnchecked(Backend& b, const WorkloadSpec& s) {
+  RunOptions opt;
+  opt.warmup = 0;
+  opt.reps = 1;
+  opt.check_accuracy = false;
+  return runPoint(b, s, opt);
+}
+
+// This process's peak resident memory since the last resetPeakMemory(), in bytes.
+int64_t peakMemory() {
+  std::ifstream in("/proc/self/status");
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind("VmHWM:", 0) == 0) return std::stoll(line.substr(6)) * 1024;
+  return -1;
+}
+void resetPeakMemory() { std::ofstream("/proc/self/clear_refs") << "5"; }
 
 TEST_F(Fixture, NoSuchPython) {
   torch::setCommandLinePython("/nonexistent/bin/python");
@@ -95,6 +115,29 @@ TEST_F(Fixture, ReplyToAnotherRequestIsAProtocolError) {
       << r.message;
 }
 
+TEST_F(Fixture, ABadTimeoutSettingIsRefusedNamingTheVariable) {
+  torch::setCommandLinePython(fakePython("python-never-asked", "echo '" + fakeHello() + "'; sleep 60"));
+  for (const char* v : {"0", "-1", "abc", "inf", "nan", "1e100", "86401", " 5", "0x10"}) {
+    ::setenv("ATTNSCOPE_TORCH_TIMEOUT", v, 1);
+    EXPECT_EQ(torch::torchTimeoutProblem(),
+              "ATTNSCOPE_TORCH_TIMEOUT='" + std::string(v) +
+                  "': give the seconds to wait for the torch worker, a number greater than 0 and at most 86400 (e.g. "
+                  "600), or unset it for the defaults (180 s to start, 600 s a request)")
+        << v;
+    EXPECT_THROW(torch::workerTimeout(600), std::invalid_argument) << v;
+    // The window has no exit code: its torch backends say why they cannot start.
+    torch::TorchProbe::instance().invalidate();
+    Availability a = backend.availability();
+    EXPECT_FALSE(a.available) << v;
+    EXPECT_NE(a.reason.find("ATTNSCOPE_TORCH_TIMEOUT='"), std::string::npos) << a.reason;
+  }
+  for (const char* v : {"2", "0.5", "86400", "600.0"}) {
+    ::setenv("ATTNSCOPE_TORCH_TIMEOUT", v, 1);
+    EXPECT_EQ(torch::torchTimeoutProblem(), "") << v;
+    EXPECT_EQ(torch::workerTimeout(600), std::stod(v));
+  }
+}
+
 TEST_F(Fixture, HungWorkerIsKilledAfterTheTimeout) {
   ::setenv("ATTNSCOPE_TORCH_TIMEOUT", "2", 1);
   const std::string name = "python-hangs";
@@ -103,6 +146,123 @@ TEST_F(Fixture, HungWorkerIsKilledAfterTheTimeout) {
   EXPECT_EQ(r.status, RunStatus::error);
   EXPECT_NE(r.message.find("did not answer within 2 s while running 'load'; killed it"), std::string::npos) << r.message;
   EXPECT_TRUE(workerPids(name).empty());
+}
+
+TEST_F(Fixture, ALineBeyondTheLimitIsRefusedBeforeItIsHeld) {
+  // A worker printing 300 MB on one line: we stop reading at kMaxLineBytes and kill it, so the
+  // line never sits in our memory (it used to be stored and printed whole).
+  torch::setCommandLinePython(fakeWorker("python-huge-line", "huge_line"));
+  resetPeakMemory();
+  const int64_t before = peakMemory();
+  RunResult r = runUnchecked(backend, spec(2, 16, 16, 8));
+  EXPECT_EQ(r.status, RunStatus::error);
+  EXPECT_NE(r.message.find("sent a line longer than 32.0 MiB while running 'finish'"), std::string::npos) << r.message;
+  EXPECT_LT(peakMemory() - before, int64_t{160} << 20) << "the line was held";
+  EXPECT_TRUE(workerPids("python-huge-line").empty());
+}
+
+TEST_F(Fixture, MoreEventsThanAskedForFailThePoint) {
+  torch::setCommandLinePython(fakeWorker("python-many-events", "many_events"));
+  RunResult r = runUnchecked(backend, spec(2, 16, 16, 8));
+  EXPECT_EQ(r.status, RunStatus::error);
+  EXPECT_NE(r.message.find("answering 'finish': field 'events' holds 20001 items, more than the 20000 allowed"),
+            std::string::npos)
+      << r.message.substr(0, 300);
+  EXPECT_TRUE(workerPids("python-many-events").empty());
+}
+
+TEST_F(Fixture, WarningsAreCutWithANote) {
+  // Torch's warnings are words for a person: the first 20, each at most 4 KiB, and a note.
+  torch::setCommandLinePython(fakeWorker("python-many-warnings", "many_warnings"));
+  RunResult r = runUnchecked(backend, spec(2, 16, 16, 8));
+  EXPECT_EQ(r.status, RunStatus::ok) << r.message.substr(0, 300);
+  EXPECT_NE(r.message.find("... [cut: 1000000 bytes in all]"), std::string::npos);
+  EXPECT_NE(r.message.find("torch: ... and 81 more left out"), std::string::npos) << r.message.substr(r.message.size() - 300);
+  EXPECT_LT(r.message.size(), size_t{20 * 4096 + 2048});
+}
+
+TEST_F(Fixture, AnImpossibleValueIsAnErrorNamingTheField) {
+  torch::setCommandLinePython(fakeWorker("python-negative-seconds", "negative_seconds"));
+  RunResult r = runUnchecked(backend, spec(2, 16, 16, 8));
+  EXPECT_EQ(r.status, RunStatus::error);
+  EXPECT_NE(r.message.find("answering 'run': field 'seconds' is -1.0, not a number greater than 0"), std::string::npos)
+      << r.message;
+  EXPECT_TRUE(workerPids("python-negative-seconds").empty());
+  // A wrong type in the hello: the backend is unavailable with the field named, no JSON exception.
+  torch::TorchProbe::instance().invalidate();
+  torch::setCommandLinePython(fakeWorker("python-string-threads", "string_threads"));
+  Availability a = backend.availability();
+  EXPECT_FALSE(a.available);
+  EXPECT_NE(a.reason.find("in its hello: field 'threads' is \"many\", not an integer from 1 to"), std::string::npos)
+      << a.reason;
+}
+
+TEST_F(Fixture, NonUtf8FromTheWorkerBecomesEscapedText) {
+  // Bytes that are not UTF-8 would make every JSON dump of the result throw (type_error 316).
+  torch::setCommandLinePython(fakeWorker("python-bad-utf8-reply", "bad_utf8_reply"));
+  RunResult r = runUnchecked(backend, spec(2, 16, 16, 8));
+  EXPECT_EQ(r.status, RunStatus::error);
+  EXPECT_NE(r.message.find("answering 'finish' it printed '{\"id\":3,\"ok\":true,\"peak_bytes\":4096,\"ran\":\"ma\\xffth\""),
+            std::string::npos)
+      << r.message;
+  EXPECT_EQ(validUtf8(r.message), r.message);
+  EXPECT_NO_THROW(toJson(r).dump());
+  torch::TorchProbe::instance().invalidate();
+  torch::setCommandLinePython(fakeWorker("python-bad-utf8-hello", "bad_utf8_hello"));
+  Availability a = backend.availability();
+  EXPECT_FALSE(a.available);
+  EXPECT_NE(a.reason.find("\"executable\":\"/fake/\\xff\\xfe/python\""), std::string::npos) << a.reason;
+  EXPECT_EQ(validUtf8(a.reason), a.reason);
+}
+
+TEST_F(Fixture, AWorkerThatDiesHasNoMeasuredPeak) {
+  // Not our empty allocator's 0 B (which showed as "torch peak 0 B" and a negative overhead).
+  torch::setCommandLinePython(fakeWorker("python-dies-in-run", "die_in_run"));
+  RunResult r = runUnchecked(backend, spec(2, 16, 16, 8));
+  EXPECT_EQ(r.status, RunStatus::error);
+  EXPECT_NE(r.message.find("exited (exited with status 3) while running 'run'"), std::string::npos) << r.message;
+  EXPECT_EQ(r.memory.measured_peak, -1);
+  EXPECT_EQ(r.memory.overhead(), -1);
+}
+
+TEST_F(Fixture, ASpareWorkerThatDiedIdleIsNotAdopted) {
+  // The probe keeps its worker for the first run; if that one was killed meanwhile (the OOM
+  // killer, a user), the run starts a fresh worker instead of failing on the dead one.
+  const std::string log = startLog("python-spare");
+  std::filesystem::remove(log);
+  torch::setCommandLinePython(fakePython("python-spare", "FAKE_LOG='" + log + "' FAKE_NAME=spare exec '"
+                                                         ATTNSCOPE_TEST_SYSTEM_PYTHON "' '" ATTNSCOPE_FAKE_TORCH_WORKER
+                                                         "' record \"$@\""));
+  ASSERT_TRUE(backend.availability().available);
+  const std::vector<pid_t> spare = workerPids();  // exec replaced the script: its name is gone
+  ASSERT_EQ(spare.size(), 1u);
+  ::kill(spare[0], SIGKILL);
+  for (int i = 0; i < 100 && !workerPids().empty(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // and its keeper has ended like it
+  RunResult r = runUnchecked(backend, spec(2, 16, 16, 8));
+  EXPECT_EQ(r.status, RunStatus::ok) << r.message;
+  EXPECT_EQ(starts("python-spare"), 2);
+}
+
+TEST_F(Fixture, TheKeeperHoldsNoneOfOurMemory) {
+  // The keeper lives as long as the worker: as a fork of us it would keep what we had mapped when
+  // it started (here 256 MiB we free at once) resident for all that time.
+  auto held = std::make_unique<std::vector<char>>(size_t{256} << 20, 'x');
+  torch::setCommandLinePython(fakeWorker("python-keeper-memory", "ok"));
+  ASSERT_TRUE(backend.availability().available);
+  held.reset();
+  // The keeper is the worker's parent.
+  auto field = [](pid_t pid, const std::string& name) {
+    std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+    for (std::string line; std::getline(status, line);)
+      if (line.rfind(name + ":", 0) == 0) return std::stoll(line.substr(name.size() + 1));
+    return -1LL;
+  };
+  const std::vector<pid_t> worker = workerPids();
+  ASSERT_EQ(worker.size(), 1u);
+  const int64_t keeper_rss = field(static_cast<pid_t>(field(worker[0], "PPid")), "VmRSS") * 1024;
+  ASSERT_GE(keeper_rss, 0) << "no keeper found";
+  EXPECT_LT(keeper_rss, int64_t{32} << 20);
 }
 
 TEST_F(Fixture, CrashKeepsTheWorkersLastWords) {

@@ -55,10 +55,21 @@ inline std::string fakeHello() {
          R"("threads":1,"sdpa_kernel":true,"enable_gqa":true,"causal_lower_right":true})";
 }
 
-// Live children of this process whose command line mentions the worker script or `marker`.
-inline std::vector<pid_t> workerPids(const std::string& marker = "attnscope_torch_worker.py") {
-  std::vector<pid_t> out;
-  const std::string self = std::to_string(::getpid());
+// A fake "python" that runs tests/torch/fake_torch_worker.py in `mode` with the system's python3.
+inline std::string fakeWorker(const std::string& name, const std::string& mode) {
+  return fakePython(name, "exec '" ATTNSCOPE_TEST_SYSTEM_PYTHON "' '" ATTNSCOPE_FAKE_TORCH_WORKER "' " + mode + " \"$@\"");
+}
+
+// Live (not zombie) descendants of process `root` (default: this one) whose command line mentions
+// `marker`, leaving out the keeper: the worker is our grandchild, started by its keeper
+// (kernels/torch/process_keeper.h).
+inline std::vector<pid_t> workerPids(const std::string& marker = "attnscope_torch_worker.py", pid_t root = ::getpid()) {
+  struct Proc {
+    pid_t pid, ppid;
+    bool live;
+    std::string args;
+  };
+  std::vector<Proc> procs;
   for (const auto& e : std::filesystem::directory_iterator("/proc")) {
     const std::string name = e.path().filename();
     if (name.find_first_not_of("0123456789") != std::string::npos) continue;
@@ -70,12 +81,20 @@ inline std::vector<pid_t> workerPids(const std::string& marker = "attnscope_torc
     if (close == std::string::npos) continue;
     char state = 0;
     long ppid = 0;
-    if (std::sscanf(line.c_str() + close + 1, " %c %ld", &state, &ppid) != 2 || std::to_string(ppid) != self) continue;
-    if (state == 'Z') continue;
+    if (std::sscanf(line.c_str() + close + 1, " %c %ld", &state, &ppid) != 2) continue;
     std::ifstream cmd(e.path() / "cmdline");
-    std::string args((std::istreambuf_iterator<char>(cmd)), std::istreambuf_iterator<char>());
-    if (args.find(marker) != std::string::npos) out.push_back(static_cast<pid_t>(std::stol(name)));
+    procs.push_back({static_cast<pid_t>(std::stol(name)), static_cast<pid_t>(ppid), state != 'Z',
+                     std::string((std::istreambuf_iterator<char>(cmd)), std::istreambuf_iterator<char>())});
   }
+  std::vector<pid_t> tree = {root}, out;
+  for (size_t i = 0; i < tree.size(); ++i)
+    for (const Proc& p : procs)
+      if (p.ppid == tree[i]) {
+        tree.push_back(p.pid);
+        // The keeper's command line names the worker too; the worker is what a user would see.
+        const bool keeper = p.args.find("attnscope-torch-keeper") < p.args.find('\0');
+        if (p.live && !keeper && p.args.find(marker) != std::string::npos) out.push_back(p.pid);
+      }
   return out;
 }
 
