@@ -278,7 +278,7 @@ class TestPhases : public QObject {
 
   void reportCarriesPhaseTables() {
     const QString pdf = dir_.filePath("report.pdf");
-    QCOMPARE(writeReport({train_}, pdf, QString(), loader()), QString());
+    QCOMPARE(writeReport({train_}, pdf, QString(), OutputRule::file, loader()), QString());
     const QString pdftotext = QStandardPaths::findExecutable("pdftotext");
     if (pdftotext.isEmpty()) QSKIP("pdftotext (poppler-utils) not installed: the report's text cannot be read back");
     QProcess p;
