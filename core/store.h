@@ -27,7 +27,8 @@ namespace attnscope {
 
 class StoreError : public std::runtime_error {
  public:
-  // read_only: a write was asked of a file or folder that cannot be written; full: the disk is.
+  // read_only: a write was asked of a file or folder that cannot be written; full: the disk is,
+  // or a limit that acts like a full disk (the file size limit, a quota).
   enum class Kind { not_attnscope, newer_schema, corrupt, io, not_found, invalid, read_only, full };
   StoreError(Kind kind, const std::string& message) : std::runtime_error(message), kind_(kind) {}
   Kind kind() const { return kind_; }
@@ -35,6 +36,9 @@ class StoreError : public std::runtime_error {
  private:
   Kind kind_;
 };
+
+// full for the errors that mean no more bytes fit (ENOSPC, EFBIG from `ulimit -f`, EDQUOT), io else.
+StoreError::Kind storeErrorKindOf(int err);
 
 struct SweepInfo {
   int64_t id = 0;

@@ -1,6 +1,6 @@
 // The real binary's outputs against what is already at their names: links, FIFOs, device nodes
 // of our own (never the machine's /dev entries), folders, the database's side-file names; then a
-// report interrupted by a signal, 255-byte names.
+// report interrupted by a signal, 255-byte names, and the file size limit (`ulimit -f`).
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/resource.h>
@@ -158,6 +158,26 @@ TEST(StoreCliOutputs, NamesOf255BytesAreWritten) {
                          {"QT_QPA_PLATFORM=offscreen"});
   EXPECT_EQ(png.code, 0) << png.err;
 #endif
+  EXPECT_TRUE(hidden(db.dir).empty()) << hidden(db.dir).front();
+}
+
+TEST(StoreCliOutputs, TheFileSizeLimitIsAnErrorNotASilentDeath) {
+  Db db;
+  saveOneRun(db.path);
+  const std::string out = db.dir + "/s1.csv";
+  std::ofstream(out) << "old\n";
+  CliResult r = runCliUnderLimit({"export", "S1", "--format", "csv", "--out", out, "--db", db.path}, RLIMIT_FSIZE, 100);
+  EXPECT_EQ(r.code, 1) << "exit " << r.code << " (153 is death by SIGXFSZ)";
+  EXPECT_TRUE(has(r.err, "cannot write " + out + ": File too large")) << r.err;
+  EXPECT_EQ(readFile(out), "old\n");
+  // A new database: a full disk's error and cleanup, no half-made file, no temporary with its journal.
+  const std::string fresh = db.dir + "/new.sqlite";
+  r = runCliUnderLimit({"run", "--backend", "cpu.reference", "--heads", "1", "--seq", "8", "--head-dim", "8", "--reps",
+                        "1", "--warmup", "0", "--db", fresh},
+                       RLIMIT_FSIZE, 20000);
+  EXPECT_EQ(r.code, 1) << "exit " << r.code;
+  EXPECT_TRUE(has(r.err, "cannot create " + fresh) && has(r.err, "disk is full") && has(r.err, "ulimit -f")) << r.err;
+  EXPECT_FALSE(fs::exists(fresh));
   EXPECT_TRUE(hidden(db.dir).empty()) << hidden(db.dir).front();
 }
 
