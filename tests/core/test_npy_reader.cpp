@@ -1,6 +1,7 @@
 // The .npy reader decides nothing from a header until it is checked against the file: header
 // length, shape product (overflow-safe), dtype and file size come before any allocation; only
-// regular files are read; trailing bytes and non-finite inputs are refused, naming the file.
+// regular files are read; trailing bytes and non-finite inputs are refused, naming the file. The
+// writer of a run's files replaces only regular files.
 #include <gtest/gtest.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -14,6 +15,7 @@
 #include <limits>
 
 #include "core/npy.h"
+#include "core/run_files.h"
 
 using namespace attnscope;
 
@@ -107,6 +109,44 @@ TEST(NpyReader, OnlyRegularFilesAreRead) {
   EXPECT_NE(f.get().find("not a regular file"), std::string::npos);
   EXPECT_THROW(readNpy(d.path.string()), NpyError);  // a folder
   EXPECT_THROW(readNpy(d.file("missing.npy")), NpyError);
+}
+
+// The one writer of a run's files (--dump, the torch worker's inputs) creates a temporary and
+// renames it: a link is never written through, a FIFO never opened.
+TEST(NpyReader, TheWriterNeverWritesThroughALinkNorWaitsOnAFifo) {
+  TempDir d, elsewhere;
+  WorkloadSpec s;
+  s.heads = 1;
+  s.seq_q = 2;
+  s.head_dim = 2;
+  const HostInputs in = HostInputs::generate(s);
+  const std::string precious = elsewhere.file("precious");
+  std::ofstream(precious) << "precious";
+  std::filesystem::create_symlink(precious, d.file("q.npy"));
+  ASSERT_EQ(mkfifo(d.file("k.npy").c_str(), 0600), 0);
+  auto attempt = [&] {
+    return std::async(std::launch::async, [&] {
+      try {
+        writeRunInputs(d.path.string(), s, in, false, OutputUse::scratch);
+        return std::string("written");
+      } catch (const OutputRefused& e) {
+        return std::string(e.what());
+      }
+    });
+  };
+  auto first = attempt();
+  ASSERT_EQ(first.wait_for(std::chrono::seconds(30)), std::future_status::ready);
+  EXPECT_NE(first.get().find("q.npy is a symbolic link"), std::string::npos);
+  std::ifstream back(precious);
+  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(back), {}), "precious");
+  std::filesystem::remove(d.file("q.npy"));
+  auto second = attempt();
+  ASSERT_EQ(second.wait_for(std::chrono::seconds(30)), std::future_status::ready) << "the writer opened the FIFO";
+  EXPECT_NE(second.get().find("k.npy is a FIFO"), std::string::npos);
+  std::filesystem::remove(d.file("k.npy"));
+  EXPECT_EQ(attempt().get(), "written");
+  for (const auto& e : std::filesystem::directory_iterator(d.path))
+    EXPECT_NE(e.path().filename().string()[0], '.') << "left behind: " << e.path();
 }
 
 TEST(NpyReader, InputsAreCheckedAgainstTheSpecAndMustBeFinite) {
