@@ -10,11 +10,11 @@
 #include <unistd.h>
 
 #include <filesystem>
-#include <future>
 
 #include "core/output_file.h"
 #include "tests/store/store_process_support.h"
 #include "tests/store/store_test_support.h"
+#include "tests/support/fifo_reader.h"
 
 namespace attnscope {
 namespace {
@@ -76,10 +76,12 @@ TEST(OutputTargets, AFifoGetsTextDirectlyAndNothingElse) {
   TempDir dir;
   const std::string fifo = dir.file("pipe.csv");
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
-  auto reader = std::async(std::launch::async, [&] { return readBytes(fifo); });
-  writeOutputFile(fifo, "a,b\n1,2\n", OutputRule::text);
-  ASSERT_EQ(reader.wait_for(std::chrono::seconds(30)), std::future_status::ready);
-  EXPECT_EQ(reader.get(), "a,b\n1,2\n");
+  {
+    test::FifoReader reader(fifo);
+    ASSERT_TRUE(reader.ok());
+    writeOutputFile(fifo, "a,b\n1,2\n", OutputRule::text);
+    EXPECT_EQ(reader.finish(), "a,b\n1,2\n");
+  }
   for (OutputRule rule : {OutputRule::file, OutputRule::entry}) {
     EXPECT_TRUE(contains(refusal(fifo, rule), "is a FIFO")) << refusal(fifo, rule);
     // Refused before it is opened: no reader exists, so an open would wait forever.

@@ -12,10 +12,10 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
-#include <future>
 #include <thread>
 
 #include "tests/store/store_cli_support.h"
+#include "tests/support/fifo_reader.h"
 
 namespace {
 
@@ -62,11 +62,13 @@ TEST(StoreCliOutputs, ExportFollowsLinksWritesIntoFifosAndDevicesAndReplacesNone
   CliResult png = exportTo(db, "png", fifo);
   EXPECT_EQ(png.code, 2);
   EXPECT_TRUE(has(png.err, "is a FIFO")) << png.err;
-  auto reader = std::async(std::launch::async, [&] { return readFile(fifo); });
-  CliResult csv = exportTo(db, "csv", fifo);
-  EXPECT_EQ(csv.code, 0) << csv.err;
-  ASSERT_EQ(reader.wait_for(std::chrono::seconds(60)), std::future_status::ready);
-  EXPECT_TRUE(has(reader.get(), "backend"));
+  {
+    attnscope::test::FifoReader reader(fifo);
+    ASSERT_TRUE(reader.ok());
+    CliResult csv = exportTo(db, "csv", fifo);
+    EXPECT_EQ(csv.code, 0) << csv.err;
+    EXPECT_TRUE(has(reader.finish(), "backend"));
+  }
   EXPECT_EQ(typeOf(fifo), S_IFIFO) << "the FIFO became a regular file";
 
   CliResult folder = exportTo(db, "json", db.dir);
