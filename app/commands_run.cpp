@@ -15,8 +15,9 @@
 #include "app/commands.h"
 #include "core/environment.h"
 #include "core/format.h"
-#include "core/npy.h"
+#include "core/output_file.h"
 #include "core/recorded_sweep.h"
+#include "core/run_files.h"
 #include "core/run_engine.h"
 #include "core/spec_fields.h"
 #include "core/sweep_runner.h"
@@ -133,8 +134,9 @@ const CommandDef kRunDef{
 
 namespace {
 
-// --dump is checked before anything runs: a folder we can create and write into.
-void checkDumpFolder(const std::string& dir) {
+// --dump is checked before anything runs: a folder we can create and write into, in which every
+// file the run will write is either absent or a regular file (no link, FIFO or device).
+void checkDumpFolder(const std::string& dir, const WorkloadSpec& spec, const std::string& dbPath) {
   namespace fs = std::filesystem;
   std::error_code ec;
   if (fs::exists(dir, ec) && !fs::is_directory(dir, ec))
@@ -143,6 +145,11 @@ void checkDumpFolder(const std::string& dir) {
   if (ec) throw UsageError("--dump: cannot create folder '" + dir + "': " + ec.message());
   if (::access(dir.c_str(), W_OK | X_OK) != 0)
     throw UsageError("--dump: cannot write into folder '" + dir + "': " + std::strerror(errno));
+  try {
+    checkDumpEntries(dir, spec, dbPath);
+  } catch (const OutputRefused& e) {
+    throw UsageError(std::string("--dump: ") + e.what());
+  }
 }
 
 }  // namespace
@@ -161,7 +168,7 @@ int cmdRun(const std::vector<std::string>& argv) {
   const std::string name = sweepNameOption(args);
   Backend& backend = findBackend("backend", *backendId);
   const auto dumpDir = args.value("dump");
-  if (dumpDir) checkDumpFolder(*dumpDir);
+  if (dumpDir) checkDumpFolder(*dumpDir, spec, args.flag("no-db") ? std::string() : databasePath(args));
   std::unique_ptr<Store> store;
   if (!args.flag("no-db")) store = openStore(databasePath(args));
   Session& s = session();
@@ -205,19 +212,34 @@ int cmdRun(const std::vector<std::string>& argv) {
     recorded.save(r);
     recorded.finish(r.status == RunStatus::cancelled);
   }
-  // A wrong output is dumped too: the files are how one looks into it.
-  const bool dumped = dumpDir && (r.status == RunStatus::ok || r.status == RunStatus::wrong);
-  if (dumped) dumpRun(*dumpDir, spec, inputs, output, &gradients, &layerGradients);
+  const std::string savedIn = store ? store->path() : std::string();
+  store.reset();  // its descriptors are free for the dump (a low `ulimit -n`)
+  // A wrong output is dumped too: the files are how one looks into it. A dump that fails is
+  // reported after the run, which is saved all the same.
+  const bool dumping = dumpDir && (r.status == RunStatus::ok || r.status == RunStatus::wrong);
+  std::string dumpError;
+  if (dumping) {
+    try {
+      dumpRun(*dumpDir, spec, inputs, output, &gradients, &layerGradients);
+    } catch (const std::exception& e) {
+      dumpError = e.what();
+    }
+  }
   if (args.flag("json")) {
     std::cout << jsonOutput(toJson(r)) << "\n";
   } else {
     printRunDetails(r, std::cout);
-    if (dumped) std::cout << "  dumped to        " << printable(*dumpDir) << "\n";
-    if (store) std::cout << "  saved as         R" << r.id << " in " << printable(store->path()) << "\n";
+    if (dumping && dumpError.empty()) std::cout << "  dumped to        " << printable(*dumpDir) << "\n";
+    if (!savedIn.empty()) std::cout << "  saved as         R" << r.id << " in " << printable(savedIn) << "\n";
   }
   // The message may quote a worker or a torch message: escaped like every printed text.
   if (r.status != RunStatus::ok)
     std::cerr << "error: " << r.backend << ": " << toString(r.status) << ": " << printable(r.message) << "\n";
+  if (!dumpError.empty()) {
+    std::cerr << "error: --dump: " << printable(dumpError)
+              << (savedIn.empty() ? std::string() : "; the run is saved as R" + std::to_string(r.id)) << "\n";
+    return 1;
+  }
   return r.status == RunStatus::ok ? 0 : 1;
 }
 

@@ -373,7 +373,9 @@ const CommandDef kExportDef{
      dbOption()},
     1,
     "A sweep's trace export writes one file with a process per run. The file is written under a temporary name in "
-    "the same folder and renamed when complete; an output that is the database (by any path) or any other SQLite "
+    "the same folder and renamed when complete; a symbolic link is followed (the file it points to is replaced); "
+    "csv, json and trace go straight into a FIFO or character device, png, svg and pdf need a regular file. An "
+    "output that is the database (by any path), one of its -wal, -shm, -journal names, or any other SQLite "
     "database is refused."};
 
 namespace {
@@ -408,7 +410,7 @@ int cmdExport(const std::vector<std::string>& argv) {
   const std::string dbPath = databasePath(args);
   if (!toStdout) {
     try {
-      refuseDatabaseOutput(*out, dbPath);
+      checkOutput(*out, dbPath, chart ? OutputRule::file : OutputRule::text);
     } catch (const OutputRefused& e) {
       throw UsageError(std::string("--out: ") + e.what());
     }
@@ -461,7 +463,10 @@ int cmdExport(const std::vector<std::string>& argv) {
 const CommandDef kReportDef{"report", "report ID --out DIR [--db FILE]",
                             "Write every chart of a sweep as PNG and one PDF report (spec, environment, charts, "
                             "results table) into DIR.",
-                            {{"out", "DIR", "output folder (created)"}, dbOption()}, 1, {}};
+                            {{"out", "DIR", "output folder (created)"}, dbOption()}, 1,
+                            "Each file is written under a temporary name and renamed when complete; a name in DIR "
+                            "taken by anything but a regular file (a link, FIFO, device or folder) is refused before "
+                            "anything is written, and Ctrl-C removes the file in progress."};
 
 int cmdReport(const std::vector<std::string>& argv) {
   Args args(kReportDef, argv);
@@ -474,7 +479,7 @@ int cmdReport(const std::vector<std::string>& argv) {
     throw UsageError("--out: " + *out + " is a file; report writes its charts and report.pdf into a folder");
   const std::string dbPath = databasePath(args);
   try {
-    refuseDatabaseOutput((std::filesystem::path(*out) / "report.pdf").string(), dbPath);
+    checkOutput((std::filesystem::path(*out) / "report.pdf").string(), dbPath, OutputRule::entry);
   } catch (const OutputRefused& e) {
     throw UsageError(std::string("--out: ") + e.what());
   }
@@ -483,7 +488,12 @@ int cmdReport(const std::vector<std::string>& argv) {
     requireSweep(*store, id.id);
   }
 #ifdef ATTNSCOPE_HAVE_GUI
-  std::string err = writeSweepReport(dbPath, id.id, *out);
+  std::string err;
+  try {
+    err = writeSweepReport(dbPath, id.id, *out);
+  } catch (const OutputRefused& e) {  // a chart's name taken by a link, FIFO or device: nothing was written
+    throw UsageError(std::string("--out: ") + e.what());
+  }
   if (!err.empty()) throw std::runtime_error(err);
   std::cout << "wrote charts and report.pdf to " << printable(*out) << "\n";
   return 0;

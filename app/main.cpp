@@ -1,5 +1,6 @@
 // attnscope: the GUI with no arguments, headless subcommands otherwise.
 // Exit status: 0 success, 2 bad input (reason on stderr), 1 any other failure.
+#include <csignal>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -76,6 +77,9 @@ int runGuiCommand(int argc, char** argv, const std::vector<std::string>& rest) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Past the file size limit (`ulimit -f`) a write then fails with EFBIG, which every writer
+  // reports and cleans up after like a full disk, instead of SIGXFSZ ending the process silently.
+  std::signal(SIGXFSZ, SIG_IGN);
   std::vector<std::string> args(argv + 1, argv + argc);
   try {
     if (args.empty()) return runGuiCommand(argc, argv, {});

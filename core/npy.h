@@ -1,7 +1,7 @@
 #pragma once
-// NumPy .npy files (format version 1.0/2.0, little-endian, C order) for `run --dump DIR` and
-// `run --inputs DIR`. Tensors are [B, H, L, D]; fp32 is stored as float32, fp16 as float16, and
-// bf16 as float32 holding the exact bf16 values (NumPy has no bfloat16). Masks are bool [.., Lq, Lkv].
+// NumPy .npy files (format version 1.0/2.0, little-endian, C order): the format, read and written.
+// A run's files in a folder (`run --dump DIR`, `run --inputs DIR`, the torch worker's) are
+// core/run_files.h.
 
 #include <cstdint>
 #include <functional>
@@ -11,12 +11,10 @@
 #include <vector>
 
 #include "core/host_inputs.h"
+#include "core/output_file.h"
 #include "core/workload_spec.h"
 
 namespace attnscope {
-
-struct AttentionGradients;  // core/backend.h
-struct LayerGradients;      // core/backend.h
 
 // The shapes of a layer's tensors (core/host_inputs.h): x, y, G and dx [B,L,E]; w_qkv
 // [(H + 2 Hkv) D, E]; b_qkv [(H + 2 Hkv) D]; w_o [E, H D]; b_o [E].
@@ -59,24 +57,16 @@ NpyHeader parseNpyHeader(std::string_view prefix, int64_t file_size, const std::
 // A whole .npy file held in memory (fuzzers, tests). Throws NpyError.
 NpyArray parseNpy(std::string_view bytes, const std::string& name);
 
-// Throws std::runtime_error naming the file on any I/O or format problem. readNpy refuses
-// anything but a regular file (a FIFO or a device must not block or stream forever), and checks
-// the header against the file size before allocating.
-void writeNpy(const std::string& path, const NpyArray& a);
+// A shape as NumPy prints it: (2, 3), (4,), ().
+std::string npyShapeText(const std::vector<int64_t>& shape);
+
+// Throws std::runtime_error naming the file on any I/O or format problem. writeNpy goes through
+// writeOutputFile with OutputRule::entry: a new file, or a regular file replaced, under a
+// temporary name; a link, FIFO, device or folder at `path` is refused (OutputRefused). readNpy
+// refuses anything but a regular file (a FIFO or a device must not block or stream forever), and
+// checks the header against the file size before allocating.
+void writeNpy(const std::string& path, const NpyArray& a, OutputUse use = OutputUse::kept);
 // `check`, when given, sees the header before the data is read (and may throw to refuse it).
 NpyArray readNpy(const std::string& path, const std::function<void(const NpyHeader&)>& check = {});
-
-// Writes q.npy, k.npy, v.npy, out.npy (and mask.npy for dense masks) into dir (created); for a
-// train pass also g.npy, and dq.npy, dk.npy, dv.npy when `gradients` holds them. kind = layer:
-// x.npy w_qkv.npy b_qkv.npy w_o.npy b_o.npy, out.npy holding y [B,L,E], and for train g.npy and
-// dx.npy dw_qkv.npy db_qkv.npy dw_o.npy db_o.npy from `layerGradients`.
-void dumpRun(const std::string& dir, const WorkloadSpec& spec, const HostInputs& inputs,
-             const std::vector<float>& output, const AttentionGradients* gradients = nullptr,
-             const LayerGradients* layerGradients = nullptr);
-// Reads q.npy, k.npy, v.npy (and mask.npy for dense masks; g.npy for a train pass) from dir
-// (kind = layer: x.npy w_qkv.npy b_qkv.npy w_o.npy b_o.npy instead of q, k, v), checking each file's shape
-// and dtype against the spec, and that every value is finite (a NaN or Inf input would make the
-// reference itself meaningless). Throws std::invalid_argument with the file, expected and found.
-HostInputs loadInputs(const std::string& dir, const WorkloadSpec& spec);
 
 }  // namespace attnscope

@@ -2,7 +2,9 @@
 
 #include <sqlite3.h>
 
+#include <cerrno>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <utility>
 
@@ -23,6 +25,33 @@ std::string sqlExcerpt(std::string_view sql) {
   return out;
 }
 
+StoreError::Kind storeErrorKindOf(int err) {
+  return err == ENOSPC || err == EFBIG || err == EDQUOT ? StoreError::Kind::full : StoreError::Kind::io;
+}
+
+namespace {
+
+// errno of the failed call behind an I/O error. sqlite3_system_errno() reads errno when the error
+// surfaces, after the rollback's own calls may have changed it; the database file and its journal
+// (the WAL) each keep the errno of their own last failure.
+int ioErrno(sqlite3* db) {
+  int err = sqlite3_system_errno(db);
+  if (storeErrorKindOf(err) == StoreError::Kind::full) return err;
+  int main = 0;
+  if (sqlite3_file_control(db, "main", SQLITE_FCNTL_LAST_ERRNO, &main) == SQLITE_OK &&
+      storeErrorKindOf(main) == StoreError::Kind::full)
+    return main;
+  sqlite3_file* journal = nullptr;
+  int journal_err = 0;
+  if (sqlite3_file_control(db, "main", SQLITE_FCNTL_JOURNAL_POINTER, &journal) == SQLITE_OK && journal &&
+      journal->pMethods && journal->pMethods->xFileControl(journal, SQLITE_FCNTL_LAST_ERRNO, &journal_err) == SQLITE_OK &&
+      storeErrorKindOf(journal_err) == StoreError::Kind::full)
+    return journal_err;
+  return err;
+}
+
+}  // namespace
+
 void throwSqliteError(sqlite3* db, int rc, const std::string& path, std::string_view what) {
   std::string detail = db ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
   StoreError::Kind kind = StoreError::Kind::io;
@@ -34,6 +63,19 @@ void throwSqliteError(sqlite3* db, int rc, const std::string& path, std::string_
     case SQLITE_FULL: kind = StoreError::Kind::full; break;
     case SQLITE_READONLY: kind = StoreError::Kind::read_only; break;
     default: break;
+  }
+  // SQLite says "disk I/O error" when the file size limit (ulimit -f) or a quota stops a write,
+  // and "unable to open database file" when the process has no descriptor left: errno says which.
+  const bool io = (rc & 0xff) == SQLITE_IOERR || (rc & 0xff) == SQLITE_CANTOPEN;
+  if (const int err = io && db ? ioErrno(db) : 0; err != 0) {
+    if (storeErrorKindOf(err) == StoreError::Kind::full) {
+      kind = StoreError::Kind::full;
+      detail = "database or disk is full (" + std::string(std::strerror(err)) +
+               (err == EFBIG ? ": the file size limit, ulimit -f, is reached)" : ")");
+    } else if (err == EMFILE || err == ENFILE) {
+      kind = StoreError::Kind::io;
+      detail += " (" + std::string(std::strerror(err)) + ")";
+    }
   }
   std::string message = path + ": " + std::string(what) + " failed: " + detail;
   if (kind == StoreError::Kind::corrupt) message += " (the database file is damaged)";

@@ -27,8 +27,9 @@ namespace attnscope {
 
 class StoreError : public std::runtime_error {
  public:
-  // read_only: a write was asked of a file or folder that cannot be written; full: the disk is;
-  // replaced: the database's file, -wal or -shm was deleted or replaced under this connection.
+  // read_only: a write was asked of a file or folder that cannot be written; full: the disk is,
+  // or a limit that acts like a full disk (the file size limit, a quota); replaced: the
+  // database's file, -wal or -shm was deleted or replaced under this connection.
   enum class Kind { not_attnscope, newer_schema, corrupt, io, not_found, invalid, read_only, full, replaced };
   StoreError(Kind kind, const std::string& message) : std::runtime_error(message), kind_(kind) {}
   Kind kind() const { return kind_; }
@@ -36,6 +37,9 @@ class StoreError : public std::runtime_error {
  private:
   Kind kind_;
 };
+
+// full for the errors that mean no more bytes fit (ENOSPC, EFBIG from `ulimit -f`, EDQUOT), io else.
+StoreError::Kind storeErrorKindOf(int err);
 
 struct SweepInfo {
   int64_t id = 0;

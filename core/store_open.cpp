@@ -98,14 +98,11 @@ void configureWriter(SqliteConnection& db) {
 // is complete, so that a full disk or a crash never leaves a 0-byte or half-made database. When
 // another process created the file meanwhile, theirs is kept and opened.
 void createAtomically(const std::string& path) {
-  std::string dir = folderOf(path);
-  std::string tmpl = (fs::path(dir) / ("." + fs::path(path).filename().string() + ".new-XXXXXX")).string();
-  int fd = ::mkstemp(tmpl.data());
-  if (fd < 0) throw StoreError(errno == ENOSPC ? StoreError::Kind::full : StoreError::Kind::io,
-                               "cannot create " + path + ": " + std::strerror(errno));
+  std::string tmp;
+  int fd = createTemporaryIn(folderOf(path), "new", tmp);
+  if (fd < 0) throw StoreError(storeErrorKindOf(errno), "cannot create " + path + ": " + std::strerror(errno));
   ::fchmod(fd, static_cast<mode_t>(newFileMode()));  // what SQLite would have given a file it created
   ::close(fd);  // no connection to this new inode exists yet
-  const std::string tmp = tmpl;
   try {
     {
       SqliteConnection db(tmp, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, path);
@@ -122,8 +119,7 @@ void createAtomically(const std::string& path) {
         removeQuietly(tmp);
       }
       if (err != 0 && err != EEXIST)
-        throw StoreError(err == ENOSPC ? StoreError::Kind::full : StoreError::Kind::io,
-                         "cannot create " + path + ": " + std::strerror(err));
+        throw StoreError(storeErrorKindOf(err), "cannot create " + path + ": " + std::strerror(err));
     }
   } catch (const StoreError& e) {
     for (const char* suffix : {"", "-wal", "-shm", "-journal"}) removeQuietly(tmp + suffix);

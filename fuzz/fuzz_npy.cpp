@@ -12,6 +12,7 @@
 #include <string>
 
 #include "core/npy.h"
+#include "core/run_files.h"
 #include "fuzz/fuzz_support.h"
 
 using namespace attnscope;

@@ -8,7 +8,6 @@
 #include <QImageWriter>
 #include <QPainter>
 #include <QPdfWriter>
-#include <QSaveFile>
 #include <QSvgGenerator>
 #include <QTextStream>
 #include <qcustomplot.h>
@@ -108,7 +107,7 @@ QString renderFile(const QList<QCustomPlot*>& plots, int columns, const QString&
 }  // namespace
 
 QString exportPlots(const QList<QCustomPlot*>& plots, int columns, const QString& format_in,
-                    const QString& file, QSize size, int dpi) {
+                    const QString& file, QSize size, int dpi, OutputRule rule) {
   if (plots.isEmpty()) return QObject::tr("nothing to export");
   if (size.width() < 16 || size.height() < 16) return QObject::tr("size too small: %1x%2").arg(size.width()).arg(size.height());
   if (dpi < 24 || dpi > 2400) return QObject::tr("dpi out of range (24..2400): %1").arg(dpi);
@@ -118,7 +117,7 @@ QString exportPlots(const QList<QCustomPlot*>& plots, int columns, const QString
   // Drawn under a temporary name in the same folder and renamed when complete: a failed export
   // never leaves half a file, nor destroys the file it was to replace.
   try {
-    AtomicOutput out(file.toStdString());
+    AtomicOutput out(file.toStdString(), rule);
     const QString temp = QString::fromStdString(out.tempPath());
     QString error = renderFile(plots, columns, format, temp, size, dpi);
     if (!error.isEmpty()) return error.replace(temp, file);
@@ -129,17 +128,14 @@ QString exportPlots(const QList<QCustomPlot*>& plots, int columns, const QString
   }
 }
 
-namespace {
-
-QString writeText(const QString& file, const std::string& text) {
-  QSaveFile out(file);
-  if (!out.open(QIODevice::WriteOnly)) return QObject::tr("cannot write %1: %2").arg(file, out.errorString());
-  out.write(text.data(), static_cast<qint64>(text.size()));
-  if (!out.commit()) return QObject::tr("cannot write %1: %2").arg(file, out.errorString());
-  return {};
+QString exportText(const QString& file, const std::string& text) {
+  try {
+    writeOutputFile(file.toStdString(), text, OutputRule::text);
+    return {};
+  } catch (const std::exception& e) {
+    return QString::fromStdString(e.what());
+  }
 }
-
-}  // namespace
 
 QString exportCsv(const SweepSnapshots& sweeps, const QString& file) {
   // Core's columns; a leading sweep_id column keeps several sweeps apart in one file.
@@ -160,14 +156,14 @@ QString exportCsv(const SweepSnapshots& sweeps, const QString& file) {
       text += "\n";
     }
   }
-  return writeText(file, text);
+  return exportText(file, text);
 }
 
 QString exportJson(const SweepSnapshots& sweeps, const QString& file) {
   nlohmann::json all = nlohmann::json::array();
   for (const auto& s : sweeps)
     if (s) all.push_back(sweepToJson(s->info, s->environment, s->runs));
-  return writeText(file, (sweeps.size() == 1 ? all[0] : nlohmann::json{{"sweeps", all}}).dump(2) + "\n");
+  return exportText(file, (sweeps.size() == 1 ? all[0] : nlohmann::json{{"sweeps", all}}).dump(2) + "\n");
 }
 
 }  // namespace attnscope::ui

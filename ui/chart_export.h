@@ -6,6 +6,9 @@
 #include <QSize>
 #include <QString>
 
+#include <string>
+
+#include "core/output_file.h"
 #include "ui/sweep_snapshot.h"
 
 class QCustomPlot;
@@ -31,14 +34,19 @@ int layoutDpi();
 bool renderPlots(QPaintDevice* device, QSize size, int dpi, const QList<QCustomPlot*>& plots, int columns);
 
 // format: "png", "svg" or "pdf" (empty: from the file suffix). size in pixels; dpi lays out
-// PNG output for that resolution (96: 1 point = 1.33 px) and is written into the file.
-// Returns an error message, empty on success.
+// PNG output for that resolution (96: 1 point = 1.33 px) and is written into the file, under a
+// temporary name renamed when complete (core/output_file.h; `rule` says what may be at `file`:
+// a named file by default, OutputRule::entry for the report's charts). Returns an error message,
+// empty on success.
 QString exportPlots(const QList<QCustomPlot*>& plots, int columns, const QString& format,
-                    const QString& file, QSize size, int dpi = 96);
+                    const QString& file, QSize size, int dpi = 96, OutputRule rule = OutputRule::file);
 
+// Text exports through core's writeOutputFile (OutputRule::text), as the command line writes them.
 // One row per run: sweep_id, then core's CSV columns.
 QString exportCsv(const SweepSnapshots& sweeps, const QString& file);
 // core's sweepToJson; several sweeps as {"sweeps": [...]}.
 QString exportJson(const SweepSnapshots& sweeps, const QString& file);
+// Any text (the Chrome trace) the same way.
+QString exportText(const QString& file, const std::string& text);
 
 }  // namespace attnscope::ui

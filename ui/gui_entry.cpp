@@ -127,7 +127,7 @@ std::string writeSweepReport(const std::string& db_path, int64_t sweep_id, const
   const QString dir = QString::fromStdString(out_dir);
   if (!QDir().mkpath(dir)) return "cannot create " + out_dir;
   auto events = [db_path](int64_t run_id) { return Store(db_path, StoreMode::read).events(run_id); };
-  return ui::writeReport({snap}, QDir(dir).filePath("report.pdf"), dir, events).toStdString();
+  return ui::writeReport({snap}, QDir(dir).filePath("report.pdf"), dir, OutputRule::entry, events).toStdString();
 }
 
 bool displayAvailable() {

@@ -11,7 +11,6 @@
 #include <QKeySequence>
 #include <QMenuBar>
 #include <QMessageBox>
-#include <QSaveFile>
 #include <QSettings>
 #include <QStatusBar>
 #include <QStyleFactory>
@@ -146,10 +145,11 @@ void MainWindow::buildMenus() {
 
 namespace {
 
-// Empty when `file` may be written; otherwise why not (it is the open database, or a database).
-QString refusedOutput(const QString& file, const Store* store) {
+// Empty when `file` may be written under `rule`; otherwise why not (it is the open database, a
+// database, a FIFO for a chart, ...).
+QString refusedOutput(const QString& file, const Store* store, OutputRule rule) {
   try {
-    refuseDatabaseOutput(file.toStdString(), store ? store->path() : std::string());
+    checkOutput(file.toStdString(), store ? store->path() : std::string(), rule);
     return {};
   } catch (const OutputRefused& e) {
     return QString::fromStdString(e.what());
@@ -171,7 +171,7 @@ void MainWindow::exportChart() {
   ExportDialog dlg(QDir(folder).filePath(name + "-" + view->title().toLower() + "." + format), size, this);
   dlg.setDpi(settings.value("export/dpi", 96).toInt());
   if (dlg.exec() != QDialog::Accepted) return;
-  if (const QString why = refusedOutput(dlg.file(), store_.get()); !why.isEmpty()) return report(why);
+  if (const QString why = refusedOutput(dlg.file(), store_.get(), OutputRule::file); !why.isEmpty()) return report(why);
   settings.setValue("export/folder", QFileInfo(dlg.file()).absolutePath());
   settings.setValue("export/format", dlg.format());
   settings.setValue("export/size", dlg.size());
@@ -186,7 +186,7 @@ void MainWindow::exportData(const QString& format) {
   const QString f = QFileDialog::getSaveFileName(this, tr("Export data"), QDir::home().filePath("attnscope." + format),
                                                  format.toUpper() + " (*." + format + ")");
   if (f.isEmpty()) return;
-  if (const QString why = refusedOutput(f, store_.get()); !why.isEmpty()) return report(why);
+  if (const QString why = refusedOutput(f, store_.get(), OutputRule::text); !why.isEmpty()) return report(why);
   const QString error = format == "csv" ? exportCsv(shown_, f) : exportJson(shown_, f);
   if (!error.isEmpty()) report(error);
   else statusBar()->showMessage(tr("Wrote %1").arg(f), 5000);
@@ -200,15 +200,12 @@ void MainWindow::exportTrace() {
   const QString f = QFileDialog::getSaveFileName(this, tr("Export trace"), QDir::home().filePath("attnscope-trace.json"),
                                                  tr("Chrome trace (*.json)"));
   if (f.isEmpty() || !store_) return;
-  if (const QString why = refusedOutput(f, store_.get()); !why.isEmpty()) return report(why);
+  if (const QString why = refusedOutput(f, store_.get(), OutputRule::text); !why.isEmpty()) return report(why);
   try {
     std::vector<TraceRun> runs;
     for (int64_t id : ids)
       if (auto r = store_->run(id, true)) runs.push_back(traceRunOf(*r));
-    QSaveFile out(f);
-    const std::string text = chromeTrace(runs).dump();
-    if (!out.open(QIODevice::WriteOnly) || out.write(text.data(), static_cast<qint64>(text.size())) < 0 || !out.commit())
-      return report(tr("cannot write %1: %2").arg(f, out.errorString()));
+    if (const QString error = exportText(f, chromeTrace(runs).dump()); !error.isEmpty()) return report(error);
   } catch (const std::exception& e) {
     return report(QString::fromStdString(e.what()));
   }
@@ -220,10 +217,15 @@ void MainWindow::exportReport() {
   const QString f = QFileDialog::getSaveFileName(this, tr("Export report"), QDir::home().filePath("attnscope-report.pdf"),
                                                  tr("PDF (*.pdf)"));
   if (f.isEmpty()) return;
-  if (const QString why = refusedOutput(f, store_.get()); !why.isEmpty()) return report(why);
-  const QString error = writeReport(shown_, f, {}, [this](int64_t run_id) {
-    return store_ ? store_->events(run_id) : std::vector<TraceEvent>{};
-  });
+  if (const QString why = refusedOutput(f, store_.get(), OutputRule::file); !why.isEmpty()) return report(why);
+  QString error;
+  try {
+    error = writeReport(shown_, f, {}, OutputRule::file, [this](int64_t run_id) {
+      return store_ ? store_->events(run_id) : std::vector<TraceEvent>{};
+    });
+  } catch (const OutputRefused& e) {  // what appeared at f since the check above
+    error = QString::fromStdString(e.what());
+  }
   if (!error.isEmpty()) report(error);
   else statusBar()->showMessage(tr("Wrote %1").arg(f), 5000);
 }

@@ -74,6 +74,17 @@ QStringList environmentLines(const Environment& e) {
   return l;
 }
 
+// Non-empty when a signal asks the report to stop (core/output_interrupt.h): checked at every
+// page, so the temporary PDF is removed within one page's drawing.
+QString interruption(const QString& file) {
+  try {
+    throwIfOutputInterrupted(file.toStdString());
+    return {};
+  } catch (const OutputInterrupted& e) {
+    return QString::fromStdString(e.what());
+  }
+}
+
 // At most this many phase tables: a report of a big sweep stays a report.
 constexpr size_t kPhaseTables = 8;
 
@@ -107,6 +118,7 @@ void drawPhaseTables(QPdfWriter& pdf, QCPPainter& p, const QRect& page, const Sw
     const std::vector<PhaseStats>* rows = summaries.find(r->id);
     const int need = 24 + row_h * (2 + (rows ? static_cast<int>(rows->size()) : 1));
     if (y + need > page.height()) {
+      if (outputInterruptSignal() != 0) return;
       pdf.newPage();
       p.setFont(title_font);
       p.drawText(QRect(0, 0, page.width(), 30), Qt::AlignLeft,
@@ -135,7 +147,7 @@ void drawPhaseTables(QPdfWriter& pdf, QCPPainter& p, const QRect& page, const Sw
 
 }  // namespace
 
-QString writeReport(const SweepSnapshots& sweeps, const QString& pdf_file, const QString& png_dir,
+QString writeReport(const SweepSnapshots& sweeps, const QString& pdf_file, const QString& png_dir, OutputRule rule,
                     const TimelineView::EventLoader& events) {
   if (sweeps.empty() || !sweeps.front()) return QObject::tr("no sweep to report");
   // Fresh views at a fixed size: the report looks the same whatever the window looks like.
@@ -155,12 +167,16 @@ QString writeReport(const SweepSnapshots& sweeps, const QString& pdf_file, const
     // Breakdown and Timeline show the same run (their titles name it).
     if (largest) v->selectRun(largest->id);
   }
+  const auto pngFile = [&](const ChartView& v) { return QDir(png_dir).filePath(v.title().toLower() + ".png"); };
+  // Every name first: a report is refused whole, not after half its charts were replaced.
+  for (auto& v : views)
+    if (!png_dir.isEmpty() && !v->plots().isEmpty()) checkOutput(pngFile(*v).toStdString(), {}, rule);
+  checkOutput(pdf_file.toStdString(), {}, rule);
   if (!png_dir.isEmpty()) {
     QDir().mkpath(png_dir);
     for (auto& v : views) {
       if (v->plots().isEmpty()) continue;
-      const QString f = QDir(png_dir).filePath(v->title().toLower() + ".png");
-      const QString err = exportPlots(v->plots(), v->exportColumns(), "png", f, QSize(1600, 700), 96);
+      const QString err = exportPlots(v->plots(), v->exportColumns(), "png", pngFile(*v), QSize(1600, 700), 96, rule);
       if (!err.isEmpty()) return err;
     }
   }
@@ -168,7 +184,7 @@ QString writeReport(const SweepSnapshots& sweeps, const QString& pdf_file, const
   // Drawn under a temporary name and renamed when complete (an old report stays whole until then).
   std::optional<AtomicOutput> pdf_out;
   try {
-    pdf_out.emplace(pdf_file.toStdString());
+    pdf_out.emplace(pdf_file.toStdString(), rule);
   } catch (const std::exception& e) {
     return QString::fromStdString(e.what());
   }
@@ -214,6 +230,7 @@ QString writeReport(const SweepSnapshots& sweeps, const QString& pdf_file, const
   // One page per chart (each chart's own title and context line say what it shows).
   for (auto& v : views) {
     if (v->plots().isEmpty() || (memory_on_cover && v == views.front())) continue;
+    if (const QString why = interruption(pdf_file); !why.isEmpty()) return why;
     pdf.newPage();
     paintPlots(p, QRectF(0, 0, page.width(), page.height()), v->plots(), v->exportColumns());
   }
@@ -232,6 +249,7 @@ QString writeReport(const SweepSnapshots& sweeps, const QString& pdf_file, const
   const int row_h = 16;
   int row = 0;
   while (row < model.rowCount() || row == 0) {
+    if (const QString why = interruption(pdf_file); !why.isEmpty()) return why;
     pdf.newPage();
     p.setFont(title_font);
     p.drawText(QRect(0, 0, page.width(), 30), Qt::AlignLeft, QObject::tr("Results"));

@@ -4,36 +4,11 @@
 #include <cstring>
 #include <filesystem>
 #include <stdexcept>
-#include <unistd.h>
-#include <utility>
 
-#include "core/mask.h"
 #include "core/npy.h"
+#include "core/run_files.h"
 
 namespace attnscope::torch {
-namespace {
-
-NpyArray tensorFile(const HostTensor& t) {
-  NpyArray a;
-  a.shape = t.shape;
-  if (t.dtype == DType::fp16) {
-    a.descr = "<f2";
-    a.data = t.bytes;
-  } else if (t.dtype == DType::fp32) {
-    a.descr = "<f4";
-    a.data = t.bytes;
-  } else {  // bf16: NumPy has none, so float32 holding the exact bf16 values; the worker rounds back exactly
-    a.descr = "<f4";
-    a.data.resize(static_cast<size_t>(t.elements()) * 4);
-    for (int64_t i = 0; i < t.elements(); ++i) {
-      const float f = t.at(i);
-      std::memcpy(a.data.data() + i * 4, &f, 4);
-    }
-  }
-  return a;
-}
-
-}  // namespace
 
 std::string maskPassing(const WorkloadSpec& spec) {
   switch (spec.mask.kind) {
@@ -64,35 +39,10 @@ RunFolder::~RunFolder() {
 }
 
 void writeTorchInputs(const RunFolder& dir, const WorkloadSpec& s, const HostInputs& in) {
-  if (s.kind == WorkloadKind::layer) {
-    for (const auto& [name, t] : {std::pair{"x.npy", &in.x}, {"w_qkv.npy", &in.w_qkv}, {"b_qkv.npy", &in.b_qkv},
-                                  {"w_o.npy", &in.w_o}, {"b_o.npy", &in.b_o}})
-      writeNpy(dir.file(name), tensorFile(*t));
-  } else {
-    writeNpy(dir.file("q.npy"), tensorFile(in.q));
-    writeNpy(dir.file("k.npy"), tensorFile(in.k));
-    writeNpy(dir.file("v.npy"), tensorFile(in.v));
-  }
-  if (s.pass == Pass::train) writeNpy(dir.file("g.npy"), tensorFile(in.g));
-  const bool lowerRightCausal = s.mask.kind == MaskKind::causal && s.seq_q != s.seqKv();
-  if (maskPassing(s) != "tensor" && !lowerRightCausal) return;
   // A causal mask with Lq != Lkv is written too: torch < 2.3 has no causal_lower_right.
-  const bool perHead = s.mask_layout == MaskLayout::per_head && s.mask.kind != MaskKind::causal;
-  NpyArray m;
-  m.descr = "|b1";
-  m.shape = perHead ? std::vector<int64_t>{s.batch, s.heads, s.seq_q, s.seqKv()}
-                    : std::vector<int64_t>{1, 1, s.seq_q, s.seqKv()};
-  if (s.mask.kind == MaskKind::dense) {
-    m.data = in.mask;
-  } else {
-    const int64_t L = s.seq_q, S = s.seqKv(), planes = perHead ? s.batch * s.heads : 1;
-    m.data.resize(static_cast<size_t>(planes * L * S));
-    for (int64_t i = 0; i < L; ++i)
-      for (int64_t j = 0; j < S; ++j) m.data[static_cast<size_t>(i * S + j)] = maskAllows(s.mask, i, j, L, S) ? 1 : 0;
-    for (int64_t p = 1; p < planes; ++p)
-      std::memcpy(m.data.data() + p * L * S, m.data.data(), static_cast<size_t>(L * S));
-  }
-  writeNpy(dir.file("mask.npy"), m);
+  const bool lowerRightCausal = s.mask.kind == MaskKind::causal && s.seq_q != s.seqKv();
+  // A private folder removed after the run: nothing to flush to the disk.
+  writeRunInputs(dir.path(), s, in, maskPassing(s) == "tensor" || lowerRightCausal, OutputUse::scratch);
 }
 
 std::vector<float> readTorchOutput(const std::string& path, const WorkloadSpec& s) {

@@ -1,7 +1,9 @@
 #include "cli_process.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <spawn.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -82,6 +84,31 @@ CliResult runCli(const std::vector<std::string>& args, const std::vector<std::st
   r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   r.out = readFile(outPath);
   r.err = readFile(errPath);
+  std::filesystem::remove_all(dir);
+  return r;
+}
+
+CliResult runCliUnderLimit(const std::vector<std::string>& args, int resource, unsigned long long limit) {
+  const std::string dir = tempDir("cli");
+  const std::string out = dir + "/out", err = dir + "/err";
+  const pid_t pid = fork();
+  if (pid == 0) {
+    for (int sig : {SIGXFSZ, SIGINT, SIGTERM, SIGPIPE}) signal(sig, SIG_DFL);
+    const rlimit rl{static_cast<rlim_t>(limit), static_cast<rlim_t>(limit)};
+    if (setrlimit(resource, &rl) != 0) _exit(97);
+    if (!freopen("/dev/null", "r", stdin) || !freopen(out.c_str(), "w", stdout) || !freopen(err.c_str(), "w", stderr))
+      _exit(99);
+    std::vector<std::string> storage{ATTNSCOPE_BIN};
+    storage.insert(storage.end(), args.begin(), args.end());
+    std::vector<char*> argv;
+    for (auto& a : storage) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    execv(argv[0], argv.data());
+    _exit(98);
+  }
+  int st = 0;
+  waitpid(pid, &st, 0);
+  CliResult r{WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st), readFile(out), readFile(err)};
   std::filesystem::remove_all(dir);
   return r;
 }

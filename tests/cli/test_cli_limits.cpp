@@ -43,25 +43,9 @@ class CliLimits : public CliFixture {
   CliLimits() : CliFixture("clilimits") {}
 };
 
-// Runs attnscope under an address-space limit (what `ulimit -v` sets), in a forked child.
-CliResult runUnderAddressLimit(const std::vector<std::string>& args, int64_t bytes, const std::string& dir) {
-  const std::string out = dir + "/limited.out", err = dir + "/limited.err";
-  const pid_t pid = fork();
-  if (pid == 0) {
-    rlimit rl{static_cast<rlim_t>(bytes), static_cast<rlim_t>(bytes)};
-    if (!kAddressSanitized) setrlimit(RLIMIT_AS, &rl);
-    if (!freopen(out.c_str(), "w", stdout) || !freopen(err.c_str(), "w", stderr)) _exit(99);
-    std::vector<std::string> storage{ATTNSCOPE_BIN};
-    storage.insert(storage.end(), args.begin(), args.end());
-    std::vector<char*> argv;
-    for (auto& a : storage) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    execv(argv[0], argv.data());
-    _exit(98);
-  }
-  int st = 0;
-  waitpid(pid, &st, 0);
-  return {WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st), readFile(out), readFile(err)};
+// Runs attnscope under an address-space limit (what `ulimit -v` sets).
+CliResult runUnderAddressLimit(const std::vector<std::string>& args, int64_t bytes) {
+  return runCliUnderLimit(args, RLIMIT_AS, kAddressSanitized ? RLIM_INFINITY : static_cast<rlim_t>(bytes));
 }
 
 }  // namespace
@@ -91,17 +75,14 @@ TEST_F(CliLimits, AWrongResultIsStatusWrongExitOneAndNotCountedOk) {
 TEST_F(CliLimits, HugeSpecsAreRefusedAtOnceWithoutAllocating) {
   // Each would take gigabytes if anything were allocated before the checks; under a 1 GiB
   // address-space limit an allocation would fail instead of passing unnoticed.
-  CliResult r = runUnderAddressLimit({"run", "--no-db", "--backend", "cpu.reference", "--heads", "64", "--seq", "65536"},
-                                     int64_t{1} << 30, dir_);
+  CliResult r = runUnderAddressLimit({"run", "--no-db", "--backend", "cpu.reference", "--heads", "64", "--seq", "65536"}, int64_t{1} << 30);
   EXPECT_EQ(r.code, 1) << r.err;
   EXPECT_NE(r.err.find("oom"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("not run"), std::string::npos) << r.err;
-  r = runUnderAddressLimit({"run", "--no-db", "--backend", "cpu.flash", "--batch", "100000", "--heads", "64", "--seq", "1024"},
-                           int64_t{1} << 30, dir_);
+  r = runUnderAddressLimit({"run", "--no-db", "--backend", "cpu.flash", "--batch", "100000", "--heads", "64", "--seq", "1024"}, int64_t{1} << 30);
   EXPECT_EQ(r.code, 1) << r.err;
   EXPECT_NE(r.err.find("not run"), std::string::npos) << r.err;
-  r = runUnderAddressLimit({"run", "--no-db", "--backend", "cpu.flash", "--heads", "1099511627776", "--seq", "1"},
-                           int64_t{1} << 30, dir_);
+  r = runUnderAddressLimit({"run", "--no-db", "--backend", "cpu.flash", "--heads", "1099511627776", "--seq", "1"}, int64_t{1} << 30);
   EXPECT_EQ(r.code, 1) << r.err;
   EXPECT_NE(r.err.find("not run"), std::string::npos) << r.err;
   expectUsageError(run({"run", "--backend", "cpu.flash", "--heads", "35184372088832", "--seq", "4096"}),
@@ -113,8 +94,7 @@ TEST_F(CliLimits, HugeSpecsAreRefusedAtOnceWithoutAllocating) {
 TEST_F(CliLimits, AllocationFailureIsThatPointsOomAndTheSweepGoesOn) {
   if (kAddressSanitized) GTEST_SKIP() << "an ASan-built binary cannot run under RLIMIT_AS; the plain builds run this";
   CliResult r = runUnderAddressLimit({"sweep", "--backends", "cpu.flash", "--heads", "64", "--seq", "65536,64", "--reps",
-                                      "1", "--quiet", "--json", "--db", db_},
-                                     int64_t{2500000} * 1024, dir_);
+                                      "1", "--quiet", "--json", "--db", db_}, int64_t{2500000} * 1024);
   ASSERT_EQ(r.code, 0) << r.err;
   auto j = nlohmann::json::parse(r.out);
   ASSERT_EQ(j["runs"].size(), 2u);
@@ -178,6 +158,65 @@ TEST_F(CliLimits, DumpTargetIsCheckedBeforeTheRun) {
   expectUsageError(run({"run", "--backend", "cpu.flash", "--heads", "1", "--seq", "4", "--dump", file}),
                    {"--dump", "not a folder"});
   EXPECT_FALSE(fs::exists(db_));
+}
+
+TEST_F(CliLimits, DumpNamesTakenByLinksFifosOrFoldersAreRefusedBeforeTheRun) {
+  const std::string d = dir_ + "/dump", outside = dir_ + "/precious";
+  fs::create_directory(d);
+  std::ofstream(outside) << "precious";
+  const std::vector<std::string> tiny{"--heads", "1", "--seq", "4", "--head-dim", "4", "--reps", "1", "--warmup", "0"};
+  const auto dumpRun = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args{"run", "--backend", "cpu.reference", "--dump", d};
+    args.insert(args.end(), tiny.begin(), tiny.end());
+    args.insert(args.end(), extra.begin(), extra.end());
+    return run(args);
+  };
+  fs::create_symlink(outside, d + "/q.npy");
+  expectUsageError(dumpRun({}), {"--dump: ", "q.npy is a symbolic link"});
+  EXPECT_EQ(readFile(outside), "precious");
+  fs::remove(d + "/q.npy");
+  // A FIFO was opened and waited on for ever, deaf to SIGTERM; g.npy only in a train run.
+  ASSERT_EQ(::mkfifo((d + "/g.npy").c_str(), 0600), 0);
+  EXPECT_EQ(dumpRun({}).code, 0) << "g.npy is not written by a forward run";
+  fs::remove_all(d);
+  fs::create_directory(d);
+  ASSERT_EQ(::mkfifo((d + "/g.npy").c_str(), 0600), 0);
+  expectUsageError(dumpRun({"--kind", "layer", "--pass", "train"}), {"--dump: ", "g.npy is a FIFO"});
+  fs::remove(d + "/g.npy");
+  fs::create_directory(d + "/out.npy");
+  expectUsageError(dumpRun({}), {"--dump: ", "out.npy is a folder"});
+  auto runs = nlohmann::json::parse(run({"runs", "--json"}).out);
+  EXPECT_EQ(runs.size(), 1u) << "a refused dump ran and saved its run";
+}
+
+TEST_F(CliLimits, ADumpThatFailsSaysWhyAndThatTheRunIsSaved) {
+  // q.npy is 512 KiB, more than the 300 KB file size limit; the database's files stay below it.
+  const std::string d = dir_ + "/dump";
+  CliResult r = runCliUnderLimit({"run", "--backend", "cpu.reference", "--heads", "4", "--seq", "512", "--head-dim", "64",
+                                  "--reps", "1", "--warmup", "0", "--dump", d, "--db", db_},
+                                 RLIMIT_FSIZE, 300000);
+  EXPECT_EQ(r.code, 1) << "exit " << r.code << " (153 is death by SIGXFSZ): " << r.err;
+  EXPECT_NE(r.err.find("--dump: cannot write " + d + "/q.npy: File too large; the run is saved as R1"), std::string::npos)
+      << r.err;
+  EXPECT_NE(r.out.find("saved as         R1"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("dumped to"), std::string::npos) << r.out;
+  for (const auto& e : fs::directory_iterator(d)) ADD_FAILURE() << "left behind: " << e.path();
+  // With few descriptors: the run, its saving and its dump all work, or the error says why.
+  int dumped = 0;
+  for (rlim_t n = 6; n <= 10; ++n) {
+    const std::string dn = dir_ + "/dump" + std::to_string(n);
+    r = runCliUnderLimit({"run", "--backend", "cpu.reference", "--heads", "1", "--seq", "8", "--head-dim", "8", "--reps",
+                          "1", "--warmup", "0", "--dump", dn, "--db", db_},
+                         RLIMIT_NOFILE, n);
+    if (r.code == 0) {
+      EXPECT_NE(r.out.find("dumped to"), std::string::npos) << r.out;
+      EXPECT_NE(r.out.find("saved as"), std::string::npos) << r.out;
+      ++dumped;
+    } else {
+      EXPECT_NE(r.err.find("Too many open files"), std::string::npos) << "ulimit -n " << n << ": " << r.err;
+    }
+  }
+  EXPECT_GT(dumped, 0);
 }
 
 TEST_F(CliLimits, CtrlCDuringARunSavesItAsCancelled) {

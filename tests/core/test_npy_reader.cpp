@@ -1,9 +1,12 @@
 // The .npy reader decides nothing from a header until it is checked against the file: header
 // length, shape product (overflow-safe), dtype and file size come before any allocation; only
-// regular files are read; trailing bytes and non-finite inputs are refused, naming the file.
+// regular files are read; trailing bytes and non-finite inputs are refused, naming the file. The
+// writer of a run's files replaces only regular files.
 #include <gtest/gtest.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cmath>
@@ -14,6 +17,7 @@
 #include <limits>
 
 #include "core/npy.h"
+#include "core/run_files.h"
 
 using namespace attnscope;
 
@@ -107,6 +111,50 @@ TEST(NpyReader, OnlyRegularFilesAreRead) {
   EXPECT_NE(f.get().find("not a regular file"), std::string::npos);
   EXPECT_THROW(readNpy(d.path.string()), NpyError);  // a folder
   EXPECT_THROW(readNpy(d.file("missing.npy")), NpyError);
+}
+
+// The one writer of a run's files (--dump, the torch worker's inputs) creates a temporary and
+// renames it: a link is never written through, a FIFO never opened.
+TEST(NpyReader, TheWriterNeverWritesThroughALinkNorWaitsOnAFifo) {
+  TempDir d, elsewhere;
+  WorkloadSpec s;
+  s.heads = 1;
+  s.seq_q = 2;
+  s.head_dim = 2;
+  const HostInputs in = HostInputs::generate(s);
+  const std::string precious = elsewhere.file("precious");
+  std::ofstream(precious) << "precious";
+  std::filesystem::create_symlink(precious, d.file("q.npy"));
+  ASSERT_EQ(mkfifo(d.file("k.npy").c_str(), 0600), 0);
+  auto attempt = [&] {
+    return std::async(std::launch::async, [&] {
+      try {
+        writeRunInputs(d.path.string(), s, in, false, OutputUse::scratch);
+        return std::string("written");
+      } catch (const OutputRefused& e) {
+        return std::string(e.what());
+      }
+    });
+  };
+  // A writer stuck opening the FIFO is let go (a reader appears) and fails the test.
+  auto outcome = [&](std::future<std::string> f) {
+    if (f.wait_for(std::chrono::seconds(30)) == std::future_status::ready) return f.get();
+    const int release = ::open(d.file("k.npy").c_str(), O_RDONLY | O_NONBLOCK);
+    f.wait();
+    ::close(release);
+    return std::string("the writer opened the FIFO and waited for a reader");
+  };
+  const std::string first = outcome(attempt());
+  EXPECT_NE(first.find("q.npy is a symbolic link"), std::string::npos) << first;
+  std::ifstream back(precious);
+  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(back), {}), "precious");
+  std::filesystem::remove(d.file("q.npy"));
+  const std::string second = outcome(attempt());
+  EXPECT_NE(second.find("k.npy is a FIFO"), std::string::npos) << second;
+  std::filesystem::remove(d.file("k.npy"));
+  EXPECT_EQ(attempt().get(), "written");
+  for (const auto& e : std::filesystem::directory_iterator(d.path))
+    EXPECT_NE(e.path().filename().string()[0], '.') << "left behind: " << e.path();
 }
 
 TEST(NpyReader, InputsAreCheckedAgainstTheSpecAndMustBeFinite) {

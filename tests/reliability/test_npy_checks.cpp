@@ -11,6 +11,7 @@
 
 #include "core/dtype.h"
 #include "core/npy.h"
+#include "core/run_files.h"
 #include "tests/support/temp_dir.h"
 
 namespace attnscope {

@@ -19,7 +19,7 @@ using test::TempDir;
 
 void expectRefusedOutput(const std::string& out, const std::string& db, const std::string& phrase) {
   try {
-    refuseDatabaseOutput(out, db);
+    checkOutput(out, db, OutputRule::text);
     ADD_FAILURE() << out << " was accepted as an output";
   } catch (const OutputRefused& e) {
     EXPECT_NE(std::string(e.what()).find(phrase), std::string::npos) << e.what();
@@ -52,8 +52,8 @@ TEST(OutputFile, AnyOtherDatabaseIsRefusedAndOrdinaryFilesAreNot) {
   sqlite3_close(h);
   expectRefusedOutput(theirs, "", "is an SQLite database");
   test::writeBytes(dir.file("old.csv"), "a,b\n");
-  EXPECT_NO_THROW(refuseDatabaseOutput(dir.file("old.csv"), ours));
-  EXPECT_NO_THROW(refuseDatabaseOutput(dir.file("new.csv"), ours));
+  EXPECT_NO_THROW(checkOutput(dir.file("old.csv"), ours, OutputRule::text));
+  EXPECT_NO_THROW(checkOutput(dir.file("new.csv"), ours, OutputRule::text));
 }
 
 TEST(OutputFile, WrittenWholeUnderATemporaryNameKeepingTheMode) {
@@ -86,8 +86,8 @@ TEST(OutputFile, CannotWriteSaysWhy) {
   try {
     writeOutputFile(dir.path().string(), "x");
     ADD_FAILURE() << "wrote over a folder";
-  } catch (const std::runtime_error& e) {
-    EXPECT_NE(std::string(e.what()).find("Is a directory"), std::string::npos) << e.what();
+  } catch (const OutputRefused& e) {
+    EXPECT_NE(std::string(e.what()).find("is a folder"), std::string::npos) << e.what();
   }
 }
 

@@ -12,22 +12,9 @@
 #include <filesystem>
 #include <fstream>
 
-#include "tests/cli/cli_process.h"
+#include "tests/store/store_cli_support.h"
 
 namespace {
-
-struct Db {
-  std::string dir = tempDir("store-cli");
-  std::string path = dir + "/runs.sqlite";
-  ~Db() { std::filesystem::remove_all(dir); }
-};
-
-// One tiny saved run (cpu.reference, a 1x1x8x8 workload) in sweep S1.
-void saveOneRun(const std::string& db, const std::string& name = "tiny") {
-  CliResult r = runCli({"run", "--backend", "cpu.reference", "--heads", "1", "--seq", "8", "--head-dim", "8", "--reps",
-                        "1", "--warmup", "0", "--name", name, "--db", db});
-  ASSERT_EQ(r.code, 0) << r.err;
-}
 
 TEST(StoreCli, ExportNeverOverwritesTheDatabase) {
   Db db;
@@ -85,7 +72,7 @@ TEST(StoreCli, ImageExportPrintsNoQtWarnings) {
     EXPECT_GT(std::filesystem::file_size(out), 100u) << format;
   }
   for (const auto& e : std::filesystem::directory_iterator(db.dir))
-    EXPECT_EQ(e.path().filename().string().find(".tmp-"), std::string::npos) << e.path();
+    EXPECT_EQ(e.path().filename().string().find(".attnscope-"), std::string::npos) << e.path();
 }
 
 TEST(StoreCli, CsvExportIsWrittenWholeUnderATemporaryName) {
@@ -96,7 +83,7 @@ TEST(StoreCli, CsvExportIsWrittenWholeUnderATemporaryName) {
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_FALSE(readFile(out).empty());
   for (const auto& e : std::filesystem::directory_iterator(db.dir))
-    EXPECT_EQ(e.path().filename().string().find(".tmp-"), std::string::npos) << e.path();
+    EXPECT_EQ(e.path().filename().string().find(".attnscope-"), std::string::npos) << e.path();
 }
 
 TEST(StoreCli, DbThatIsAFolderOrATextFileIsBadInput) {

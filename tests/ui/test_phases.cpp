@@ -5,6 +5,10 @@
 // Memory view has one series per backend, pass and checkpoint with the stored peaks; the PDF
 // report carries the phase tables.
 
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <QComboBox>
 #include <QProcess>
 #include <QSignalSpy>
@@ -54,6 +58,37 @@ class TestPhases : public QObject {
     QCOMPARE(train_->runs.size(), size_t{16});
     for (const auto& snap : {train_, passes_, layer_})
       for (const RunResult& r : snap->runs) QVERIFY2(r.status == RunStatus::ok, qPrintable(QString::fromStdString(r.message)));
+  }
+
+  // First: it forks, and a child forked after the other tests started pool threads would wait on
+  // threads that were not copied into it.
+  void aSignalWhileTheReportIsDrawnRemovesItsTemporary() {
+    // The window's report export: SIGTERM arrives while the PDF is drawn (from the trace loader of
+    // the phase tables, once the PDF's temporary exists); the temporary goes, then the process
+    // ends by that signal.
+    QTemporaryDir out;
+    const QString pdf = out.filePath("attnscope-report.pdf");
+    const auto entries = [&] { return QDir(out.path()).entryList(QDir::AllEntries | QDir::Hidden | QDir::NoDotAndDotDot); };
+    std::fflush(nullptr);
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+      ::signal(SIGTERM, SIG_DFL);  // as in the window (QTest catches it to print a backtrace)
+      ::alarm(120);                // a stuck child fails the test by SIGALRM instead of hanging it
+      const auto events = loader();
+      bool sent = false;  // once: a second signal would end the process at once, by design
+      writeReport({train_}, pdf, QString(), OutputRule::file, [&](int64_t id) {
+        if (!sent && !entries().isEmpty()) {
+          sent = true;
+          ::raise(SIGTERM);
+        }
+        return events(id);
+      });
+      ::_exit(entries().isEmpty() ? 3 : 0);  // 3: the loader never ran while the PDF was drawn
+    }
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    QVERIFY2(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM, qPrintable(QString("status %1").arg(status)));
+    QCOMPARE(entries(), QStringList());
   }
 
   void breakdownTableIsCoresPhaseSummary() {
@@ -278,7 +313,7 @@ class TestPhases : public QObject {
 
   void reportCarriesPhaseTables() {
     const QString pdf = dir_.filePath("report.pdf");
-    QCOMPARE(writeReport({train_}, pdf, QString(), loader()), QString());
+    QCOMPARE(writeReport({train_}, pdf, QString(), OutputRule::file, loader()), QString());
     const QString pdftotext = QStandardPaths::findExecutable("pdftotext");
     if (pdftotext.isEmpty()) QSKIP("pdftotext (poppler-utils) not installed: the report's text cannot be read back");
     QProcess p;
