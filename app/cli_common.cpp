@@ -62,6 +62,22 @@ std::string defaultDatabaseForHelp() {
 
 OptionDef dbOption() { return {"db", "FILE", "database file (default: $ATTNSCOPE_DB or " + defaultDatabaseForHelp() + ")"}; }
 OptionDef jsonOption() { return {"json", "", "print JSON for scripts instead of tables"}; }
+OptionDef checkOption() {
+  return {"check", "MODE",
+          "accuracy check against the float64 reference: auto (default: every row when that costs about as much as "
+          "the run, else sampled), full, sampled, off (stored as not checked)"};
+}
+CheckMode checkModeFromArgs(const Args& args) {
+  const auto text = args.value("check");
+  if (args.flag("no-check")) {  // run's older spelling of --check off
+    if (text && *text != "off") throw UsageError("--no-check and --check " + *text + " contradict each other");
+    return CheckMode::off;
+  }
+  if (!text) return CheckMode::automatic;
+  const auto mode = parseCheckMode(*text);
+  if (!mode) throw UsageError("--check: '" + *text + "' is not a check mode (allowed: " + std::string(kCheckModeChoices) + ")");
+  return *mode;
+}
 OptionDef pythonOption() {
   // The GUI's setting is the window's alone: the command line never reads it.
   return {"python", "PATH", "Python with torch for the torch.* backends (default: $ATTNSCOPE_PYTHON, else python3 on PATH)"};

@@ -10,6 +10,7 @@
 
 #include "app/cli_args.h"
 #include "core/backend_registry.h"
+#include "core/check_policy.h"
 #include "core/store.h"
 #include "core/trace_capture.h"
 #include "core/workload_spec.h"
@@ -25,6 +26,9 @@ void throwIfInvalid(const WorkloadSpec& spec);
 
 OptionDef dbOption();
 OptionDef jsonOption();
+// --check auto|full|sampled|off (core/check_policy.h); auto when absent. Throws UsageError.
+OptionDef checkOption();
+CheckMode checkModeFromArgs(const Args& args);
 // --python PATH: the Python (with torch) the torch.* backends run in and explain asks. Must be
 // applied before the first use of session(). Also refuses a bad $ATTNSCOPE_TORCH_TIMEOUT (UsageError).
 OptionDef pythonOption();

@@ -51,7 +51,7 @@ Table resultsTable(const std::vector<RunResult>& runs) {
       note = "torch ran: " + ran->second + (note.empty() ? "" : "; " + note);
     std::vector<std::string> row = {r.id ? "R" + std::to_string(r.id) : "-", r.backend};
     for (const SpecField* f : shown) row.push_back(f->cell(r.spec));
-    for (std::string cell : std::initializer_list<std::string>{std::string(toString(r.status)), timeCell(r), std::string(gf), bytesCell(r.memory.predicted_peak),
+    for (std::string cell : std::initializer_list<std::string>{statusText(r), timeCell(r), std::string(gf), bytesCell(r.memory.predicted_peak),
                              bytesCell(r.status == RunStatus::ok ? r.memory.measured_peak : -1), errorCell(r), note})
       row.push_back(std::move(cell));
     t.add(row);
@@ -70,7 +70,7 @@ void printRunDetails(const RunResult& r, std::ostream& os) {
   os << (r.id ? "run R" + std::to_string(r.id) : std::string("run")) << ": " << printable(r.backend + " on " + r.device) << "\n";
   line("spec", summary(r.spec));
   line("scale", std::to_string(r.spec.effectiveScale()));
-  line("status", std::string(toString(r.status)) + (r.message.empty() ? "" : ": " + r.message));
+  line("status", statusText(r) + (r.message.empty() ? "" : ": " + r.message));
   if (r.status == RunStatus::ok) {
     line("time (median)", formatDuration(r.timing.median_s) + "  (min " + formatDuration(r.timing.min_s) + ", max " +
                               formatDuration(r.timing.max_s) + "; " + std::to_string(r.timing.warmup) + " warm-up, " +
@@ -105,13 +105,7 @@ void printRunDetails(const RunResult& r, std::ostream& os) {
       line("    " + b.name, formatBytes(b.bytes) + "  " + std::string(toString(b.role)) + "  " + life);
     }
   }
-  if (r.accuracy.checked) {
-    char buf[160];
-    std::snprintf(buf, sizeof buf, "max abs %.3e, rel L2 %.3e over %lld of %lld rows (tolerance %.1e): %s",
-                  r.accuracy.max_abs_error, r.accuracy.rel_l2_error, static_cast<long long>(r.accuracy.rows_checked),
-                  static_cast<long long>(r.accuracy.rows_total), r.accuracy.tolerance, r.accuracy.passed() ? "pass" : "FAIL");
-    line("accuracy", buf);
-  }
+  if (r.accuracy.checked || r.status == RunStatus::ok) line("accuracy", accuracySummary(r.accuracy));
   line("trace", std::to_string(r.trace.events.size()) + " events" +
                     (r.trace.dropped_records ? ", " + std::to_string(r.trace.dropped_records) + " CUPTI records dropped" : ""));
 }

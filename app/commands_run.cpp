@@ -113,7 +113,7 @@ int cmdBackends(const std::vector<std::string>& argv) {
 }
 
 const CommandDef kRunDef{
-    "run", "run --backend ID [SPEC] [--reps N] [--warmup N] [--dump DIR] [--inputs DIR] [--db FILE | --no-db] [--json]",
+    "run", "run --backend ID [SPEC] [--reps N] [--warmup N] [--check MODE] [--dump DIR] [--inputs DIR] [--db FILE | --no-db] [--json]",
     "Run one workload on one backend: time, throughput, predicted and measured peak memory, accuracy against a "
     "float64 reference.",
     withSpec({{"backend", "ID", "backend id (see attnscope backends)"},
@@ -121,7 +121,8 @@ const CommandDef kRunDef{
               {"warmup", "N", "warm-up runs (default 1)"},
               {"dump", "DIR", "write q.npy k.npy v.npy out.npy (and mask.npy; for --pass train g.npy dq.npy dk.npy dv.npy) in [B,H,L,D] layout; --kind layer: x.npy and the weights, y as out.npy, dx.npy and the weights' gradients"},
               {"inputs", "DIR", "read q.npy k.npy v.npy (and mask.npy; for --pass train g.npy) instead of generating inputs; --kind layer: x.npy w_qkv.npy b_qkv.npy w_o.npy b_o.npy"},
-              {"no-check", "", "skip the accuracy check against the float64 reference"},
+              checkOption(),
+              {"no-check", "", "the same as --check off (kept for scripts that use it)"},
               {"name", "NAME", "name of the saved run's sweep (default: run <backend>)"},
               pythonOption(),
               dbOption(),
@@ -163,7 +164,7 @@ int cmdRun(const std::vector<std::string>& argv) {
   RunOptions opt;
   opt.reps = args.intValue("reps", 5, 1, kMaxReps);
   opt.warmup = args.intValue("warmup", 1, 0, kMaxReps);
-  opt.check_accuracy = !args.flag("no-check");
+  opt.check = checkModeFromArgs(args);
   if (args.flag("no-db") && args.value("db")) throw UsageError("--db and --no-db are exclusive");
   const std::string name = sweepNameOption(args);
   Backend& backend = findBackend("backend", *backendId);
@@ -208,6 +209,7 @@ int cmdRun(const std::vector<std::string>& argv) {
     one.backends = {backend.id()};
     one.reps = opt.reps;
     one.warmup = opt.warmup;
+    one.check = opt.check;
     RecordedSweep recorded(*store, one);
     recorded.save(r);
     recorded.finish(r.status == RunStatus::cancelled);
@@ -244,7 +246,7 @@ int cmdRun(const std::vector<std::string>& argv) {
 }
 
 const CommandDef kSweepDef{
-    "sweep", "sweep --backends A,B [--heads 8,16,32] [--seq 1024,4096] [SPEC lists] [--budget SIZE] [--name N] [--db FILE] [--json]",
+    "sweep", "sweep --backends A,B [--heads 8,16,32] [--seq 1024,4096] [SPEC lists] [--budget SIZE] [--check MODE] [--name N] [--db FILE] [--json]",
     "Run a grid of workloads (every SPEC option takes a comma-separated list) on several backends, saving every "
     "point as it finishes.",
     withSpec({{"backends", "A,B", "backend ids (default: every backend available on this machine)"},
@@ -253,6 +255,7 @@ const CommandDef kSweepDef{
               {"reps", "N", "timed repetitions per point (default 3)"},
               {"warmup", "N", "warm-up runs per point (default 1)"},
               {"quiet", "", "no per-point progress on stderr"},
+              checkOption(),
               pythonOption(),
               dbOption(),
               jsonOption()},
@@ -293,6 +296,7 @@ int cmdSweep(const std::vector<std::string>& argv) {
   sw.reps = args.intValue("reps", 3, 1, kMaxReps);
   sw.warmup = args.intValue("warmup", 1, 0, kMaxReps);
   if (auto b = args.value("budget")) sw.memory_budget = parseBytes("budget", *b);
+  sw.check = checkModeFromArgs(args);
   std::vector<SpecError> errs;
   auto points = sw.expand(&errs);
   if (!errs.empty()) throw UsageError(describe(errs));
@@ -312,7 +316,7 @@ int cmdSweep(const std::vector<std::string>& argv) {
   RecordedSweepCallbacks cb;
   cb.saved = [&](const RunResult& r) {
     if (quiet) return;
-    std::cerr << "  R" << r.id << " " << r.backend << " " << summary(r.spec) << ": " << toString(r.status);
+    std::cerr << "  R" << r.id << " " << r.backend << " " << summary(r.spec) << ": " << statusText(r);
     if (r.status == RunStatus::ok)
       std::cerr << ", " << timeCell(r) << ", peak " << formatBytes(r.memory.measured_peak);
     else

@@ -53,6 +53,12 @@ std::string gridOf(const SweepInfo& sw) {
   return out.empty() ? "single point" : out;
 }
 
+// The runs table's ok column: the count, and how many of them were not checked on every row.
+std::string okCell(const SweepInfo& sw) {
+  const int64_t partial = sw.ok_count - sw.ok_every_row;
+  return std::to_string(sw.ok_count) + (partial > 0 ? " (" + std::to_string(partial) + " not every row checked)" : "");
+}
+
 // A key identifying a point across sweeps: backend plus the resolved spec without the seed.
 std::string pointKey(const RunResult& r) { return r.backend + " " + summary(r.spec); }
 
@@ -71,9 +77,11 @@ int cmdRuns(const std::vector<std::string>& argv) {
     for (const auto& sw : sweeps) {
       nlohmann::json runs = nlohmann::json::array();
       for (const auto& r : store->runs(sw.id))
-        runs.push_back({{"id", r.id}, {"backend", r.backend}, {"summary", summary(r.spec)}, {"status", toString(r.status)}});
+        runs.push_back({{"id", r.id}, {"backend", r.backend}, {"summary", summary(r.spec)}, {"status", toString(r.status)},
+                        {"status_text", statusText(r)}, {"checked_fraction", r.accuracy.checkedFraction()}});
       out.push_back({{"id", sw.id}, {"name", sw.name}, {"created_unix_ms", sw.created_unix_ms}, {"state", sw.state},
                      {"tags", sw.tags}, {"notes", sw.notes}, {"run_count", sw.run_count}, {"ok_count", sw.ok_count},
+                     {"ok_every_row_count", sw.ok_every_row},
                      {"runs", runs}});
       if (!sw.error.empty()) out.back()["error"] = sw.error;
     }
@@ -90,7 +98,7 @@ int cmdRuns(const std::vector<std::string>& argv) {
     const bool bad = !sw.error.empty();
     if (bad) unreadable.push_back(sw.error);
     t.add({"S" + std::to_string(sw.id), sw.name, formatTime(sw.created_unix_ms), sw.state, std::to_string(sw.run_count),
-           std::to_string(sw.ok_count), bad ? "?" : backendsOf(sw), bad ? "unreadable (see below)" : gridOf(sw),
+           okCell(sw), bad ? "?" : backendsOf(sw), bad ? "unreadable (see below)" : gridOf(sw),
            join(sw.tags, ",")});
   }
   std::cout << t.render();
@@ -202,7 +210,8 @@ int cmdShow(const std::vector<std::string>& argv) {
     }
     std::cout << "sweep S" << sw.id << " '" << printable(sw.name) << "' (" << sw.state << "), created " << formatTime(sw.created_unix_ms) << "\n"
               << "  base spec   " << summary(workloadSpecFromJson(sw.spec.at("base"))) << "\n"
-              << "  grid        " << gridOf(sw) << "\n  backends    " << backendsOf(sw) << "\n";
+              << "  grid        " << gridOf(sw) << "\n  backends    " << backendsOf(sw) << "\n"
+              << "  check       " << toString(sweepSpecFromJson(sw.spec).check) << "\n";
     if (!sw.notes.empty()) std::cout << "  notes       " << printable(sw.notes) << "\n";
     if (!sw.tags.empty()) std::cout << "  tags        " << printable(join(sw.tags, ", ")) << "\n";
     std::cout << "  machine     " << env.host << ", " << env.cpu << " (" << env.cpu_threads << " threads), "
@@ -343,7 +352,7 @@ int cmdCompare(const std::vector<std::string>& argv) {
   if (!differing.empty() || not_comparable) std::cout << "\n";
   Table t({"point", "status " + a.text(), "status " + b.text(), "time " + a.text(), "time " + b.text(), "B/A time",
            "peak " + a.text(), "peak " + b.text(), "peak B-A"});
-  auto status = [](const RunResult* r) { return r ? std::string(toString(r->status)) : std::string("absent"); };
+  auto status = [](const RunResult* r) { return r ? statusText(*r) : std::string("absent"); };
   auto peak = [](const RunResult* r) { return r ? bytesCell(r->status == RunStatus::ok ? r->memory.measured_peak : -1) : std::string("-"); };
   for (const auto& p : pairs) {
     std::string ratio = "-", diff = "-";

@@ -203,7 +203,7 @@ RunResult runOurs(Backend& b, const WorkloadSpec& spec, int reps) {
   RunOptions opt;
   opt.warmup = 1;
   opt.reps = reps;
-  opt.check_accuracy = false;
+  opt.check = CheckMode::off;
   return runPoint(b, spec, opt);
 }
 

@@ -164,7 +164,7 @@ int main(int argc, char** argv) {
             RunOptions opt;
             opt.warmup = warmup;
             opt.reps = reps;
-            opt.check_accuracy = check;
+            opt.check = check ? CheckMode::automatic : CheckMode::off;
             opt.inputs = &inputs;
             opt.capture = tracer;
             const RunResult r = runPoint(*b, spec, opt);

@@ -2,10 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
-#include <set>
 #include <sstream>
 
-#include "core/random.h"
+#include "core/check_sample.h"
+#include "core/reference_kernels.h"
 #include "core/reference.h"
 #include "core/reference_grad.h"
 
@@ -47,19 +47,26 @@ std::vector<float> floats(const HostTensor& t) {
   return out;
 }
 
-// Every index below `total` when it fits, else a seeded sample (first and last included).
-std::vector<int64_t> sample(const WorkloadSpec& s, int64_t total, int64_t cost_per, uint64_t salt) {
+// Every index below groups x per_group when `depth` is every_row or they fit, else a sampled
+// check's: an index of every block of kCheckBlock of every group (every batch, every head's
+// slice of w_qkv), the largest `norm` of every group and overall, and seeded ones.
+template <class Norm>
+std::vector<int64_t> sample(const WorkloadSpec& s, CheckDepth depth, int64_t groups, int64_t per_group, int64_t cost_per,
+                            uint64_t salt, Norm norm) {
+  const int64_t total = groups * per_group;
   const int64_t affordable = std::max<int64_t>(2, kAccuracyBudget / std::max<int64_t>(1, cost_per));
   const int64_t n = std::min({kAccuracySamples, affordable, total});
-  std::vector<int64_t> out;
-  if ((total <= kAccuracyAllRows && total <= affordable) || n >= total) {
-    for (int64_t i = 0; i < total; ++i) out.push_back(i);
-    return out;
+  CheckSample cs(groups, per_group, s.seed, salt);
+  if (depth == CheckDepth::every_row || (total <= kAccuracyAllRows && total <= affordable) || n >= total) {
+    cs.all();
+    return cs.sorted();
   }
-  std::set<int64_t> chosen{0, total - 1};
-  for (uint64_t k = 0; static_cast<int64_t>(chosen.size()) < n; ++k)
-    chosen.insert(static_cast<int64_t>(randomBits(s.seed ^ salt, RandomStream::sample, k) % static_cast<uint64_t>(total)));
-  return {chosen.begin(), chosen.end()};
+  cs.everyBlock();
+  std::vector<double> norms(static_cast<size_t>(total));
+  for (int64_t i = 0; i < total; ++i) norms[static_cast<size_t>(i)] = norm(i);
+  cs.largest(norms);
+  cs.seeded(n);
+  return cs.sorted();
 }
 
 // The layer's shapes, and the head-split tensors read as matrices of R = B L rows: column c of
@@ -88,18 +95,42 @@ class Checker {
     if (cancel_ && cancel_->load(std::memory_order_relaxed)) throw Cancelled();
   }
   // out = bias + a_row . w (w row-major with `ld`; transposed: column j is row j of w).
-  // Positions p: out(p, j) = b[j] + sum_c in(p, c) w(j, c), compared with got(p, j).
+  // Positions p: out(p, j) = b[j] + sum_c in(p, c) w(j, c), compared with got(p, j). Computed
+  // kBatch positions at a time on the check's threads, compared in order.
   template <class In, class W, class Got>
   void rows(TensorCheck& t, const std::vector<int64_t>& ps, int64_t n_in, int64_t n_out, In in, W w,
             const std::vector<float>* bias, Got got) {
-    std::vector<double> a(static_cast<size_t>(n_in));
-    for (int64_t p : ps) {
-      poll();
-      for (int64_t c = 0; c < n_in; ++c) a[c] = in(p, c);
-      for (int64_t j = 0; j < n_out; ++j) {
-        double acc = bias ? (*bias)[static_cast<size_t>(j)] : 0.0;
-        for (int64_t c = 0; c < n_in; ++c) acc += a[c] * w(j, c);
-        t.add(p * n_out + j, got(p, j), acc);
+    std::vector<double> want;
+    for (size_t first = 0; first < ps.size(); first += kBatch) {
+      const int64_t count = static_cast<int64_t>(std::min(kBatch, ps.size() - first));
+      want.assign(static_cast<size_t>(count * n_out), 0.0);
+      parallelSlices(count, static_cast<double>(n_in * n_out), [&](int64_t begin, int64_t end) {
+        std::vector<double> a(static_cast<size_t>(n_in));
+        for (int64_t r = begin; r < end; ++r) {
+          poll();
+          const int64_t p = ps[first + static_cast<size_t>(r)];
+          for (int64_t c = 0; c < n_in; ++c) a[c] = in(p, c);
+          double* out = want.data() + r * n_out;
+          for (int64_t j = 0; j < n_out; ++j) out[j] = bias ? (*bias)[static_cast<size_t>(j)] : 0.0;
+          // Four outputs at a time: independent chains, each summed in c order as a plain loop.
+          int64_t j = 0;
+          for (; j + 4 <= n_out; j += 4) {
+            double a0 = out[j], a1 = out[j + 1], a2 = out[j + 2], a3 = out[j + 3];
+            for (int64_t c = 0; c < n_in; ++c) {
+              a0 += a[c] * w(j, c);
+              a1 += a[c] * w(j + 1, c);
+              a2 += a[c] * w(j + 2, c);
+              a3 += a[c] * w(j + 3, c);
+            }
+            out[j] = a0, out[j + 1] = a1, out[j + 2] = a2, out[j + 3] = a3;
+          }
+          for (; j < n_out; ++j)
+            for (int64_t c = 0; c < n_in; ++c) out[j] += a[c] * w(j, c);
+        }
+      });
+      for (int64_t r = 0; r < count; ++r) {
+        const int64_t p = ps[first + static_cast<size_t>(r)];
+        for (int64_t j = 0; j < n_out; ++j) t.add(p * n_out + j, got(p, j), want[static_cast<size_t>(r * n_out + j)]);
       }
     }
     checked_ += static_cast<int64_t>(ps.size());
@@ -108,16 +139,26 @@ class Checker {
   template <class A, class Bm>
   void weights(TensorCheck& dw, TensorCheck* db, const std::vector<int64_t>& is, int64_t m, int64_t n, A a, Bm b,
                const std::vector<float>& got_w, const std::vector<float>* got_b) {
-    std::vector<double> acc(static_cast<size_t>(n));
-    for (int64_t i : is) {
-      poll();
-      std::fill(acc.begin(), acc.end(), 0.0);
-      for (int64_t p = 0; p < z_.R; ++p) {
-        const double ap = a(p, i);
-        if (ap != 0.0)
-          for (int64_t j = 0; j < n; ++j) acc[j] += ap * b(p, j);
+    std::vector<double> want;
+    for (size_t first = 0; first < is.size(); first += kBatch) {
+      const int64_t count = static_cast<int64_t>(std::min(kBatch, is.size() - first));
+      want.assign(static_cast<size_t>(count * n), 0.0);
+      parallelSlices(count, static_cast<double>(z_.R * n), [&](int64_t begin, int64_t end) {
+        for (int64_t r = begin; r < end; ++r) {
+          poll();
+          const int64_t i = is[first + static_cast<size_t>(r)];
+          double* acc = want.data() + r * n;
+          for (int64_t p = 0; p < z_.R; ++p) {
+            const double ap = a(p, i);
+            if (ap != 0.0)
+              for (int64_t j = 0; j < n; ++j) acc[j] += ap * b(p, j);
+          }
+        }
+      });
+      for (int64_t r = 0; r < count; ++r) {
+        const int64_t i = is[first + static_cast<size_t>(r)];
+        for (int64_t j = 0; j < n; ++j) dw.add(i * n + j, got_w[static_cast<size_t>(i * n + j)], want[static_cast<size_t>(r * n + j)]);
       }
-      for (int64_t j = 0; j < n; ++j) dw.add(i * n + j, got_w[static_cast<size_t>(i * n + j)], acc[j]);
     }
     checked_ += static_cast<int64_t>(is.size());
     if (!db) return;
@@ -132,6 +173,7 @@ class Checker {
   const Layout& z() const { return z_; }
 
  private:
+  static constexpr size_t kBatch = 256;
   const Layout z_;
   const std::atomic<bool>* cancel_;
   int64_t checked_ = 0;
@@ -178,7 +220,7 @@ double layerProjectionFlops(const WorkloadSpec& s) {
 
 Accuracy checkLayer(const WorkloadSpec& s, const HostInputs& in, const std::vector<float>& y_got,
                     const LayerGradients* grads, const LayerIntermediates* mid, const std::atomic<bool>* cancel,
-                    std::string* problemOut) {
+                    std::string* problemOut, CheckDepth depth) {
   Accuracy a;
   a.checked = true;
   a.tolerance = toleranceFor(s.dtype);
@@ -199,6 +241,15 @@ Accuracy checkLayer(const WorkloadSpec& s, const HostInputs& in, const std::vect
   if (train && (!grads || grads->dx.size() != y_got.size() || in.g.elements() != z.R * z.E ||
                 mid->d_o.elements() != s.qElements() || mid->dq.elements() != s.qElements()))
     return fail("a train pass needs G, the gradients and dO, dq, dk, dv to check");
+  // A NaN or Inf fails wherever it is, sampled or not.
+  std::vector<std::pair<const std::vector<float>*, const char*>> outputs = {{&y_got, "y"}};
+  if (train)
+    outputs.insert(outputs.end(), {{&grads->dx, "dx"}, {&grads->dw_qkv, "dw_qkv"}, {&grads->db_qkv, "db_qkv"},
+                                   {&grads->dw_o, "dw_o"}, {&grads->db_o, "db_o"}});
+  for (const auto& [t, name] : outputs)
+    if (const int64_t at = firstNonFinite(*t); at >= 0)
+      return fail(std::string(name) + " element " + std::to_string(at) + " is not finite (" +
+                  std::to_string((*t)[static_cast<size_t>(at)]) + ")");
 
   Checker c(s, cancel);
   const std::vector<float> x = floats(in.x), wqkv = floats(in.w_qkv), bqkv = floats(in.b_qkv), wo = floats(in.w_o),
@@ -208,11 +259,26 @@ Accuracy checkLayer(const WorkloadSpec& s, const HostInputs& in, const std::vect
   auto Wqkv = [&](int64_t j, int64_t e) { return static_cast<double>(wqkv[static_cast<size_t>(j * z.E + e)]); };
   auto Wo = [&](int64_t e, int64_t c2) { return static_cast<double>(wo[static_cast<size_t>(e * z.HD + c2)]); };
   auto A = [&](int64_t p, int64_t c2) { return static_cast<double>(o[static_cast<size_t>(z.split(p, c2, z.H))]); };
+  // A sampled stage takes, besides a position of every block of every batch, the positions whose
+  // input row is largest (and the weight rows whose input column is).
+  auto positions = [&](int64_t n_in, int64_t cost_per, uint64_t salt, auto in) {
+    return sample(s, depth, z.B, z.L, cost_per, salt, [&](int64_t p) {
+      double sum = 0;
+      for (int64_t c = 0; c < n_in; ++c) sum += in(p, c) * in(p, c);
+      return sum;
+    });
+  };
+  auto weightRows = [&](int64_t groups, int64_t m, int64_t cost_per, uint64_t salt, auto a) {
+    return sample(s, depth, groups, m / groups, cost_per, salt, [&](int64_t i) {
+      double sum = 0;
+      for (int64_t p = 0; p < z.R; ++p) sum += a(p, i) * a(p, i);
+      return sum;
+    });
+  };
 
   // Forward: q, k, v; the attention on them; y.
   TensorCheck qkv("q/k/v"), y("y");
-  const std::vector<int64_t> positions = sample(s, z.R, z.E * z.Ht, 0x71);
-  c.rows(qkv, positions, z.E, z.Ht, X, Wqkv, &bqkv, [&](int64_t p, int64_t j) { return z.fused(q, k, v, p, j); });
+  c.rows(qkv, positions(z.E, z.E * z.Ht, 0x71, X), z.E, z.Ht, X, Wqkv, &bqkv, [&](int64_t p, int64_t j) { return z.fused(q, k, v, p, j); });
   fold(a, qkv, problem);
   WorkloadSpec as = s;
   as.kind = WorkloadKind::attention;
@@ -223,10 +289,10 @@ Accuracy checkLayer(const WorkloadSpec& s, const HostInputs& in, const std::vect
   ai.mask = in.mask;
   {
     std::string p;
-    const Accuracy part = checkAccuracy(as, ai, o, cancel, &p);
+    const Accuracy part = checkAccuracy(as, ai, o, cancel, &p, depth);
     fold(a, part, p.empty() ? "" : "o (attention output): " + p, problem);
   }
-  c.rows(y, sample(s, z.R, z.HD * z.E, 0x79), z.HD, z.E, A, Wo, &bo,
+  c.rows(y, positions(z.HD, z.HD * z.E, 0x79, A), z.HD, z.E, A, Wo, &bo,
          [&](int64_t p, int64_t e) { return static_cast<double>(y_got[static_cast<size_t>(p * z.E + e)]); });
   fold(a, y, problem);
 
@@ -237,20 +303,20 @@ Accuracy checkLayer(const WorkloadSpec& s, const HostInputs& in, const std::vect
     auto dQKV = [&](int64_t p, int64_t j) { return z.fused(dq, dk, dv, p, j); };
     TensorCheck dO("dO"), dwo("dw_o"), dbo("db_o"), dwqkv("dw_qkv"), dbqkv("db_qkv"), dx("dx");
     // dO = G w_o: column c of dO takes column c of w_o.
-    c.rows(dO, sample(s, z.R, z.E * z.HD, 0x64), z.E, z.HD, G, [&](int64_t c2, int64_t e) { return Wo(e, c2); }, nullptr,
+    c.rows(dO, positions(z.E, z.E * z.HD, 0x64, G), z.E, z.HD, G, [&](int64_t c2, int64_t e) { return Wo(e, c2); }, nullptr,
            [&](int64_t p, int64_t c2) { return static_cast<double>(d_o[static_cast<size_t>(z.split(p, c2, z.H))]); });
-    c.weights(dwo, &dbo, sample(s, z.E, z.R * z.HD, 0x77), z.E, z.HD, G, A, grads->dw_o, &grads->db_o);
+    c.weights(dwo, &dbo, weightRows(1, z.E, z.R * z.HD, 0x77, G), z.E, z.HD, G, A, grads->dw_o, &grads->db_o);
     for (const TensorCheck* t : {&dO, &dwo, &dbo}) fold(a, *t, problem);
     {
       HostInputs gi = ai;
       gi.g = mid->d_o;
       AttentionGradients ag{dq, dk, dv};
       std::string p;
-      const Accuracy part = checkGradients(as, gi, ag, cancel, &p);
+      const Accuracy part = checkGradients(as, gi, ag, cancel, &p, depth);
       fold(a, part, p, problem);
     }
-    c.weights(dwqkv, &dbqkv, sample(s, z.Ht, z.R * z.E, 0x71776b), z.Ht, z.E, dQKV, X, grads->dw_qkv, &grads->db_qkv);
-    c.rows(dx, sample(s, z.R, z.Ht * z.E, 0x6478), z.Ht, z.E, dQKV, [&](int64_t e, int64_t j) { return Wqkv(j, e); },
+    c.weights(dwqkv, &dbqkv, weightRows(z.Ht / z.D, z.Ht, z.R * z.E, 0x71776b, dQKV), z.Ht, z.E, dQKV, X, grads->dw_qkv, &grads->db_qkv);
+    c.rows(dx, positions(z.Ht, z.Ht * z.E, 0x6478, dQKV), z.Ht, z.E, dQKV, [&](int64_t e, int64_t j) { return Wqkv(j, e); },
            nullptr, [&](int64_t p, int64_t e) { return static_cast<double>(grads->dx[static_cast<size_t>(p * z.E + e)]); });
     for (const TensorCheck* t : {&dwqkv, &dbqkv, &dx}) fold(a, *t, problem);
   }

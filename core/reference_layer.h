@@ -14,10 +14,13 @@
 //   dw_qkv    = [dq dk dv]^T x              sampled rows;  db_qkv, every element
 //   dx        = [dq dk dv] w_qkv            sampled positions
 //
-// Every stage is checked, so a wrong stage fails whatever the others did; each sample is every
-// row while the stage's rows fit kAccuracyBudget products and kAccuracyAllRows rows (as for the
-// attention's output), else up to kAccuracySamples rows drawn from the seed, first and last
-// included. Each tensor's error is its max abs error over max(1, its largest reference
+// Every stage is checked, so a wrong stage fails whatever the others did; each stage holds every
+// row with depth every_row, or while the stage's rows fit kAccuracyBudget products and
+// kAccuracyAllRows rows (as for the attention's output); else a sampled stage takes a position
+// of every block of kCheckBlock positions of every batch (for w_qkv's gradient a row of every
+// head's slice), the positions (weight rows) whose input row (column) is largest, and up to
+// kAccuracySamples seeded ones, first and last included. Each tensor's error is its max abs
+// error over max(1, its largest reference
 // magnitude), held against toleranceFor(dtype) (as checkGradients does). Written from the
 // formulas, sharing nothing with the backends.
 
@@ -27,6 +30,7 @@
 #include <vector>
 
 #include "core/backend.h"
+#include "core/check_policy.h"
 #include "core/host_inputs.h"
 #include "core/run_result.h"
 #include "core/workload_spec.h"
@@ -46,6 +50,7 @@ double layerProjectionFlops(const WorkloadSpec& spec);
 // Cancelled (core/backend.h) when `cancel` is set.
 Accuracy checkLayer(const WorkloadSpec& spec, const HostInputs& inputs, const std::vector<float>& y,
                     const LayerGradients* grads, const LayerIntermediates* mid,
-                    const std::atomic<bool>* cancel = nullptr, std::string* problem = nullptr);
+                    const std::atomic<bool>* cancel = nullptr, std::string* problem = nullptr,
+                    CheckDepth depth = CheckDepth::sampled);
 
 }  // namespace attnscope

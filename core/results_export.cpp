@@ -14,7 +14,7 @@ std::vector<std::string> csvColumns() {
   for (const SpecField& f : specFields()) cols.emplace_back(f.csv_column);
   for (const char* c : {"median_s", "min_s", "max_s", "flops_per_s", "predicted_peak_bytes", "measured_peak_bytes",
                         "cupti_peak_bytes", "io_bytes", "overhead_bytes", "max_abs_error", "rel_l2_error",
-                        "accuracy_passed", "message"})
+                        "accuracy_passed", "checked_fraction", "message"})
     cols.emplace_back(c);
   return cols;
 }
@@ -41,6 +41,7 @@ std::vector<std::string> csvRow(const RunResult& r) {
                            r.accuracy.checked ? num(r.accuracy.max_abs_error) : "",
                            r.accuracy.checked ? num(r.accuracy.rel_l2_error) : "",
                            r.accuracy.checked ? (r.accuracy.passed() ? "true" : "false") : "",
+                           r.accuracy.checked ? num(r.accuracy.checkedFraction()) : ok ? "0" : "",
                            r.message})
     row.push_back(std::move(cell));
   return row;

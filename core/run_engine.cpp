@@ -59,7 +59,9 @@ int64_t hostStagingBytes(const WorkloadSpec& spec, const RunOptions& opt) {
   }
   const int64_t g = train ? spec.qElements() * bytesPerElement(spec.dtype) : 0;
   const int64_t grads = train ? (spec.qElements() + 2 * spec.kvElements()) * 4 : 0;
-  return (opt.inputs ? 0 : spec.ioBytes() + g) + spec.qElements() * 4 + grads;
+  // The check reads K and V as float: a copy unless they are fp32 already.
+  const int64_t check = opt.check != CheckMode::off && spec.dtype != DType::fp32 ? 2 * spec.kvElements() * 4 : 0;
+  return (opt.inputs ? 0 : spec.ioBytes() + g) + spec.qElements() * 4 + grads + check;
 }
 
 // The time window during which recording was off: CUPTI events inside it are dropped too.
@@ -76,6 +78,7 @@ struct PassState {
   std::optional<LayerIntermediates> layer_mid;  // kind = layer, when the execution gives them
   UntracedWindow untraced;
   int64_t passes = 0;
+  double seconds = 0;  // of every pass, warm-up included: what auto weighs the check against
 };
 
 void setRecording(TrackingAllocator& alloc, RunContext& ctx, bool on) {
@@ -104,6 +107,7 @@ void execute(Backend& backend, const WorkloadSpec& spec, const RunOptions& opt, 
       const double seconds = exec->run();
       if (pass >= opt.warmup) r.timing.samples_s.push_back(seconds);
       ++ex.passes;
+      ex.seconds += seconds;
     }
     if (ex.untraced.begin_ns >= 0) {
       ex.untraced.end_ns = nowNs();
@@ -113,7 +117,7 @@ void execute(Backend& backend, const WorkloadSpec& spec, const RunOptions& opt, 
     const bool layer = spec.kind == WorkloadKind::layer;
     if (spec.pass == Pass::train && !(layer ? exec->layerGradients(ex.layer_grads) : exec->gradients(ex.grads)))
       throw std::runtime_error(backend.id() + " returned no gradients for a train pass");
-    if (layer && opt.check_accuracy && !exec->layerIntermediates(ex.layer_mid.emplace())) ex.layer_mid.reset();
+    if (layer && opt.check != CheckMode::off && !exec->layerIntermediates(ex.layer_mid.emplace())) ex.layer_mid.reset();
     exec.reset();
   } catch (const Cancelled&) {
     r.status = RunStatus::cancelled;
@@ -183,9 +187,9 @@ void collectTrace(const RunOptions& opt, TrackingAllocator& alloc, RunContext& c
 
 // The gradients' check joins the output's: the larger error counts and the first problem is named.
 void mergeGradientCheck(const WorkloadSpec& spec, const RunOptions& opt, const HostInputs& inputs, const PassState& ex,
-                        RunResult& r, std::string& problem) {
+                        CheckDepth depth, RunResult& r, std::string& problem) {
   std::string gradProblem;
-  const Accuracy g = checkGradients(spec, inputs, ex.grads, opt.cancel, &gradProblem);
+  const Accuracy g = checkGradients(spec, inputs, ex.grads, opt.cancel, &gradProblem, depth);
   Accuracy& a = r.accuracy;
   if (!(g.max_abs_error <= a.max_abs_error)) a.max_abs_error = g.max_abs_error;
   a.rel_l2_error = std::max(a.rel_l2_error, g.rel_l2_error);
@@ -198,15 +202,16 @@ void mergeGradientCheck(const WorkloadSpec& spec, const RunOptions& opt, const H
 void collectAccuracy(const WorkloadSpec& spec, const RunOptions& opt, const HostInputs& inputs, PassState& ex,
                      RunResult& r) {
   if (r.status != RunStatus::ok) return;
-  if (opt.check_accuracy) {
+  if (opt.check != CheckMode::off) {
     std::string problem;
+    const CheckDepth depth = resolveCheck(spec, opt.check, ex.seconds);
     try {
       if (spec.kind == WorkloadKind::layer) {
         r.accuracy = checkLayer(spec, inputs, ex.out, &ex.layer_grads, ex.layer_mid ? &*ex.layer_mid : nullptr,
-                                opt.cancel, &problem);
+                                opt.cancel, &problem, depth);
       } else {
-        r.accuracy = checkAccuracy(spec, inputs, ex.out, opt.cancel, &problem);
-        if (spec.pass == Pass::train && r.accuracy.passed()) mergeGradientCheck(spec, opt, inputs, ex, r, problem);
+        r.accuracy = checkAccuracy(spec, inputs, ex.out, opt.cancel, &problem, depth);
+        if (spec.pass == Pass::train && r.accuracy.passed()) mergeGradientCheck(spec, opt, inputs, ex, depth, r, problem);
       }
     } catch (const Cancelled&) {
       r.status = RunStatus::cancelled;

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/backend.h"
+#include "core/check_policy.h"
 #include "core/host_inputs.h"
 #include "core/run_result.h"
 #include "core/trace_capture.h"
@@ -22,7 +23,7 @@ inline constexpr int kTracedPasses = 8;
 struct RunOptions {
   int warmup = 1;
   int reps = 3;
-  bool check_accuracy = true;
+  CheckMode check = CheckMode::automatic;  // core/check_policy.h; off: stored as not checked
   int64_t memory_budget = -1;       // predicted peak above it: status skipped. -1: none
   bool guard_memory = true;         // predicted peak above available memory: status oom
   const std::atomic<bool>* cancel = nullptr;

@@ -1,6 +1,8 @@
 #include "core/run_result.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
 
 #include <nlohmann/json.hpp>
 
@@ -35,6 +37,37 @@ std::optional<RunStatus> parseRunStatus(std::string_view s) {
   return std::nullopt;
 }
 
+double Accuracy::checkedFraction() const {
+  if (!checked) return 0;
+  return rows_total > 0 ? std::min(1.0, static_cast<double>(rows_checked) / static_cast<double>(rows_total)) : 1.0;
+}
+
+std::string checkCoverage(const Accuracy& a) {
+  if (!a.checked) return "not checked";
+  if (a.everyRow()) return "every row";
+  const double pct = 100 * a.checkedFraction();
+  char buf[48];
+  if (pct >= 1)
+    std::snprintf(buf, sizeof buf, "checked %.0f %% of rows", std::min(99.0, std::floor(pct)));
+  else
+    std::snprintf(buf, sizeof buf, "checked %.2g %% of rows", pct);
+  return buf;
+}
+
+std::string accuracySummary(const Accuracy& a) {
+  if (!a.checked) return "not checked";
+  char buf[200];
+  std::snprintf(buf, sizeof buf, "max abs %.3e, rel L2 %.3e over %lld of %lld rows (%s; tolerance %.1e): %s", a.max_abs_error,
+                a.rel_l2_error, static_cast<long long>(a.rows_checked), static_cast<long long>(a.rows_total),
+                checkCoverage(a).c_str(), a.tolerance, a.passed() ? "pass" : "FAIL");
+  return buf;
+}
+
+std::string statusText(const RunResult& r) {
+  if (r.status != RunStatus::ok || r.accuracy.everyRow()) return std::string(toString(r.status));
+  return "ok, " + checkCoverage(r.accuracy);
+}
+
 nlohmann::json toJson(const RunResult& r) {
   nlohmann::json j;
   j["id"] = r.id;
@@ -43,6 +76,7 @@ nlohmann::json toJson(const RunResult& r) {
   j["backend"] = r.backend;
   j["device"] = r.device;
   j["status"] = toString(r.status);
+  j["status_text"] = statusText(r);
   j["message"] = r.message;
   j["timing"] = {{"warmup", r.timing.warmup}, {"reps", r.timing.reps}, {"median_s", r.timing.median_s},
                  {"min_s", r.timing.min_s},   {"max_s", r.timing.max_s}, {"samples_s", r.timing.samples_s}};
@@ -55,7 +89,7 @@ nlohmann::json toJson(const RunResult& r) {
   j["accuracy"] = {{"checked", r.accuracy.checked},         {"max_abs_error", r.accuracy.max_abs_error},
                    {"rel_l2_error", r.accuracy.rel_l2_error}, {"rows_checked", r.accuracy.rows_checked},
                    {"rows_total", r.accuracy.rows_total},   {"tolerance", r.accuracy.tolerance},
-                   {"passed", r.accuracy.passed()}};
+                   {"passed", r.accuracy.passed()},         {"checked_fraction", r.accuracy.checkedFraction()}};
   j["trace"] = {{"events", r.trace.events.size()}, {"capture_note", r.trace.capture_note},
                 {"dropped_records", r.trace.dropped_records}};
   j["facts"] = r.facts;

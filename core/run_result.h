@@ -49,7 +49,17 @@ struct Accuracy {
   double tolerance = 0;  // max_abs_error allowed for the dtype
   // A NaN or Inf in the output or the reference makes max_abs_error +inf, so it never passes.
   bool passed() const { return checked && max_abs_error <= tolerance; }
+  // rows_checked / rows_total (0 when not checked); every_row: all of them.
+  double checkedFraction() const;
+  bool everyRow() const { return checked && rows_checked >= rows_total; }
 };
+
+// How much the check covered, for people: "every row", "checked 3 % of rows" (never rounded up
+// to 100 %), "not checked".
+std::string checkCoverage(const Accuracy& a);
+// "max abs 3.640e-08, rel L2 3.065e-07 over 256 of 8192 rows (checked 3 % of rows; tolerance
+// 1.0e-04): pass", or "not checked".
+std::string accuracySummary(const Accuracy& a);
 
 struct RunResult {
   int64_t id = 0;  // store id, 0 until saved
@@ -72,6 +82,10 @@ struct RunResult {
   int64_t started_unix_ms = 0;
   double wall_s = 0;  // whole point, set-up and checks included
 };
+
+// The status for people: "ok" only when the check held every row, else "ok, checked 3 % of
+// rows" or "ok, not checked"; any other status as toString.
+std::string statusText(const RunResult& r);
 
 // Without the trace (it is stored and exported separately).
 nlohmann::json toJson(const RunResult& r);

@@ -42,8 +42,8 @@ SweepInfo readSweep(SqliteStatement& s, const std::string& path) {
   info.name = s.columnText(1);
   info.created_unix_ms = s.columnInt(2);
   info.state = s.columnText(3);
-  if (info.state == "running" && !s.isNull(10)) {
-    ProcessIdentity owner{s.columnText(10), s.columnText(11), s.columnInt(12), s.columnInt(13)};
+  if (info.state == "running" && !s.isNull(11)) {
+    ProcessIdentity owner{s.columnText(11), s.columnText(12), s.columnInt(13), s.columnInt(14)};
     if (ownerState(owner) == OwnerState::gone) info.state = "interrupted";
   }
   std::string what = "sweep S" + std::to_string(info.id);
@@ -63,11 +63,12 @@ SweepInfo readSweep(SqliteStatement& s, const std::string& path) {
       if (t.is_string()) info.tags.push_back(t.get<std::string>());
     info.environment_id = s.isNull(7) ? 0 : s.columnInt(7);
   } catch (const StoreError& e) {
-    info = SweepInfo{info.id, info.name, info.created_unix_ms, info.state, {}, {}, 0, nlohmann::json::object(), 0, 0,
+    info = SweepInfo{info.id, info.name, info.created_unix_ms, info.state, {}, {}, 0, nlohmann::json::object(), 0, 0, 0,
                      e.what()};
   }
   info.run_count = s.columnInt(8);
   info.ok_count = s.columnInt(9);
+  info.ok_every_row = s.columnInt(10);
   return info;
 }
 
@@ -75,12 +76,25 @@ std::string selectSweepsSql(int version) {
   return std::string(
              "SELECT s.id, s.name, s.created_unix_ms, s.state, s.spec, s.notes, s.tags, s.environment_id,"
              " (SELECT count(*) FROM runs r WHERE r.sweep_id = s.id),"
-             " (SELECT count(*) FROM runs r WHERE r.sweep_id = s.id AND r.status = 'ok'), ") +
+             " (SELECT count(*) FROM runs r WHERE r.sweep_id = s.id AND r.status = 'ok'),"
+             " (SELECT count(*) FROM runs r WHERE r.sweep_id = s.id AND r.status = 'ok' AND r.acc_checked = 1"
+             " AND r.rows_checked >= r.rows_total), ") +
          (version >= 2 ? "o.host, o.boot_id, o.pid, o.start_ticks FROM sweeps s LEFT JOIN sweep_owners o ON o.sweep_id = s.id"
                        : "NULL, NULL, NULL, NULL FROM sweeps s");
 }
 
 }  // namespace
+
+std::string okSummary(const SweepInfo& s) {
+  const int64_t partial = s.ok_count - s.ok_every_row;
+  return std::to_string(s.ok_count) + " ok" + (partial > 0 ? " (" + std::to_string(partial) + " not every row checked)" : "");
+}
+
+void countOk(SweepInfo& s, const RunResult& r) {
+  if (r.status != RunStatus::ok) return;
+  ++s.ok_count;
+  if (r.accuracy.everyRow()) ++s.ok_every_row;
+}
 
 SqliteConnection& StoreState::writer() {
   if (read_only || !db) throw StoreError(StoreError::Kind::read_only, path + " was opened for reading; it cannot be changed");

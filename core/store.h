@@ -54,10 +54,16 @@ struct SweepInfo {
   nlohmann::json spec;  // toJson(SweepSpec)
   int64_t run_count = 0;
   int64_t ok_count = 0;
+  int64_t ok_every_row = 0;  // of the ok runs, those whose check held every row (Accuracy::everyRow)
   // Non-empty when the row cannot be read (damaged or hand-edited JSON): one line saying why.
   // The other fields but id, name, created and state are then empty.
   std::string error;
 };
+
+// "4 ok", or "4 ok (2 not every row checked)" when some ok runs were sampled or not checked.
+std::string okSummary(const SweepInfo& sweep);
+// Counts `run` into the sweep's ok_count and ok_every_row.
+void countOk(SweepInfo& sweep, const RunResult& run);
 
 // How a Store opens its file. read never writes: no schema into an empty file, no journal mode
 // change, no migration, no side files left behind, and it works on a read-only file or folder.

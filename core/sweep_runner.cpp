@@ -27,6 +27,7 @@ std::vector<RunResult> SweepRunner::run(const SweepSpec& spec, const SweepCallba
   opt.warmup = spec.warmup;
   opt.reps = spec.reps;
   opt.memory_budget = spec.memory_budget;
+  opt.check = spec.check;
   opt.cancel = cancel;
   opt.capture = capture_;
 

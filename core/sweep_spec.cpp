@@ -199,7 +199,7 @@ nlohmann::json toJson(const SweepSpec& s) {
   for (const auto& a : s.axes) axes.push_back({{"field", a.field}, {"values", a.values}});
   return {{"name", s.name},     {"base", toJson(s.base)}, {"axes", axes},
           {"backends", s.backends}, {"warmup", s.warmup}, {"reps", s.reps},
-          {"memory_budget", s.memory_budget}};
+          {"memory_budget", s.memory_budget}, {"check", toString(s.check)}};
 }
 
 namespace {
@@ -235,6 +235,13 @@ SweepSpec sweepSpecFromJson(const nlohmann::json& j) {
   s.warmup = integerMember(j, "warmup", 1);
   s.reps = integerMember(j, "reps", 3);
   s.memory_budget = integerMember(j, "memory_budget", int64_t{-1});
+  // A sweep saved before the check had modes reads as auto.
+  if (const auto it = j.find("check"); it != j.end()) {
+    const auto mode = it->is_string() ? parseCheckMode(it->get<std::string>()) : std::nullopt;
+    if (!mode)
+      throw std::invalid_argument("'check' must be one of " + std::string(kCheckModeChoices) + ", not " + it->dump());
+    s.check = *mode;
+  }
   return s;
 }
 

@@ -9,6 +9,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "core/check_policy.h"
 #include "core/workload_spec.h"
 
 namespace attnscope {
@@ -37,6 +38,7 @@ struct SweepSpec {
   int warmup = 1;
   int reps = 3;
   int64_t memory_budget = -1;  // bytes; points predicted above it are skipped. -1: none
+  CheckMode check = CheckMode::automatic;  // the accuracy check of every point (core/check_policy.h)
 
   // Every grid point in order (backends not included). Errors name the field and value; a point
   // whose combination is invalid (e.g. width not divisible by heads) is reported, not dropped.

@@ -73,7 +73,7 @@ QVariant CompareModel::data(const QModelIndex& index, int role) const {
         return time(r) < 0 ? QStringLiteral("-") : QString::fromStdString(formatDuration(time(r)));
       default: {
         // A torch run says which kernel torch picked, as `attnscope show` and the Results do.
-        const QString status = QString::fromUtf8(toString(r->status).data(), toString(r->status).size());
+        const QString status = QString::fromStdString(statusText(*r));
         const std::string ran = torchRan(*r);
         return ran.empty() ? status : tr("%1, torch ran: %2").arg(status, QString::fromStdString(ran));
       }

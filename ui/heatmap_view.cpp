@@ -248,7 +248,7 @@ QString HeatmapView::cellText(const Map& m, double xc, double yc) const {
   if (!r) return tr("heads %1, seq %2: no run").arg(m.heads[static_cast<size_t>(x)]).arg(m.seqs[static_cast<size_t>(y)]);
   return tr("<b>%1</b><br>%2<br>status: %3<br>measured: %4<br>predicted: %5")
       .arg(QString::fromStdString(r->backend), QString::fromStdString(summary(r->spec)),
-           QString::fromUtf8(toString(r->status).data(), toString(r->status).size()),
+           QString::fromStdString(statusText(*r)).toHtmlEscaped(),
            r->status == RunStatus::ok ? QString::fromStdString(formatBytes(r->memory.measured_peak)) : QStringLiteral("-"),
            QString::fromStdString(formatBytes(r->memory.predicted_peak)));
 }

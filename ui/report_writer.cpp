@@ -27,11 +27,11 @@ namespace {
 
 QStringList specLines(const SweepSnapshot& s) {
   QStringList l;
-  l << QObject::tr("Sweep %1: %2 (%3, %4 runs, %5 ok)")
+  l << QObject::tr("Sweep %1: %2 (%3, %4 runs, %5)")
            .arg(s.info.id)
            .arg(QString::fromStdString(s.info.name), QString::fromStdString(s.info.state))
            .arg(s.runs.size())
-           .arg(s.info.ok_count);
+           .arg(QString::fromStdString(okSummary(s.info)));
   l << QObject::tr("Created %1").arg(QDateTime::fromMSecsSinceEpoch(s.info.created_unix_ms).toString(Qt::ISODate));
   l << QObject::tr("Fixed workload: %1").arg(QString::fromStdString(workloadInWords(s.spec.base)));
   for (const auto& a : s.spec.axes) {

@@ -55,7 +55,9 @@ QVariant ResultsTableModel::data(const QModelIndex& index, int role) const {
     case SweepColumn: return QString::fromStdString(row.sweep->info.name);
     case BackendColumn: return QString::fromStdString(r.backend);
     case SpecColumn: return QString::fromStdString(summary(r.spec));
-    case StatusColumn: return QString::fromUtf8(toString(r.status).data(), toString(r.status).size());
+    case StatusColumn:
+      if (role == Qt::ToolTipRole) return QString::fromStdString("accuracy: " + accuracySummary(r.accuracy));
+      return QString::fromStdString(statusText(r));
     case PredictedColumn: return bytes(r.memory.predicted_peak);
     case MeasuredColumn: return bytes(ok ? r.memory.measured_peak : -1);
     case MedianColumn:

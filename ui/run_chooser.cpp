@@ -12,7 +12,7 @@ qlonglong fillRunChooser(QComboBox* box, const SweepSnapshots& sweeps, bool ok_o
     for (const RunResult& r : s->runs) {
       if (ok_only && r.status != RunStatus::ok) continue;
       std::string label = r.backend + "  " + summary(r.spec);
-      if (!ok_only) label += "  [" + std::string(toString(r.status)) + "]";
+      if (!ok_only) label += "  [" + statusText(r) + "]";
       box->addItem(QString::fromStdString(label), QVariant::fromValue<qlonglong>(r.id));
     }
   const int i = box->findData(QVariant::fromValue<qlonglong>(keep));

@@ -112,7 +112,7 @@ QString SeriesPlot::tooltip(QCPGraph* graph, int index) const {
   const RunResult& r = *p->run;
   QString t = QStringLiteral("<b>%1</b><br>%2<br>status: <b>%3</b>")
                   .arg(labels_.value(graph).toHtmlEscaped(), QString::fromStdString(summary(r.spec)),
-                       QString::fromUtf8(toString(r.status).data(), toString(r.status).size()));
+                       QString::fromStdString(statusText(r)).toHtmlEscaped());
   auto bytes = [](int64_t b) {
     return b < 0 ? QStringLiteral("-")
                  : QStringLiteral("%1 (%2 B)").arg(QString::fromStdString(formatBytes(b))).arg(b);

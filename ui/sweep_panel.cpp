@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include <QComboBox>
 #include <QDoubleSpinBox>
 #include <QFormLayout>
 #include <QLabel>
@@ -46,6 +47,12 @@ SweepPanel::SweepPanel(QWidget* parent) : QWidget(parent) {
   budget_mib_->setSuffix(" MiB");
   budget_mib_->setSpecialValueText(tr("no budget"));
   budget_mib_->setToolTip(tr("Points predicted above the budget are skipped (stored as skipped)"));
+  check_ = new QComboBox(this);
+  check_->setObjectName("sweepCheck");
+  for (auto m : {CheckMode::automatic, CheckMode::full, CheckMode::sampled, CheckMode::off})
+    check_->addItem(QString::fromUtf8(toString(m).data(), static_cast<int>(toString(m).size())), static_cast<int>(m));
+  check_->setToolTip(tr("The accuracy check against the float64 reference: auto checks every row where that costs about "
+                        "as much as the run, else the rows that matter and a sample; off stores the runs as not checked"));
   form->addRow(tr("name"), name_);
   form->addRow(tr("heads"), heads_);
   form->addRow(tr("seq"), seq_);
@@ -53,6 +60,7 @@ SweepPanel::SweepPanel(QWidget* parent) : QWidget(parent) {
   form->addRow(tr("warm-up"), warmup_);
   form->addRow(tr("repetitions"), reps_);
   form->addRow(tr("memory budget"), budget_mib_);
+  form->addRow(tr("accuracy check"), check_);
   summary_ = new QLabel(this);
   summary_->setObjectName("sweepSummary");
   summary_->setWordWrap(true);
@@ -69,6 +77,7 @@ SweepPanel::SweepPanel(QWidget* parent) : QWidget(parent) {
   connect(warmup_, &QSpinBox::valueChanged, this, &SweepPanel::changed);
   connect(reps_, &QSpinBox::valueChanged, this, &SweepPanel::changed);
   connect(budget_mib_, &QDoubleSpinBox::valueChanged, this, &SweepPanel::changed);
+  connect(check_, &QComboBox::currentIndexChanged, this, &SweepPanel::changed);
 }
 
 void SweepPanel::update(const WorkloadSpec& base, const std::vector<Backend*>& backends) {
@@ -78,6 +87,7 @@ void SweepPanel::update(const WorkloadSpec& base, const std::vector<Backend*>& b
   s.warmup = warmup_->value();
   s.reps = reps_->value();
   s.memory_budget = budget_mib_->value() > 0 ? static_cast<int64_t>(budget_mib_->value() * 1024 * 1024) : -1;
+  s.check = static_cast<CheckMode>(check_->currentData().toInt());
   for (Backend* b : backends) s.backends.push_back(b->id());
   QStringList problems;
   std::vector<SpecError> list_errors;
@@ -170,6 +180,7 @@ void SweepPanel::setSweep(const SweepSpec& s) {
   warmup_->setValue(s.warmup);
   reps_->setValue(s.reps);
   budget_mib_->setValue(s.memory_budget > 0 ? static_cast<double>(s.memory_budget) / (1024.0 * 1024.0) : 0);
+  check_->setCurrentIndex(std::max(0, check_->findData(static_cast<int>(s.check))));
 }
 
 void SweepPanel::setAxisText(const QString& field, const QString& values) {

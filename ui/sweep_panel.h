@@ -1,6 +1,6 @@
 #pragma once
 // The Sweep dock: value lists for heads, seq and any other spec field, repetitions, an optional
-// memory budget, and, before anything runs, the number of points and the predicted peak of the
+// memory budget, the accuracy check's mode, and, before anything runs, the number of points and the predicted peak of the
 // largest point (max of plan().peakBytes() over points x selected backends).
 
 #include <string>
@@ -11,6 +11,7 @@
 #include "core/backend.h"
 #include "core/sweep_spec.h"
 
+class QComboBox;
 class QDoubleSpinBox;
 class QLabel;
 class QLineEdit;
@@ -44,6 +45,7 @@ class SweepPanel : public QWidget {
   QLineEdit *name_, *heads_, *seq_, *other_;
   QSpinBox *warmup_, *reps_;
   QDoubleSpinBox* budget_mib_;
+  QComboBox* check_;
   QLabel *summary_, *message_;
   SweepSpec sweep_;
   QString problem_;

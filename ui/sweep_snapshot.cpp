@@ -39,7 +39,7 @@ SweepSnapshotPtr withRuns(const SweepSnapshotPtr& base, std::vector<RunResult> r
       out = fresh;
     }
     run.trace.events.clear();
-    if (run.status == RunStatus::ok) ++fresh->info.ok_count;
+    countOk(fresh->info, run);
     fresh->runs.push_back(std::move(run));
     fresh->info.run_count = static_cast<int64_t>(fresh->runs.size());
   }
@@ -55,7 +55,7 @@ SweepSnapshotPtr withRun(const SweepSnapshotPtr& base, RunResult run) {
   run.trace.events.clear();
   snap->runs.push_back(std::move(run));
   snap->info.run_count = static_cast<int64_t>(snap->runs.size());
-  if (snap->runs.back().status == RunStatus::ok) ++snap->info.ok_count;
+  countOk(snap->info, snap->runs.back());
   return snap;
 }
 

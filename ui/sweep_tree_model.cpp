@@ -55,9 +55,10 @@ SweepTreeModel::RunRow SweepTreeModel::rowOf(const RunResult& r) {
   row.backend = r.backend;
   row.point = QStringLiteral("H%1 L%2").arg(r.spec.heads).arg(r.spec.seq_q);
   row.spec = summary(r.spec);
-  row.status = std::string(toString(r.status));
+  row.status = statusText(r);
   row.message = r.message;
   row.ok = r.status == RunStatus::ok;
+  row.every_row = row.ok && r.accuracy.everyRow();
   row.measured_peak = row.ok ? r.memory.measured_peak : -1;
   row.predicted_peak = r.memory.predicted_peak;
   row.median_s = row.ok ? r.timing.median_s : 0.0;
@@ -153,6 +154,7 @@ void SweepTreeModel::countsChanged(int row) {
   if (s.read) {
     s.info.run_count = static_cast<int64_t>(s.runs.size());
     s.info.ok_count = std::count_if(s.runs.begin(), s.runs.end(), [](const RunRow& r) { return r.ok; });
+    s.info.ok_every_row = std::count_if(s.runs.begin(), s.runs.end(), [](const RunRow& r) { return r.every_row; });
   }
   Q_EMIT dataChanged(index(row, 0), index(row, ColumnCount - 1));
 }
@@ -279,8 +281,8 @@ QVariant SweepTreeModel::sweepData(const SweepNode& s, int column, int role) con
                                        tags.join(' '), qs(i.notes)}.join('\n')
                          : QVariant();
     case Qt::ToolTipRole: {
-      QString tip = tr("Sweep S%1: %2\ncreated %3, %4\n%5 runs, %6 ok")
-                        .arg(i.id).arg(qs(i.name), created, qs(i.state)).arg(i.run_count).arg(i.ok_count);
+      QString tip = tr("Sweep S%1: %2\ncreated %3, %4\n%5 runs, %6")
+                        .arg(i.id).arg(qs(i.name), created, qs(i.state)).arg(i.run_count).arg(qs(okSummary(i)));
       if (!tags.isEmpty()) tip += tr("\ntags: %1").arg(tags.join(", "));
       if (!i.notes.empty()) tip += tr("\nnotes: %1").arg(qs(i.notes));
       if (i.state == "interrupted")
@@ -301,7 +303,10 @@ QVariant SweepTreeModel::sweepData(const SweepNode& s, int column, int role) con
     case NameColumn: return qs(i.name);
     case StateColumn: return qs(i.state);
     case PointsColumn:
-      return edit ? QVariant::fromValue<qlonglong>(i.run_count) : QVariant(tr("%1/%2 ok").arg(i.ok_count).arg(i.run_count));
+      if (edit) return QVariant::fromValue<qlonglong>(i.run_count);
+      return i.ok_count > i.ok_every_row
+                 ? tr("%1/%2 ok (%3 not every row checked)").arg(i.ok_count).arg(i.run_count).arg(i.ok_count - i.ok_every_row)
+                 : tr("%1/%2 ok").arg(i.ok_count).arg(i.run_count);
     case CreatedColumn: return edit ? QVariant::fromValue<qlonglong>(i.created_unix_ms) : QVariant(created);
     case TagsColumn: return tags.join(", ");
     case NotesColumn: return qs(i.notes);

@@ -77,6 +77,7 @@ class SweepTreeModel : public QAbstractItemModel {
     std::string backend, spec, status, message;
     QString point;  // "H8 L512"
     bool ok = false;
+    bool every_row = false;  // ok, and the check held every row
     int64_t measured_peak = -1, predicted_peak = -1;
     double median_s = 0;
   };

@@ -112,14 +112,14 @@ TEST(Reference, SampledRowsAreSeededDistinctAndIncludeEnds) {
   WorkloadSpec s;
   s.heads = 16;
   s.seq_q = 4096;
-  auto rows = accuracyRows(s);
-  EXPECT_EQ(rows.size(), 256u);
+  auto rows = accuracyRows(s, HostInputs{}, CheckDepth::sampled);
+  EXPECT_EQ(rows.size(), 256u + 16u * 64u);  // seeded, and a row of every query block of every head
   EXPECT_EQ(rows.front(), 0);
   EXPECT_EQ(rows.back(), 16 * 4096 - 1);
   EXPECT_TRUE(std::is_sorted(rows.begin(), rows.end()));
-  EXPECT_EQ(rows, accuracyRows(s));
+  EXPECT_EQ(rows, accuracyRows(s, HostInputs{}, CheckDepth::sampled));
   s.seq_q = 100;
-  EXPECT_EQ(accuracyRows(s).size(), 1600u);
+  EXPECT_EQ(accuracyRows(s, HostInputs{}, CheckDepth::sampled).size(), 1600u);
 }
 
 // Forward vs train vs checkpoint in one sweep: the forward points with a checkpoint mean nothing

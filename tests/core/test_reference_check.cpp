@@ -121,22 +121,23 @@ TEST(ReferenceCheck, RowsFollowTheCostBudget) {
   s.heads = 1;
   s.seq_q = 4096;
   s.seq_kv = 16384;  // the case: 4096 rows of 16384 keys would cost 32 s
-  auto rows = accuracyRows(s);
-  EXPECT_EQ(static_cast<int64_t>(rows.size()), kAccuracyBudget / (16384 * 64));
+  // The seeded part of a sampled check follows the budget; beside it, what the sample always
+  // holds: a row of each of the 64 query blocks.
+  auto rows = accuracyRows(s, HostInputs{}, CheckDepth::sampled);
+  EXPECT_EQ(static_cast<int64_t>(rows.size()), kAccuracyBudget / (16384 * 64) + 64);
   EXPECT_EQ(rows.front(), 0);
   EXPECT_EQ(rows.back(), 4095);
   EXPECT_TRUE(std::is_sorted(rows.begin(), rows.end()));
-  s.seq_kv = int64_t{1} << 30;  // one row is over budget: still the first and the last
-  rows = accuracyRows(s);
-  EXPECT_EQ(rows, (std::vector<int64_t>{0, 4095}));
+  s.seq_kv = int64_t{1} << 30;  // one row is over budget: the blocks' rows, first and last
+  EXPECT_EQ(accuracyRows(s, HostInputs{}, CheckDepth::sampled).size(), 64u + 2u);
   s = {};
   s.heads = 4;
   s.seq_q = 100;  // small: every row
-  EXPECT_EQ(accuracyRows(s).size(), 400u);
-  // Whatever the spec, rows x Lkv x D stays within the budget (or the two-row minimum).
+  EXPECT_EQ(accuracyRows(s, HostInputs{}, CheckDepth::sampled).size(), 400u);
+  // Whatever the spec, the seeded rows x Lkv x D stay within the budget (or the two-row minimum).
   for (int64_t lkv : {1, 97, 1025, 65536, 1 << 20}) {
     s.seq_kv = lkv;
-    const int64_t n = static_cast<int64_t>(accuracyRows(s).size());
+    const int64_t n = static_cast<int64_t>(accuracyRows(s, HostInputs{}, CheckDepth::sampled).size()) - 4 * 2;
     EXPECT_TRUE(n <= 2 || n * lkv * s.headDim() <= kAccuracyBudget) << lkv;
   }
 }

@@ -19,7 +19,7 @@ RunResult runQuiet(Backend& backend, const WorkloadSpec& spec, int reps = 2) {
   RunOptions opt;
   opt.warmup = 1;
   opt.reps = reps;
-  opt.check_accuracy = false;
+  opt.check = CheckMode::off;
   return runPoint(backend, spec, opt);
 }
 

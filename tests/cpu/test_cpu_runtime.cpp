@@ -26,7 +26,7 @@ void expectCancelsQuickly(Backend& backend, const WorkloadSpec& spec, int reps) 
   RunOptions opt;
   opt.warmup = 0;
   opt.reps = reps;
-  opt.check_accuracy = false;
+  opt.check = CheckMode::off;
   opt.cancel = &cancel;
   opt.inputs = &inputs;
   Clock::time_point cancelled_at{};

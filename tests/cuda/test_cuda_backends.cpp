@@ -168,7 +168,7 @@ TEST(CudaBackends, OutOfMemoryRunRecovers) {
   // Warm up once so the cuBLAS handle and context exist before we measure free memory.
   {
     RunOptions opt;
-    opt.check_accuracy = false;
+    opt.check = CheckMode::off;
     WorkloadSpec small = specOf({1, 1, 1, 64, 64, 64, DType::fp16, "none"});
     ASSERT_EQ(runPoint(math, small, opt).status, RunStatus::ok);
   }
@@ -189,7 +189,7 @@ TEST(CudaBackends, OutOfMemoryRunRecovers) {
   }
   RunOptions opt;
   opt.guard_memory = false;  // reach the allocator, not the engine's up-front guard
-  opt.check_accuracy = false;
+  opt.check = CheckMode::off;
   opt.warmup = 0;
   opt.reps = 1;
   const RunResult failed = runPoint(math, spec, opt);
@@ -200,7 +200,7 @@ TEST(CudaBackends, OutOfMemoryRunRecovers) {
   // Everything of the failed run was released.
   EXPECT_GE(cuda::cudaFreeBytes(0), free_before - (int64_t{64} << 20));
 
-  opt.check_accuracy = true;
+  opt.check = CheckMode::automatic;
   const RunResult ok = runPoint(math, spec, opt);
   ASSERT_EQ(ok.status, RunStatus::ok) << ok.message;
   EXPECT_TRUE(ok.accuracy.passed());
@@ -221,11 +221,11 @@ TEST(CudaBackends, LaunchErrorIsStatusErrorAndRecovers) {
   auto backends = makeCudaBackends();
   Backend& flash = *backends[2];
   RunOptions opt;
-  opt.check_accuracy = false;
+  opt.check = CheckMode::off;
   const RunResult bad = runPoint(flash, specOf({70000, 1, 1, 1, 1, 8, DType::fp16, "none"}), opt);
   EXPECT_EQ(bad.status, RunStatus::error);
   EXPECT_NE(bad.message.find("invalid configuration argument"), std::string::npos) << bad.message;
-  opt.check_accuracy = true;
+  opt.check = CheckMode::automatic;
   const RunResult good = runPoint(flash, specOf({1, 2, 2, 97, 97, 64, DType::fp16, "causal"}), opt);
   EXPECT_EQ(good.status, RunStatus::ok) << good.message;
   EXPECT_TRUE(good.accuracy.passed());

@@ -54,7 +54,7 @@ inline bool expectPlanIsWhatIsAllocated(Backend& backend, const WorkloadSpec& s)
   RunOptions opt;
   opt.warmup = 0;
   opt.reps = 1;
-  opt.check_accuracy = false;
+  opt.check = CheckMode::off;
   const RunResult r = runPoint(backend, s, opt);
   const std::string where = backend.id() + " " + summary(s) + " pass " + std::string(toString(s.pass)) +
                             " checkpoint " + std::string(toString(s.checkpoint));

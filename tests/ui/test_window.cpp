@@ -1,6 +1,7 @@
 // End to end through the main window: fill the form, run a small CPU sweep on the worker
 // thread, check the plotted series equal the stored results; cancel midway and keep the
-// finished points; invalid input disables Run; a foreign file is refused and left untouched.
+// finished points; invalid input disables Run; a foreign file is refused and left untouched; the
+// Sweep dock's check mode is stored with the sweep and its coverage shown with every ok.
 
 #include <sched.h>
 #include <sys/mount.h>
@@ -17,6 +18,7 @@
 #include <QScrollBar>
 #include <QSpinBox>
 #include <QSignalSpy>
+#include <QTableView>
 #include <QTreeView>
 
 #include <qcustomplot.h>
@@ -27,6 +29,7 @@
 #include "ui/breakdown_view.h"
 #include "ui/main_window.h"
 #include "ui/memory_view.h"
+#include "ui/results_table_model.h"
 #include "ui/runs_panel.h"
 #include "ui/sweep_panel.h"
 #include "ui/sweep_tree_model.h"
@@ -198,6 +201,31 @@ class TestWindow : public QObject {
     QCOMPARE(row.siblingAtColumn(SweepTreeModel::PointsColumn).data().toString(), QString("8/8 ok"));
     QVERIFY(w.runAction()->isEnabled());
     w.close();
+  }
+
+  void checkModeIsStoredAndShown() {
+    const QString db = dir_.filePath("check.sqlite");
+    MainWindow w(db);
+    w.setInteractive(false);
+    fillTinySweep(w, "1, 2", "16", 1);
+    auto* check = w.sweepPanel()->findChild<QComboBox*>("sweepCheck");
+    QVERIFY(check);
+    QCOMPARE(check->currentText(), QString("auto"));
+    check->setCurrentIndex(check->findText("off"));
+    QVERIFY(w.sweepPanel()->sweep().check == CheckMode::off);
+    QSignalSpy finished(&w, &MainWindow::sweepFinished);
+    QVERIFY(w.startSweep());
+    QVERIFY(finished.wait(120000));
+    const int64_t id = finished.front().at(0).toLongLong();
+    Store store(db.toStdString(), StoreMode::read);
+    QVERIFY(sweepSpecFromJson(store.sweep(id)->spec).check == CheckMode::off);
+    for (const auto& r : store.runs(id)) QVERIFY(r.status == RunStatus::ok && !r.accuracy.checked);
+    QAbstractItemModel* results = w.findChild<QTableView*>("resultsView")->model();
+    QTRY_COMPARE(results->rowCount(), 4);
+    for (int r = 0; r < 4; ++r)
+      QCOMPARE(results->index(r, ResultsTableModel::StatusColumn).data().toString(), QString("ok, not checked"));
+    QCOMPARE(w.sweepTreeModel()->sweepIndex(id, SweepTreeModel::PointsColumn).data().toString(),
+             QString("4/4 ok (4 not every row checked)"));
   }
 
   void cancelKeepsFinishedPoints() {
