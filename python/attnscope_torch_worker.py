@@ -448,6 +448,8 @@ def main():
                     workload = None
                     if torch.cuda.is_initialized():
                         torch.cuda.empty_cache()
+                elif op == "ping":  # AttnScope asks an idle worker whether it still answers
+                    pass
                 elif op == "quit":
                     send(reply)
                     return 0

@@ -202,13 +202,15 @@ class TorchExecution final : public Execution {
 std::shared_ptr<TorchWorker> TorchSession::worker(const std::atomic<bool>* cancel) {
   const PythonChoice python = choosePython();
   // A worker of another Python (the GUI's setting changed between sweeps) is not reused.
-  if (worker_ && worker_->alive() && worker_->python().path == python.path) return worker_;
+  // An idle worker (ours, or the probe's spare) may have died since its last answer: asked first.
+  if (worker_ && worker_->python().path == python.path && worker_->answers(cancel)) return worker_;
   worker_.reset();
   if (!python.problem.empty()) throw WorkerFailure(python.problem);
   auto script = workerScript();
   if (!script) throw WorkerFailure(TorchProbe::instance().result() ? TorchProbe::instance().result()->problem
                                                                    : "attnscope_torch_worker.py not found");
   worker_ = TorchProbe::instance().takeSpare(python.path);
+  if (worker_ && !worker_->answers(cancel)) worker_.reset();
   if (!worker_) worker_ = std::make_shared<TorchWorker>(python, *script, cancel);
   if (!worker_->hello().usable) {
     const std::string problem = worker_->hello().problem;

@@ -8,6 +8,7 @@ namespace attnscope::torch {
 namespace {
 
 constexpr double kStartTimeout = 180;  // importing torch from a cold disk cache takes a while
+constexpr double kPingTimeout = 30;    // an idle worker answers at once; a loaded machine is slow
 
 std::string quoted(const std::string& line) { return "'" + workerText(line, 200) + "'"; }
 
@@ -96,6 +97,15 @@ TorchWorker::~TorchWorker() {
 void TorchWorker::kill() {
   broken_ = true;
   if (proc_) proc_->kill();
+}
+
+bool TorchWorker::answers(const std::atomic<bool>* cancel) {
+  if (!alive()) return false;
+  try {
+    return request({{"op", "ping"}}, kPingTimeout, cancel).json().value("ok", false);
+  } catch (const WorkerFailure&) {
+    return false;
+  }
 }
 
 WorkerReply TorchWorker::request(nlohmann::json req, double timeout_s, const std::atomic<bool>* cancel) {

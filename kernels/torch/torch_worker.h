@@ -52,6 +52,11 @@ class TorchWorker {
   const TorchHello& hello() const { return hello_; }
   const PythonChoice& python() const { return python_; }
   bool alive() const { return proc_ && proc_->running() && !broken_; }
+  // alive() and answering: one round trip. A worker killed while idle is not yet known dead to
+  // alive() until its keeper has noticed and exited (asynchronous; seen on a loaded CI machine,
+  // where a spare killed just before its use failed the next point). Kills it when it does not
+  // answer; throws Cancelled on cancel.
+  bool answers(const std::atomic<bool>* cancel);
 
   // Sends `request` (an "op" and its fields; the id is added) and returns the response, whose
   // "ok" says whether torch succeeded. Throws WorkerFailure (the worker is dead afterwards) on a

@@ -220,6 +220,33 @@ TEST_F(TorchBackends, WorkerKilledMidRunFailsThePointAndIsRestarted) {
   EXPECT_EQ(next.status, RunStatus::ok) << next.message;
 }
 
+// A worker (or the probe's spare) killed while idle is not known dead until its keeper has noticed
+// and exited, which is asynchronous: the keepers are stopped here so that the window stays open
+// for as long as the test needs. The next point asks the worker first and starts another.
+TEST_F(TorchBackends, AWorkerKilledWhileIdleIsReplacedBeforeTheNextPoint) {
+  ASSERT_EQ(runOnce(autoB, spec(2, 64, 64, 16)).status, RunStatus::ok);
+  const std::vector<pid_t> workers = workerPids();
+  ASSERT_FALSE(workers.empty());
+  std::vector<pid_t> keepers;
+  for (pid_t p : workers) {
+    keepers.push_back(parentOf(p));
+    ASSERT_GT(keepers.back(), 1);
+    ASSERT_EQ(::kill(keepers.back(), SIGSTOP), 0);
+  }
+  for (pid_t p : workers) ASSERT_EQ(::kill(p, SIGKILL), 0);
+  for (pid_t p : workers)
+    for (int i = 0; i < 200 && processState(p) != 'Z'; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  for (pid_t p : workers) ASSERT_EQ(processState(p), 'Z') << "worker " << p << " not dead yet";
+  // Discarding a dead worker reaps its keeper, which must run again for that: let it, later.
+  std::thread resume([keepers] {
+    std::this_thread::sleep_for(std::chrono::seconds(2));
+    for (pid_t k : keepers) ::kill(k, SIGCONT);
+  });
+  RunResult r = runOnce(autoB, spec(2, 64, 64, 16));
+  resume.join();
+  EXPECT_EQ(r.status, RunStatus::ok) << r.message;
+}
+
 TEST_F(TorchBackends, CancelStopsTheRunAndKillsTheWorker) {
   ASSERT_EQ(runOnce(autoB, spec(2, 64, 64, 16)).status, RunStatus::ok);
   ASSERT_FALSE(workerPids().empty());

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -96,6 +97,26 @@ inline std::vector<pid_t> workerPids(const std::string& marker = "attnscope_torc
         if (p.live && !keeper && p.args.find(marker) != std::string::npos) out.push_back(p.pid);
       }
   return out;
+}
+
+// /proc/PID/stat's state letter ('R', 'S', 'T', 'Z', ...), 0 when there is no such process.
+inline char processState(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  std::getline(stat, line);
+  const auto close = line.rfind(')');
+  return close == std::string::npos || close + 2 >= line.size() ? 0 : line[close + 2];
+}
+
+inline pid_t parentOf(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  std::getline(stat, line);
+  const auto close = line.rfind(')');
+  long ppid = -1;
+  char state = 0;
+  if (close == std::string::npos || std::sscanf(line.c_str() + close + 1, " %c %ld", &state, &ppid) != 2) return -1;
+  return static_cast<pid_t>(ppid);
 }
 
 }  // namespace attnscope::torchtest
