@@ -13,7 +13,7 @@ namespace attnscope::store_schema {
 namespace {
 
 // Version 1. Enumerations in events (kind, source, memory) are stored as the integer values
-// pinned in store_events.cpp; names as ids into `strings`, which are never deleted so that ids
+// pinned by the static_asserts at the top of store_runs.cpp; names as ids into `strings`, which are never deleted so that ids
 // cached by other connections stay valid.
 constexpr const char* kSchemaV1 = R"sql(
 CREATE TABLE strings (
