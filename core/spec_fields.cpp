@@ -196,7 +196,7 @@ std::vector<SpecField> buildTable() {
                .help = "none, causal, window:W, block:W, dense[:p] (default none)", .label = "mask",
                .widget = FieldWidget::open_choice,
                .choices = {"none", "causal", "window:256", "block:128", "dense", "dense:0.5"},
-               .example = {"causal", "window:16"}, .csv_column = "mask", .table_header = "mask",
+               .example = {"causal", "window:16", "dense:0.3"}, .csv_column = "mask", .table_header = "mask",
                .parse = [](WorkloadSpec& s, std::string_view t) -> std::optional<SpecError> {
                  auto m = parseMask(t);
                  if (m.error) return m.error;

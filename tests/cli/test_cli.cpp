@@ -329,6 +329,15 @@ TEST_F(Cli, SweepExitStatusAndNames) {
   EXPECT_GT(skipped, 0) << s.out;
   EXPECT_EQ(sj["name"].get<std::string>().rfind("sweep 20", 0), 0u) << sj["name"];
 
+  // Every point wrong (a scale that overflows the softmax): the sweep is saved and exits 1.
+  CliResult wrong = run({"sweep", "--backends", "cpu.reference,cpu.flash", "--heads", "1", "--seq", "16", "--head-dim",
+                         "8", "--scale", "3e38", "--reps", "1", "--warmup", "0", "--quiet"});
+  EXPECT_EQ(wrong.code, 1) << wrong.err;
+  EXPECT_NE(wrong.err.find("error: 2 of 2 points failed in sweep S2 (2 wrong: failed the accuracy check)"),
+            std::string::npos)
+      << wrong.err;
+  EXPECT_NE(wrong.out.find("saved 2 of 2 points"), std::string::npos) << wrong.out;
+
   fs::remove(db_);
   expectUsageError(run({"sweep", "--backends", "cpu.reference", "--heads", "1", "--seq", "16", "--name", "bad\xff"}),
                    {"--name: the name is not valid UTF-8 text"});

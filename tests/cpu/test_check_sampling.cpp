@@ -203,5 +203,20 @@ TEST_F(CheckSampling, ALayerTrainCheckHoldsTheLastBlock) {
   EXPECT_NE(r.message.find("dx"), std::string::npos) << r.message;
 }
 
+// A NaN anywhere in a layer's gradients fails the run, in a row the sampled check does not hold
+// too: every element of every output is scanned before the sample is drawn (the sampled check
+// alone holds a few per cent of this layer's rows).
+TEST_F(CheckSampling, ANanInALayersGradientIsCaughtWhereverItIs) {
+  WorkloadSpec spec = cputest::specOf({2, 4, 2, 1030, 0, 32, DType::fp32, "none", MaskLayout::broadcast, 7});
+  spec.kind = WorkloadKind::layer;
+  spec.pass = Pass::train;
+  const int64_t E = 4 * 32, at = (517 + 1030) * E + 3;  // batch 1, position 517
+  const RunResult r = run(spec, [&](QuickCorrupting::Results x) {
+    if (x.layer) x.layer->dx[static_cast<size_t>(at)] = NAN;
+  });
+  EXPECT_EQ(r.status, RunStatus::wrong) << r.message;
+  EXPECT_NE(r.message.find("dx element " + std::to_string(at) + " is not finite (nan)"), std::string::npos) << r.message;
+}
+
 }  // namespace
 }  // namespace attnscope

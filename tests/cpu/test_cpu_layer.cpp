@@ -174,9 +174,15 @@ TEST(CpuLayerCheck, AWrongElementAnywhereFails) {
       (bad.*member)[at] += 0.01f;
       expectFails(y, bad, mid, name);
     }
+    // A NaN fails by the scan of every element, before (and whatever) the sampled rows hold.
     LayerGradients nan = grads;
     (nan.*member)[1] = NAN;
-    expectFails(y, nan, mid, name);
+    expectFails(y, nan, mid, std::string(name) + " element 1 is not finite");
+  }
+  {
+    std::vector<float> nan = y;
+    nan[1] = NAN;
+    expectFails(nan, grads, mid, "y element 1 is not finite");
   }
   for (auto [member, name] : {std::pair{&LayerIntermediates::q, "q/k/v"}, std::pair{&LayerIntermediates::v, "q/k/v"},
                               std::pair{&LayerIntermediates::o, "o"}, std::pair{&LayerIntermediates::d_o, "dO"},

@@ -98,3 +98,24 @@ TEST(CpuFlashBuffers, ReferenceWorkedExample) {
     }
   EXPECT_TRUE(found);
 }
+
+TEST(FlashPadding, HeadDimIsPaddedToAMultipleOf8From2_2) {
+  // Reference §4.3: the composite pads q, k, v to the next multiple of 8 (pad_last_dim<8>) when
+  // D % 8 != 0; a multiple of 8 that is not one of 16 (24, 40) is not padded.
+  const TorchTarget cuda = defaultTorchTarget(v2_5_1, TorchDevice::cuda, {8, 0});
+  for (int64_t d : {8, 24, 40, 36, 20}) {
+    SCOPED_TRACE("head_dim " + std::to_string(d));
+    const WorkloadSpec s = spec(4, 256, d, DType::fp16, MaskKind::none);
+    const auto f = explainForcedSdpa(s, cuda, SdpaKernel::flash);
+    ASSERT_TRUE(f.verdict.usable) << f.verdict.torch_message;
+    const int64_t d8 = (d + 7) / 8 * 8;
+    int64_t padded_q = -1, output = -1;
+    for (const auto& b : f.memory.plan.buffers) {
+      if (b.name.starts_with("q padded")) padded_q = b.bytes;
+      if (b.name.starts_with("output")) output = b.bytes;
+    }
+    if (d % 8 == 0) EXPECT_EQ(padded_q, -1) << "a head_dim that is a multiple of 8 is not padded";
+    else EXPECT_EQ(padded_q, 1 * 4 * 256 * d8 * 2);
+    EXPECT_EQ(output, 1 * 256 * 4 * d8 * 2);
+  }
+}
