@@ -8,7 +8,7 @@
 #include <cstdlib>
 #include <sstream>
 
-#include "core/sweep_spec.h"
+#include "core/spec/sweep_spec.h"
 
 namespace attnscope::cli {
 

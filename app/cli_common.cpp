@@ -4,8 +4,8 @@
 #include <ctime>
 #include <iostream>
 
-#include "core/recorded_sweep.h"
-#include "core/spec_fields.h"
+#include "core/engine/recorded_sweep.h"
+#include "core/spec/spec_fields.h"
 #include "kernels/builtin_session.h"
 #include "kernels/torch/torch_python.h"
 

@@ -9,16 +9,16 @@
 #include <nlohmann/json.hpp>
 
 #include "app/cli_args.h"
-#include "core/backend_registry.h"
-#include "core/check_policy.h"
-#include "core/store.h"
-#include "core/trace_capture.h"
-#include "core/workload_spec.h"
+#include "core/backend/backend_registry.h"
+#include "core/check/check_policy.h"
+#include "core/store/store.h"
+#include "core/trace/trace_capture.h"
+#include "core/spec/workload_spec.h"
 
 namespace attnscope::cli {
 
 // The SPEC options shared by backends, run, sweep and explain: one per field of the table in
-// core/spec_fields.h (with lists, sweepable fields take "V,...").
+// core/spec/spec_fields.h (with lists, sweepable fields take "V,...").
 std::vector<OptionDef> specOptions(bool lists);
 // The spec from the SPEC options (single values). Throws UsageError listing every bad field.
 WorkloadSpec specFromArgs(const Args& args);
@@ -26,7 +26,7 @@ void throwIfInvalid(const WorkloadSpec& spec);
 
 OptionDef dbOption();
 OptionDef jsonOption();
-// --check auto|full|sampled|off (core/check_policy.h); auto when absent. Throws UsageError.
+// --check auto|full|sampled|off (core/check/check_policy.h); auto when absent. Throws UsageError.
 OptionDef checkOption();
 CheckMode checkModeFromArgs(const Args& args);
 // --python PATH: the Python (with torch) the torch.* backends run in and explain asks. Must be

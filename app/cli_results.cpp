@@ -5,8 +5,8 @@
 #include <initializer_list>
 #include <iostream>
 
-#include "core/format.h"
-#include "core/spec_fields.h"
+#include "core/base/format.h"
+#include "core/spec/spec_fields.h"
 
 namespace attnscope::cli {
 

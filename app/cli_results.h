@@ -5,14 +5,14 @@
 #include <vector>
 
 #include "app/cli_table.h"
-#include "core/recorded_sweep.h"
-#include "core/run_result.h"
-#include "core/spec_fields.h"
+#include "core/engine/recorded_sweep.h"
+#include "core/result/run_result.h"
+#include "core/spec/spec_fields.h"
 
 namespace attnscope::cli {
 
 Table resultsTable(const std::vector<RunResult>& runs);
-// The spec columns of a table of these runs (core/spec_fields.h): the fields with a terminal
+// The spec columns of a table of these runs (core/spec/spec_fields.h): the fields with a terminal
 // header, plus any field some run sets to other than its default (pass train, a fixed width), so
 // two points that differ only there are told apart.
 std::vector<const SpecField*> specColumns(const std::vector<RunResult>& runs);

@@ -9,7 +9,7 @@
 #include "app/cli_common.h"
 #include "app/cli_table.h"
 #include "app/commands.h"
-#include "core/environment.h"
+#include "core/result/environment.h"
 #ifdef ATTNSCOPE_HAVE_GUI
 #include "ui/gui_entry.h"
 #endif

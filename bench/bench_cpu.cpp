@@ -20,8 +20,8 @@
 #include <vector>
 
 #include "bench/torch_peer.h"
-#include "core/format.h"
-#include "core/run_engine.h"
+#include "core/base/format.h"
+#include "core/engine/run_engine.h"
 #include "kernels/cpu/cpu_blas.h"
 #include "kernels/cpu/cpu_flash_backend.h"
 #include "kernels/cpu/cpu_reference_backend.h"

@@ -24,8 +24,8 @@
 #include <string>
 #include <vector>
 
-#include "core/format.h"
-#include "core/run_engine.h"
+#include "core/base/format.h"
+#include "core/engine/run_engine.h"
 #include "kernels/cuda/cuda_backends.h"
 #include "kernels/cuda/cuda_device.h"
 

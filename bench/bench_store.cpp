@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "core/store.h"
+#include "core/store/store.h"
 
 using namespace attnscope;
 

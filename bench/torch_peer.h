@@ -7,7 +7,7 @@
 #include <optional>
 #include <string>
 
-#include "core/workload_spec.h"
+#include "core/spec/workload_spec.h"
 
 namespace attnscope::bench {
 

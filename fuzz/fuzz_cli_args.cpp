@@ -9,7 +9,7 @@
 #include <string_view>
 
 #include "app/cli_args.h"
-#include "core/workload_spec.h"
+#include "core/spec/workload_spec.h"
 #include "fuzz/fuzz_support.h"
 
 using namespace attnscope;

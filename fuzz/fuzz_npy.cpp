@@ -1,4 +1,4 @@
-// Fuzzes the .npy reader (core/npy) on files as `run --inputs DIR` reads them. The first byte
+// Fuzzes the .npy reader (core/inputs/npy) on files as `run --inputs DIR` reads them. The first byte
 // picks a small spec (dtype, mask, sizes); the rest is the file, which is q.npy, k.npy, v.npy and
 // mask.npy at once (links to one file), so any header that survives reaches the shape, dtype,
 // bf16 and mask checks. A hostile header must be refused before it decides an allocation.
@@ -11,8 +11,8 @@
 #include <stdexcept>
 #include <string>
 
-#include "core/npy.h"
-#include "core/run_files.h"
+#include "core/inputs/npy.h"
+#include "core/inputs/run_files.h"
 #include "fuzz/fuzz_support.h"
 
 using namespace attnscope;

@@ -11,8 +11,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/sweep_spec.h"
-#include "core/workload_spec.h"
+#include "core/spec/sweep_spec.h"
+#include "core/spec/workload_spec.h"
 #include "fuzz/fuzz_support.h"
 
 using namespace attnscope;

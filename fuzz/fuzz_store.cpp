@@ -9,8 +9,8 @@
 #include <stdexcept>
 #include <string>
 
-#include "core/phase_summary.h"
-#include "core/store.h"
+#include "core/trace/phase_summary.h"
+#include "core/store/store.h"
 #include "fuzz/fuzz_support.h"
 
 using namespace attnscope;

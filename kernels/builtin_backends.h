@@ -1,5 +1,5 @@
 #pragma once
-#include "core/backend_registry.h"
+#include "core/backend/backend_registry.h"
 
 namespace attnscope {
 // Registers the CPU backends, in CUDA builds the CUDA backends (listed as unavailable, with the

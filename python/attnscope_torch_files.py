@@ -1,4 +1,4 @@
-"""The torch worker's .npy files, without numpy: AttnScope's own writer (core/npy.cpp) makes the
+"""The torch worker's .npy files, without numpy: AttnScope's own writer (core/inputs/npy.cpp) makes the
 inputs, C order, little-endian, descr <f4, <f2 or |b1; outputs and gradients go back as <f4.
 torch is imported by the worker before any of this runs.
 """

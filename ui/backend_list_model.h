@@ -8,7 +8,7 @@
 
 #include <QAbstractListModel>
 
-#include "core/backend_registry.h"
+#include "core/backend/backend_registry.h"
 
 namespace attnscope::ui {
 

@@ -120,7 +120,7 @@ void BreakdownView::rebuildPhases() {
   }
   bar_runs_.clear();
   for (const RunResult* run : runs) bar_runs_.push_back(run->id);
-  // The same columns as `attnscope show S --phases` (core/phase_summary.h).
+  // The same columns as `attnscope show S --phases` (core/trace/phase_summary.h).
   const PhaseMatrix matrix = phaseMatrix(summaries);
   const std::vector<std::string>& names = matrix.names;
   auto ticks = QSharedPointer<QCPAxisTickerText>::create();

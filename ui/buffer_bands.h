@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "core/memory_timeline.h"
-#include "core/trace_event.h"
+#include "core/trace/memory_timeline.h"
+#include "core/trace/trace_event.h"
 
 namespace attnscope::ui {
 

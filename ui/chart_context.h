@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "core/workload_spec.h"
+#include "core/spec/workload_spec.h"
 #include "ui/sweep_snapshot.h"
 
 namespace attnscope::ui {

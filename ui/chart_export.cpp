@@ -14,8 +14,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/output_file.h"
-#include "core/results_export.h"
+#include "core/files/output_file.h"
+#include "core/export/results_export.h"
 
 namespace attnscope::ui {
 

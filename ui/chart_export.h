@@ -8,7 +8,7 @@
 
 #include <string>
 
-#include "core/output_file.h"
+#include "core/files/output_file.h"
 #include "ui/sweep_snapshot.h"
 
 class QCustomPlot;
@@ -35,7 +35,7 @@ bool renderPlots(QPaintDevice* device, QSize size, int dpi, const QList<QCustomP
 
 // format: "png", "svg" or "pdf" (empty: from the file suffix). size in pixels; dpi lays out
 // PNG output for that resolution (96: 1 point = 1.33 px) and is written into the file, under a
-// temporary name renamed when complete (core/output_file.h; `rule` says what may be at `file`:
+// temporary name renamed when complete (core/files/output_file.h; `rule` says what may be at `file`:
 // a named file by default, OutputRule::entry for the report's charts). Returns an error message,
 // empty on success.
 QString exportPlots(const QList<QCustomPlot*>& plots, int columns, const QString& format,

@@ -4,7 +4,7 @@
 
 #include <QColor>
 
-#include "core/format.h"
+#include "core/base/format.h"
 #include "ui/series_builder.h"
 
 namespace attnscope::ui {

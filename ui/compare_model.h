@@ -9,7 +9,7 @@
 
 #include <QAbstractTableModel>
 
-#include "core/sweep_compare.h"
+#include "core/export/sweep_compare.h"
 #include "ui/sweep_snapshot.h"
 
 namespace attnscope::ui {

@@ -12,7 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <qcustomplot.h>
 
-#include "core/format.h"
+#include "core/base/format.h"
 #include "ui/plot_layout.h"
 #include "ui/plot_style.h"
 

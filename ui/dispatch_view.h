@@ -7,7 +7,7 @@
 
 #include <optional>
 
-#include "core/sweep_spec.h"
+#include "core/spec/sweep_spec.h"
 #include "core/torch_dispatch/dispatch_grid.h"
 #include "ui/chart_view.h"
 

@@ -13,7 +13,7 @@
 #include <QIcon>
 #include <QSettings>
 
-#include "core/store.h"
+#include "core/store/store.h"
 #include "ui/chart_export.h"
 #include "ui/main_window.h"
 #include "ui/memory_view.h"

@@ -20,7 +20,7 @@ std::string exportSweepChart(const std::string& db_path, int64_t sweep_id, const
 
 // Writes every chart as PNG plus one PDF report (spec, environment, every chart, results table)
 // for a sweep into out_dir. Returns an error message, empty on success; throws OutputRefused
-// (core/output_file.h), before writing anything, when a name it writes is taken by anything but a
+// (core/files/output_file.h), before writing anything, when a name it writes is taken by anything but a
 // regular file.
 std::string writeSweepReport(const std::string& db_path, int64_t sweep_id, const std::string& out_dir);
 

@@ -12,7 +12,7 @@
 #include <QVBoxLayout>
 #include <qcustomplot.h>
 
-#include "core/format.h"
+#include "core/base/format.h"
 #include "ui/byte_axis_ticker.h"
 #include "ui/chart_context.h"
 #include "ui/plot_layout.h"

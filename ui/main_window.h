@@ -8,10 +8,10 @@
 #include <QMainWindow>
 #include <QString>
 
-#include "core/backend_registry.h"
-#include "core/store.h"
+#include "core/backend/backend_registry.h"
+#include "core/store/store.h"
 #include "ui/job_tracker.h"
-#include "core/sweep_runner.h"
+#include "core/engine/sweep_runner.h"
 #include "ui/sweep_snapshot.h"
 
 class QAction;

@@ -20,10 +20,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/chrome_trace.h"
-#include "core/environment.h"
-#include "core/output_file.h"
-#include "core/store.h"
+#include "core/export/chrome_trace.h"
+#include "core/result/environment.h"
+#include "core/files/output_file.h"
+#include "core/store/store.h"
 #include "kernels/torch/torch_probe.h"
 #include "kernels/torch/torch_python.h"
 #include "ui/chart_export.h"

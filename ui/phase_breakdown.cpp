@@ -7,7 +7,7 @@
 #include <QPointer>
 #include <QThreadPool>
 
-#include "core/format.h"
+#include "core/base/format.h"
 
 namespace attnscope::ui {
 

@@ -1,6 +1,6 @@
 #pragma once
 // The per-phase breakdown of runs for the Breakdown view and the report: core's phase summary
-// (core/phase_summary.h, the same rows `attnscope show R --phases` prints) of each run, read from
+// (core/trace/phase_summary.h, the same rows `attnscope show R --phases` prints) of each run, read from
 // the stored trace and kept per run id. Nothing here computes phases itself.
 //
 // PhaseSummaries loads on a pool thread when background loading is on (the window: a sweep's
@@ -16,8 +16,8 @@
 #include <QObject>
 #include <QStringList>
 
-#include "core/phase_summary.h"
-#include "core/trace_event.h"
+#include "core/trace/phase_summary.h"
+#include "core/trace/trace_event.h"
 #include "ui/job_tracker.h"
 #include "ui/sweep_snapshot.h"
 

@@ -9,7 +9,7 @@
 #include <QSharedPointer>
 #include <QString>
 
-#include "core/run_result.h"
+#include "core/result/run_result.h"
 
 class QCustomPlot;
 class QCPAxisTicker;

@@ -10,8 +10,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/format.h"
-#include "core/output_file.h"
+#include "core/base/format.h"
+#include "core/files/output_file.h"
 #include "ui/chart_context.h"
 #include "ui/chart_export.h"
 #include "ui/breakdown_view.h"
@@ -74,7 +74,7 @@ QStringList environmentLines(const Environment& e) {
   return l;
 }
 
-// Non-empty when a signal asks the report to stop (core/output_interrupt.h): checked at every
+// Non-empty when a signal asks the report to stop (core/files/output_interrupt.h): checked at every
 // page, so the temporary PDF is removed within one page's drawing.
 QString interruption(const QString& file) {
   try {

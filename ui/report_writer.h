@@ -4,7 +4,7 @@
 
 #include <QString>
 
-#include "core/output_file.h"
+#include "core/files/output_file.h"
 #include "ui/sweep_snapshot.h"
 #include "ui/timeline_view.h"
 
@@ -15,7 +15,7 @@ namespace attnscope::ui {
 // complete; `rule` says what may already be at their names (OutputRule::file for a PDF the user
 // named, OutputRule::entry for the files of a report folder), and every name is checked before
 // anything is written: throws OutputRefused then. SIGINT or SIGTERM while the PDF is drawn stops
-// it at the next page and removes its temporary (core/output_interrupt.h). Returns an error
+// it at the next page and removes its temporary (core/files/output_interrupt.h). Returns an error
 // message, empty on success.
 QString writeReport(const SweepSnapshots& sweeps, const QString& pdf_file, const QString& png_dir, OutputRule rule,
                     const TimelineView::EventLoader& events);

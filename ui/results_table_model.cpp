@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "core/format.h"
+#include "core/base/format.h"
 
 namespace attnscope::ui {
 

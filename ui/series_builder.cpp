@@ -6,7 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/spec_fields.h"
+#include "core/spec/spec_fields.h"
 
 namespace attnscope::ui {
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "core/run_result.h"
+#include "core/result/run_result.h"
 #include "ui/sweep_snapshot.h"
 
 namespace attnscope::ui {

@@ -4,7 +4,7 @@
 
 #include <qcustomplot.h>
 
-#include "core/format.h"
+#include "core/base/format.h"
 #include "ui/plot_layout.h"
 #include "ui/plot_style.h"
 

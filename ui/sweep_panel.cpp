@@ -10,7 +10,7 @@
 #include <QSpinBox>
 #include <QVBoxLayout>
 
-#include "core/format.h"
+#include "core/base/format.h"
 
 namespace attnscope::ui {
 

@@ -8,8 +8,8 @@
 
 #include <QWidget>
 
-#include "core/backend.h"
-#include "core/sweep_spec.h"
+#include "core/backend/backend.h"
+#include "core/spec/sweep_spec.h"
 
 class QComboBox;
 class QDoubleSpinBox;

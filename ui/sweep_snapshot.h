@@ -5,10 +5,10 @@
 #include <memory>
 #include <vector>
 
-#include "core/environment.h"
-#include "core/run_result.h"
-#include "core/store.h"
-#include "core/sweep_spec.h"
+#include "core/result/environment.h"
+#include "core/result/run_result.h"
+#include "core/store/store.h"
+#include "core/spec/sweep_spec.h"
 
 namespace attnscope::ui {
 

@@ -6,7 +6,7 @@
 #include <QDateTime>
 #include <QRegularExpression>
 
-#include "core/format.h"
+#include "core/base/format.h"
 #include "ui/plot_style.h"
 
 namespace attnscope::ui {

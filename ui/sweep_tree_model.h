@@ -15,7 +15,7 @@
 #include <QAbstractItemModel>
 #include <QString>
 
-#include "core/store.h"
+#include "core/store/store.h"
 
 namespace attnscope::ui {
 

@@ -1,7 +1,7 @@
 #include "ui/sweep_worker.h"
 
-#include "core/recorded_sweep.h"
-#include "core/store.h"
+#include "core/engine/recorded_sweep.h"
+#include "core/store/store.h"
 #include "kernels/builtin_session.h"
 #include "kernels/torch/torch_probe.h"
 

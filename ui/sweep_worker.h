@@ -11,9 +11,9 @@
 #include <QObject>
 #include <QString>
 
-#include "core/run_result.h"
-#include "core/sweep_runner.h"
-#include "core/sweep_spec.h"
+#include "core/result/run_result.h"
+#include "core/engine/sweep_runner.h"
+#include "core/spec/sweep_spec.h"
 
 namespace attnscope::ui {
 

@@ -9,8 +9,8 @@
 #include <functional>
 #include <vector>
 
-#include "core/memory_timeline.h"
-#include "core/trace_event.h"
+#include "core/trace/memory_timeline.h"
+#include "core/trace/trace_event.h"
 #include "ui/buffer_bands.h"
 #include "ui/chart_math.h"
 #include "ui/chart_view.h"

@@ -12,7 +12,7 @@
 #include <QSpinBox>
 #include <QVBoxLayout>
 
-#include "core/spec_fields.h"
+#include "core/spec/spec_fields.h"
 
 namespace attnscope::ui {
 

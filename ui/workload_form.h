@@ -1,7 +1,7 @@
 #pragma once
 // The Workload dock: every WorkloadSpec field, a fixed-head_dim / fixed-model-width toggle, and
 // live validation through core's validate(): invalid fields are highlighted with the message.
-// The rows come from the field table (core/spec_fields.h): label, widget kind, allowed values,
+// The rows come from the field table (core/spec/spec_fields.h): label, widget kind, allowed values,
 // tooltip (the CLI help) and parser are the table's, so a new field needs no code here.
 
 #include <map>
@@ -10,7 +10,7 @@
 
 #include <QWidget>
 
-#include "core/workload_spec.h"
+#include "core/spec/workload_spec.h"
 
 class QLabel;
 class QRadioButton;

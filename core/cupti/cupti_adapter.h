@@ -18,7 +18,7 @@
 // last size of each pool (by pool address) to emit reserve/release deltas. Not thread-safe; the
 // capture feeds it under its lock.
 //
-// Time: CUPTI timestamps (ns, CUPTI's clock) become host steady-clock ns (core/clock.h nowNs) by
+// Time: CUPTI timestamps (ns, CUPTI's clock) become host steady-clock ns (core/base/clock.h nowNs) by
 // adding hostOffsetNs(). Records with no timing (start == end == 0, e.g. kernels CUPTI could not
 // time; end == 0, a record a forced flush handed back unfinished; a marker with timestamp 0) are
 // skipped and counted in untimed().
@@ -31,7 +31,7 @@
 
 #include <cupti_activity.h>
 
-#include "core/trace_event.h"
+#include "core/trace/trace_event.h"
 
 namespace attnscope {
 

@@ -9,7 +9,7 @@
 #include <mutex>
 #include <utility>
 
-#include "core/clock.h"
+#include "core/base/clock.h"
 #include "core/cupti/cupti_adapter.h"
 
 namespace attnscope {

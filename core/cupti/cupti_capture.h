@@ -22,7 +22,7 @@
 // Clock: CUPTI timestamps are on CUPTI's clock (cuptiGetTimestamp). At start and at every
 // beginRun the capture samples the pair (nowNs, cuptiGetTimestamp) a few times, keeps the sample
 // with the narrowest host bracket, and adds the offset to every record, so device events sit on
-// the steady-clock base of core/clock.h within a microsecond or so; re-sampling per run bounds
+// the steady-clock base of core/base/clock.h within a microsecond or so; re-sampling per run bounds
 // drift.
 //
 // When CUPTI cannot start (no driver, another profiler already subscribed, insufficient
@@ -36,7 +36,7 @@
 #include <string>
 #include <vector>
 
-#include "core/trace_capture.h"
+#include "core/trace/trace_capture.h"
 
 namespace attnscope {
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "core/sweep_spec.h"
+#include "core/spec/sweep_spec.h"
 #include "core/torch_dispatch/sdpa_explain.h"
 
 namespace attnscope::torch_dispatch {

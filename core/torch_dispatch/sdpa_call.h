@@ -16,9 +16,9 @@
 #include <string>
 #include <vector>
 
-#include "core/dtype.h"
+#include "core/spec/dtype.h"
 #include "core/torch_dispatch/torch_target.h"
-#include "core/workload_spec.h"
+#include "core/spec/workload_spec.h"
 
 namespace attnscope::torch_dispatch {
 

@@ -20,7 +20,7 @@
 #include "core/torch_dispatch/sdpa_memory.h"
 #include "core/torch_dispatch/sdpa_rules.h"
 #include "core/torch_dispatch/torch_target.h"
-#include "core/workload_spec.h"
+#include "core/spec/workload_spec.h"
 
 namespace attnscope::torch_dispatch {
 

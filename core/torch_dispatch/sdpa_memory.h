@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "core/memory_plan.h"
+#include "core/backend/memory_plan.h"
 #include "core/torch_dispatch/sdpa_call.h"
 #include "core/torch_dispatch/sdpa_rules.h"
 

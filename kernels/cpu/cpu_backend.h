@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "core/backend.h"
+#include "core/backend/backend.h"
 #include "kernels/cpu/task_pool.h"
 
 namespace attnscope::cpu {

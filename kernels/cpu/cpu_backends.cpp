@@ -2,7 +2,7 @@
 
 #include <memory>
 
-#include "core/environment.h"
+#include "core/result/environment.h"
 #include "kernels/cpu/tile_kernels.h"
 #include "kernels/cpu/cpu_flash_backend.h"
 #include "kernels/cpu/cpu_reference_backend.h"

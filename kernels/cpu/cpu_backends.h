@@ -1,5 +1,5 @@
 #pragma once
-#include "core/backend_registry.h"
+#include "core/backend/backend_registry.h"
 
 namespace attnscope {
 // cpu.reference and cpu.flash; also registers the environment probe naming the BLAS.

@@ -6,7 +6,7 @@
 #include <limits>
 #include <numbers>
 
-#include "core/mask.h"
+#include "core/spec/mask.h"
 #include "kernels/cpu/cpu_flash_backward.h"
 #include "kernels/cpu/dtype_rows.h"
 #include "kernels/cpu/flash_profile.h"

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "core/mask.h"
+#include "core/spec/mask.h"
 #include "kernels/cpu/dtype_rows.h"
 #include "kernels/cpu/softmax_math.h"
 #include "kernels/cpu/tile_kernels.h"

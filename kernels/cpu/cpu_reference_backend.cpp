@@ -5,7 +5,7 @@
 #include <cmath>
 #include <numbers>
 
-#include "core/mask.h"
+#include "core/spec/mask.h"
 #include "kernels/cpu/cpu_reference_backward.h"
 #include "kernels/cpu/dtype_rows.h"
 #include "kernels/cpu/softmax_math.h"

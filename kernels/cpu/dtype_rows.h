@@ -4,7 +4,7 @@
 
 #include <cstdint>
 
-#include "core/dtype.h"
+#include "core/spec/dtype.h"
 
 namespace attnscope::cpu {
 

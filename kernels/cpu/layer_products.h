@@ -14,8 +14,8 @@
 #include <string>
 #include <vector>
 
-#include "core/dtype.h"
-#include "core/memory_plan.h"
+#include "core/spec/dtype.h"
+#include "core/backend/memory_plan.h"
 #include "kernels/cpu/cpu_backend.h"
 
 namespace attnscope::cpu {

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "core/backend.h"
+#include "core/backend/backend.h"
 
 namespace attnscope::cpu {
 

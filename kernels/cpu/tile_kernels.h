@@ -12,7 +12,7 @@
 #include <cstdint>
 #include <string>
 
-#include "core/dtype.h"
+#include "core/spec/dtype.h"
 #include "kernels/cpu/cpu_isa.h"
 
 namespace attnscope::cpu {

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <limits>
 
-#include "core/dtype.h"
+#include "core/spec/dtype.h"
 #include "kernels/cpu/tile_kernels.h"
 
 #if defined(__SSE2__)

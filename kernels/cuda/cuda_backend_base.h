@@ -4,7 +4,7 @@
 // backend's own (backendProblems, virtual): a new CUDA backend adds its checks by overriding,
 // not by joining a list of kinds here.
 
-#include "core/backend.h"
+#include "core/backend/backend.h"
 #include "kernels/cuda/kernel_selection.h"
 
 namespace attnscope::cuda {

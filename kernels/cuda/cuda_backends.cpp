@@ -4,7 +4,7 @@
 #include <mutex>
 #include <string>
 
-#include "core/environment.h"
+#include "core/result/environment.h"
 #include "kernels/cuda/cuda_device.h"
 #include "kernels/cuda/cuda_flash_backend.h"
 #include "kernels/cuda/cuda_math_backend.h"

@@ -2,7 +2,7 @@
 #include <memory>
 #include <vector>
 
-#include "core/backend_registry.h"
+#include "core/backend/backend_registry.h"
 
 namespace attnscope {
 // cuda.math, cuda.chunked and cuda.flash, plus the GPU environment probe. Without a usable

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "core/environment.h"
+#include "core/result/environment.h"
 #include "kernels/cuda/kernel_selection.h"
 
 namespace attnscope::cuda {

@@ -4,7 +4,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "core/format.h"
+#include "core/base/format.h"
 #include "kernels/cuda/attention_tiling.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/cuda_kernels.h"

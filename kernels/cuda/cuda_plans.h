@@ -5,8 +5,8 @@
 
 #include <cstdint>
 
-#include "core/memory_plan.h"
-#include "core/workload_spec.h"
+#include "core/backend/memory_plan.h"
+#include "core/spec/workload_spec.h"
 
 namespace attnscope::cuda {
 

@@ -5,9 +5,9 @@
 
 #include <cstdint>
 
-#include "core/backend.h"
-#include "core/host_inputs.h"
-#include "core/tracking_allocator.h"
+#include "core/backend/backend.h"
+#include "core/inputs/host_inputs.h"
+#include "core/backend/tracking_allocator.h"
 
 namespace attnscope::cuda {
 

@@ -2,7 +2,7 @@
 // Device memory for every CUDA backend: cudaMalloc / cudaFree underneath the tracking allocator,
 // so each allocation and free is recorded with a timestamp and counted against the plan.
 
-#include "core/tracking_allocator.h"
+#include "core/backend/tracking_allocator.h"
 
 namespace attnscope::cuda {
 

@@ -4,7 +4,7 @@
 // host tests run the backward's kernel bodies (flash_bwd_body.h) with the very parameters the
 // backend launches them with.
 
-#include "core/workload_spec.h"
+#include "core/spec/workload_spec.h"
 #include "kernels/cuda/flash_params.h"
 
 namespace attnscope::cuda {

@@ -4,7 +4,7 @@
 #include <limits>
 #include <sstream>
 
-#include "core/format.h"
+#include "core/base/format.h"
 #include "kernels/cuda/flash_bwd_tiling.h"
 #include "kernels/cuda/flash_tiling.h"
 

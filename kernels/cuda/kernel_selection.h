@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "core/dtype.h"
-#include "core/workload_spec.h"
+#include "core/spec/dtype.h"
+#include "core/spec/workload_spec.h"
 
 namespace attnscope::cuda {
 

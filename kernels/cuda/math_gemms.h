@@ -12,7 +12,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/workload_spec.h"
+#include "core/spec/workload_spec.h"
 
 namespace attnscope::cuda {
 

@@ -8,7 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "core/utf8_text.h"
+#include "core/base/utf8_text.h"
 #include "kernels/torch/torch_python.h"
 
 extern char** environ;

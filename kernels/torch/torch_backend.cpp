@@ -4,8 +4,8 @@
 #include <limits>
 #include <optional>
 
-#include "core/clock.h"
-#include "core/run_engine.h"
+#include "core/base/clock.h"
+#include "core/engine/run_engine.h"
 #include "kernels/torch/torch_files.h"
 #include "kernels/torch/torch_prediction.h"
 #include "kernels/torch/torch_trace.h"

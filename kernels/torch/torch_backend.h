@@ -13,7 +13,7 @@
 #include <memory>
 #include <string>
 
-#include "core/backend.h"
+#include "core/backend/backend.h"
 #include "kernels/torch/torch_probe.h"
 
 namespace attnscope::torch {

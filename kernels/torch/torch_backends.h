@@ -1,5 +1,5 @@
 #pragma once
-#include "core/backend_registry.h"
+#include "core/backend/backend_registry.h"
 
 namespace attnscope {
 // torch.cpu.{auto,math,flash} and torch.cuda.{auto,math,efficient,flash,cudnn}: PyTorch's SDPA in

@@ -5,8 +5,8 @@
 #include <filesystem>
 #include <stdexcept>
 
-#include "core/npy.h"
-#include "core/run_files.h"
+#include "core/inputs/npy.h"
+#include "core/inputs/run_files.h"
 
 namespace attnscope::torch {
 

@@ -1,14 +1,14 @@
 #pragma once
 // The files one torch run exchanges with the worker: the exact inputs our backends use, written
-// as .npy (core/npy), and the output read back the same way, so the float64 accuracy check
+// as .npy (core/inputs/npy), and the output read back the same way, so the float64 accuracy check
 // applies unchanged. Masks the worker cannot express as is_causal become boolean tensors here,
-// from the same mask rules every backend uses (core/mask.h).
+// from the same mask rules every backend uses (core/spec/mask.h).
 
 #include <string>
 #include <vector>
 
-#include "core/host_inputs.h"
-#include "core/workload_spec.h"
+#include "core/inputs/host_inputs.h"
+#include "core/spec/workload_spec.h"
 
 namespace attnscope::torch {
 

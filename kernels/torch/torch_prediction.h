@@ -6,9 +6,9 @@
 #include <optional>
 #include <string>
 
-#include "core/memory_plan.h"
+#include "core/backend/memory_plan.h"
 #include "core/torch_dispatch/torch_target.h"
-#include "core/workload_spec.h"
+#include "core/spec/workload_spec.h"
 #include "kernels/torch/torch_worker.h"
 
 namespace attnscope::torch {

@@ -3,7 +3,7 @@
 #include <thread>
 #include <utility>
 
-#include "core/backend.h"
+#include "core/backend/backend.h"
 
 namespace attnscope::torch {
 

@@ -14,7 +14,7 @@
 #include <optional>
 #include <string>
 
-#include "core/utf8_text.h"
+#include "core/base/utf8_text.h"
 
 namespace attnscope::torch {
 

@@ -6,7 +6,7 @@
 
 #include <vector>
 
-#include "core/trace_event.h"
+#include "core/trace/trace_event.h"
 #include "kernels/torch/worker_reply.h"
 
 namespace attnscope::torch {

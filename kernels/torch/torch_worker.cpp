@@ -2,7 +2,7 @@
 
 #include <optional>
 
-#include "core/backend.h"
+#include "core/backend/backend.h"
 
 namespace attnscope::torch {
 namespace {

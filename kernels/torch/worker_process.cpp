@@ -9,10 +9,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "core/backend.h"
-#include "core/clock.h"
-#include "core/format.h"
-#include "core/utf8_text.h"
+#include "core/backend/backend.h"
+#include "core/base/clock.h"
+#include "core/base/format.h"
+#include "core/base/utf8_text.h"
 #include "kernels/torch/process_keeper.h"
 #include "kernels/torch/worker_reply.h"
 

@@ -4,7 +4,7 @@
 #include <cstdio>
 #include <limits>
 
-#include "core/utf8_text.h"
+#include "core/base/utf8_text.h"
 #include "kernels/torch/worker_process.h"
 
 namespace attnscope::torch {

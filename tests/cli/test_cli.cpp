@@ -17,9 +17,9 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_fixture.h"
-#include "core/dtype.h"
-#include "core/npy.h"
-#include "core/reference.h"
+#include "core/spec/dtype.h"
+#include "core/inputs/npy.h"
+#include "core/check/reference.h"
 
 namespace fs = std::filesystem;
 

@@ -1,4 +1,4 @@
-// Walks the WorkloadSpec field table (core/spec_fields.h) and checks that every field reaches
+// Walks the WorkloadSpec field table (core/spec/spec_fields.h) and checks that every field reaches
 // every place that promises "every field": text (setField/format), JSON, the sweep grid, the CSV
 // header and cells, the store's runs table, and the real binary's --help of backends, run, sweep
 // and explain. A field added to the table is covered here without touching this file.
@@ -12,10 +12,10 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_process.h"
-#include "core/results_export.h"
-#include "core/spec_fields.h"
-#include "core/store.h"
-#include "core/sweep_spec.h"
+#include "core/export/results_export.h"
+#include "core/spec/spec_fields.h"
+#include "core/store/store.h"
+#include "core/spec/sweep_spec.h"
 
 namespace fs = std::filesystem;
 

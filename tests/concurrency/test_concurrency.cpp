@@ -13,10 +13,10 @@
 #include <thread>
 #include <vector>
 
-#include "core/backend_registry.h"
-#include "core/run_engine.h"
-#include "core/store.h"
-#include "core/sweep_runner.h"
+#include "core/backend/backend_registry.h"
+#include "core/engine/run_engine.h"
+#include "core/store/store.h"
+#include "core/engine/sweep_runner.h"
 #include "kernels/cpu/cpu_backends.h"
 #include "tests/support/temp_dir.h"
 

@@ -1,4 +1,4 @@
-// What a sampled accuracy check always holds (core/check_sample.h, accuracyRows): every
+// What a sampled accuracy check always holds (core/check/check_sample.h, accuracyRows): every
 // batch-head and every query block, both edges of every mask, the largest |q| rows and the rows at
 // risk; the mask ranges it walks agree with referenceAttends; and how `auto` picks full or
 // sampled, and how coverage is shown.
@@ -9,10 +9,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/check_policy.h"
-#include "core/check_sample.h"
-#include "core/reference.h"
-#include "core/sweep_spec.h"
+#include "core/check/check_policy.h"
+#include "core/check/check_sample.h"
+#include "core/check/reference.h"
+#include "core/result/run_result.h"
+#include "core/spec/sweep_spec.h"
 
 using namespace attnscope;
 

@@ -6,10 +6,10 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
-#include "core/reference.h"
+#include "core/check/reference.h"
 #include "reference_test_backend.h"
-#include "core/run_engine.h"
-#include "core/sweep_runner.h"
+#include "core/engine/run_engine.h"
+#include "core/engine/sweep_runner.h"
 
 using namespace attnscope;
 

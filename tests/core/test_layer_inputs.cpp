@@ -4,9 +4,9 @@
 
 #include <cmath>
 
-#include "core/host_inputs.h"
-#include "core/random.h"
-#include "core/workload_spec.h"
+#include "core/inputs/host_inputs.h"
+#include "core/base/random.h"
+#include "core/spec/workload_spec.h"
 
 using namespace attnscope;
 

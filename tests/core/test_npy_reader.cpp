@@ -16,8 +16,8 @@
 #include <future>
 #include <limits>
 
-#include "core/npy.h"
-#include "core/run_files.h"
+#include "core/inputs/npy.h"
+#include "core/inputs/run_files.h"
 
 using namespace attnscope;
 

@@ -3,7 +3,7 @@
 // when it began.
 #include <gtest/gtest.h>
 
-#include "core/phase_summary.h"
+#include "core/trace/phase_summary.h"
 
 using namespace attnscope;
 

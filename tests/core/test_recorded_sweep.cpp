@@ -1,4 +1,4 @@
-// The one path from a sweep to the store (core/recorded_sweep.h) that every front end uses:
+// The one path from a sweep to the store (core/engine/recorded_sweep.h) that every front end uses:
 // finished, cancelled between points and within one, failed part-way because the disk filled,
 // and the name rules every front end shares.
 #include <gtest/gtest.h>
@@ -11,8 +11,8 @@
 #include <atomic>
 #include <thread>
 
-#include "core/recorded_sweep.h"
-#include "core/store.h"
+#include "core/engine/recorded_sweep.h"
+#include "core/store/store.h"
 #include "reference_test_backend.h"
 #include "tests/support/temp_dir.h"
 

@@ -6,9 +6,9 @@
 #include <cmath>
 #include <limits>
 
-#include "core/backend.h"
-#include "core/mask.h"
-#include "core/reference.h"
+#include "core/backend/backend.h"
+#include "core/spec/mask.h"
+#include "core/check/reference.h"
 
 using namespace attnscope;
 
@@ -103,7 +103,7 @@ TEST(ReferenceCheck, ReferenceMaskRulesAreTheReadmeTable) {
 }
 
 TEST(ReferenceCheck, BackendMaskRangesAgreeWithTheReferenceRules) {
-  // core/mask.h (used by every backend) against the reference's own rules, over awkward sizes:
+  // core/spec/mask.h (used by every backend) against the reference's own rules, over awkward sizes:
   // a wrong rule on either side fails here and in every backend accuracy test.
   for (const char* m : {"causal", "window:1", "window:3", "window:8", "block:1", "block:3", "block:5", "none"})
     for (auto [lq, lkv] : std::vector<std::pair<int64_t, int64_t>>{{1, 1}, {7, 7}, {5, 9}, {9, 5}, {13, 13}}) {

@@ -14,9 +14,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/reference.h"
-#include "core/run_engine.h"
-#include "core/sweep_spec.h"
+#include "core/check/reference.h"
+#include "core/engine/run_engine.h"
+#include "core/spec/sweep_spec.h"
 
 using namespace attnscope;
 

@@ -1,7 +1,7 @@
 // compareSweeps: the pairing rule shared by `attnscope compare` and the GUI's Compare tab.
 #include <gtest/gtest.h>
 
-#include "core/sweep_compare.h"
+#include "core/export/sweep_compare.h"
 
 using namespace attnscope;
 

@@ -2,8 +2,8 @@
 // (other spellings, case, empty) is refused rather than guessed.
 #include <gtest/gtest.h>
 
-#include "core/workload_kind.h"
-#include "core/workload_spec.h"
+#include "core/spec/workload_kind.h"
+#include "core/spec/workload_spec.h"
 
 using namespace attnscope;
 

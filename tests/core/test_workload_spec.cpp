@@ -2,9 +2,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/dtype.h"
-#include "core/mask.h"
-#include "core/workload_spec.h"
+#include "core/spec/dtype.h"
+#include "core/spec/mask.h"
+#include "core/spec/workload_spec.h"
 
 using namespace attnscope;
 

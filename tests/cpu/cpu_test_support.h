@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "core/backend.h"
-#include "core/workload_spec.h"
+#include "core/backend/backend.h"
+#include "core/spec/workload_spec.h"
 #include "kernels/cpu/cpu_flash_backend.h"
 #include "kernels/cpu/cpu_reference_backend.h"
 

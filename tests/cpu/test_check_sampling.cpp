@@ -7,7 +7,7 @@
 #include <cmath>
 #include <functional>
 
-#include "core/run_engine.h"
+#include "core/engine/run_engine.h"
 #include "tests/cpu/cpu_test_support.h"
 
 namespace attnscope {

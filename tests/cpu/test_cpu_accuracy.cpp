@@ -7,8 +7,8 @@
 
 #include <set>
 
-#include "core/reference.h"
-#include "core/run_engine.h"
+#include "core/check/reference.h"
+#include "core/engine/run_engine.h"
 #include "tests/cpu/cpu_test_support.h"
 
 namespace attnscope {

@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
-#include "core/dtype.h"
-#include "core/reference.h"
-#include "core/run_engine.h"
+#include "core/spec/dtype.h"
+#include "core/check/reference.h"
+#include "core/engine/run_engine.h"
 #include "kernels/cpu/cpu_isa.h"
 #include "kernels/cpu/tile_kernels.h"
 #include "tests/cpu/cpu_test_support.h"

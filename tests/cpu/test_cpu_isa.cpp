@@ -8,8 +8,8 @@
 
 #include <set>
 
-#include "core/reference.h"
-#include "core/run_engine.h"
+#include "core/check/reference.h"
+#include "core/engine/run_engine.h"
 #include "kernels/cpu/cpu_isa.h"
 #include "kernels/cpu/tile_kernels.h"
 #include "tests/cpu/cpu_test_support.h"

@@ -10,7 +10,7 @@
 #include <set>
 #include <stdexcept>
 
-#include "core/backend.h"
+#include "core/backend/backend.h"
 #include "kernels/cpu/cpu_blas.h"
 #include "kernels/cpu/dtype_rows.h"
 #include "kernels/cpu/softmax_math.h"

@@ -1,4 +1,4 @@
-// kind = layer on the CPU backends: y and every gradient against float64 (core/reference_layer.h)
+// kind = layer on the CPU backends: y and every gradient against float64 (core/check/reference_layer.h)
 // on awkward sizes (odd L, E not a multiple of 8, GQA and MQA, every mask kind, every dtype),
 // forward and train with and without checkpointing, on this CPU's kernels and forced to the
 // baseline ones; the plan names every allocation at its size and its peak is the measured one;
@@ -9,9 +9,9 @@
 #include <cmath>
 #include <optional>
 
-#include "core/reference.h"
-#include "core/reference_layer.h"
-#include "core/run_engine.h"
+#include "core/check/reference.h"
+#include "core/check/reference_layer.h"
+#include "core/engine/run_engine.h"
 #include "kernels/cpu/cpu_isa.h"
 #include "tests/cpu/cpu_test_support.h"
 #include "tests/reliability/plan_buffers.h"

@@ -6,7 +6,7 @@
 
 #include <algorithm>
 
-#include "core/run_engine.h"
+#include "core/engine/run_engine.h"
 #include "tests/cpu/cpu_test_support.h"
 
 namespace attnscope {

@@ -3,7 +3,7 @@
 
 #include <gtest/gtest.h>
 
-#include "core/environment.h"
+#include "core/result/environment.h"
 #include "kernels/cpu/cpu_backends.h"
 #include "kernels/cpu/tile_kernels.h"
 

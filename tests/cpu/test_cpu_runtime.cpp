@@ -7,8 +7,8 @@
 #include <chrono>
 #include <thread>
 
-#include "core/mask.h"
-#include "core/run_engine.h"
+#include "core/spec/mask.h"
+#include "core/engine/run_engine.h"
 #include "tests/cpu/cpu_test_support.h"
 
 namespace attnscope {

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "core/dtype.h"
+#include "core/spec/dtype.h"
 #include "kernels/cpu/cpu_isa.h"
 #include "kernels/cpu/tile_kernels.h"
 

@@ -7,9 +7,9 @@
 
 #include <cmath>
 
-#include "core/reference.h"
-#include "core/reference_grad.h"
-#include "core/run_engine.h"
+#include "core/check/reference.h"
+#include "core/check/reference_grad.h"
+#include "core/engine/run_engine.h"
 #include "tests/cpu/cpu_test_support.h"
 #include "tests/support/gradient_agreement.h"
 

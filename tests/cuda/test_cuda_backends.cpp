@@ -9,7 +9,7 @@
 #include <sstream>
 #include <vector>
 
-#include "core/run_engine.h"
+#include "core/engine/run_engine.h"
 #include "kernels/cuda/cuda_backends.h"
 #include "kernels/cuda/cuda_device.h"
 #include "kernels/cuda/cuda_math_backend.h"

@@ -20,9 +20,9 @@
 #include <thread>
 #include <vector>
 
-#include "core/host_inputs.h"
-#include "core/reference.h"
-#include "core/reference_grad.h"
+#include "core/inputs/host_inputs.h"
+#include "core/check/reference.h"
+#include "core/check/reference_grad.h"
 #include "kernels/cuda/flash_bwd_body.h"
 #include "kernels/cuda/flash_layout.h"
 #include "kernels/cuda/math_gemms.h"

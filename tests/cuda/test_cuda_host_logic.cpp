@@ -5,7 +5,7 @@
 
 #include <tuple>
 
-#include "core/mask.h"
+#include "core/spec/mask.h"
 #include "kernels/cuda/attention_tiling.h"
 #include "kernels/cuda/cuda_plans.h"
 #include "kernels/cuda/flash_tiling.h"

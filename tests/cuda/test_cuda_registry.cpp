@@ -5,8 +5,8 @@
 
 #include <algorithm>
 
-#include "core/environment.h"
-#include "core/run_engine.h"
+#include "core/result/environment.h"
+#include "core/engine/run_engine.h"
 #include "kernels/cuda/cuda_backends.h"
 #include "kernels/cuda/cuda_device.h"
 

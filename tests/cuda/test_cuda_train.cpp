@@ -15,9 +15,9 @@
 #include <string>
 #include <vector>
 
-#include "core/phase_summary.h"
-#include "core/reference.h"
-#include "core/run_engine.h"
+#include "core/trace/phase_summary.h"
+#include "core/check/reference.h"
+#include "core/engine/run_engine.h"
 #include "kernels/cuda/cuda_backends.h"
 #include "kernels/cuda/cuda_device.h"
 #include "kernels/cuda/cuda_plans.h"

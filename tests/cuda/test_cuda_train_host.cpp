@@ -9,8 +9,8 @@
 #include <utility>
 #include <vector>
 
-#include "core/mask.h"
-#include "core/reference_grad.h"
+#include "core/spec/mask.h"
+#include "core/check/reference_grad.h"
 #include "kernels/cuda/cuda_plans.h"
 #include "kernels/cuda/flash_bwd_tiling.h"
 #include "kernels/cuda/kernel_selection.h"

@@ -10,9 +10,9 @@
 #include <cstdlib>
 #include <vector>
 
-#include "core/clock.h"
+#include "core/base/clock.h"
 #include "core/cupti/cupti_capture.h"
-#include "core/memory_timeline.h"
+#include "core/trace/memory_timeline.h"
 
 using namespace attnscope;
 

@@ -6,7 +6,7 @@
 #include <algorithm>
 
 #include "core/cupti/cupti_capture.h"
-#include "core/run_engine.h"
+#include "core/engine/run_engine.h"
 #include "reference_test_backend.h"
 
 using namespace attnscope;

@@ -12,8 +12,8 @@
 #include <utility>
 #include <vector>
 
-#include "core/backend.h"
-#include "core/run_engine.h"
+#include "core/backend/backend.h"
+#include "core/engine/run_engine.h"
 
 namespace attnscope::plancheck {
 

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "core/reference.h"
+#include "core/check/reference.h"
 
 namespace attnscope {
 namespace {

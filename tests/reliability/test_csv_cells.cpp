@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "core/results_export.h"
-#include "core/store.h"
+#include "core/export/results_export.h"
+#include "core/store/store.h"
 
 namespace attnscope {
 namespace {

@@ -9,9 +9,9 @@
 #include <filesystem>
 #include <string>
 
-#include "core/dtype.h"
-#include "core/npy.h"
-#include "core/run_files.h"
+#include "core/spec/dtype.h"
+#include "core/inputs/npy.h"
+#include "core/inputs/run_files.h"
 #include "tests/support/temp_dir.h"
 
 namespace attnscope {

@@ -1,7 +1,7 @@
 // Every buffer a CPU backend plans is allocated under its name with exactly its size, for every
 // dtype and mask layout (plan_buffers.h says why the peaks alone are not enough).
 
-#include "core/backend_registry.h"
+#include "core/backend/backend_registry.h"
 #include "kernels/cpu/cpu_backends.h"
 #include "tests/reliability/plan_buffers.h"
 

@@ -6,7 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/workload_spec.h"
+#include "core/spec/workload_spec.h"
 
 namespace attnscope {
 namespace {

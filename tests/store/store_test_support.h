@@ -11,10 +11,10 @@
 #include <sstream>
 #include <string>
 
-#include "core/memory_plan.h"
-#include "core/run_result.h"
-#include "core/store.h"
-#include "core/sweep_spec.h"
+#include "core/backend/memory_plan.h"
+#include "core/result/run_result.h"
+#include "core/store/store.h"
+#include "core/spec/sweep_spec.h"
 #include "tests/support/temp_dir.h"
 
 namespace attnscope::test {

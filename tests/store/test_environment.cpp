@@ -3,8 +3,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/environment.h"
-#include "core/store.h"
+#include "core/result/environment.h"
+#include "core/store/store.h"
 #include "tests/store/store_test_support.h"
 
 namespace attnscope {

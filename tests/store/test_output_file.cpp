@@ -7,8 +7,8 @@
 
 #include <filesystem>
 
-#include "core/output_file.h"
-#include "core/store.h"
+#include "core/files/output_file.h"
+#include "core/store/store.h"
 #include "tests/store/store_test_support.h"
 
 namespace attnscope {

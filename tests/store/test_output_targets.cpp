@@ -11,7 +11,7 @@
 
 #include <filesystem>
 
-#include "core/output_file.h"
+#include "core/files/output_file.h"
 #include "tests/store/store_process_support.h"
 #include "tests/store/store_test_support.h"
 #include "tests/support/fifo_reader.h"

@@ -8,8 +8,8 @@
 #include <limits>
 #include <thread>
 
-#include "core/environment.h"
-#include "core/store.h"
+#include "core/result/environment.h"
+#include "core/store/store.h"
 #include "tests/store/store_process_support.h"
 #include "tests/store/store_test_support.h"
 

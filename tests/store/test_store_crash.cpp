@@ -11,7 +11,7 @@
 #include <cstdio>
 #include <thread>
 
-#include "core/store.h"
+#include "core/store/store.h"
 #include "tests/store/store_test_support.h"
 
 namespace attnscope {

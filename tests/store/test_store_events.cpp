@@ -5,7 +5,7 @@
 #include <chrono>
 #include <cstdio>
 
-#include "core/store.h"
+#include "core/store/store.h"
 #include "tests/store/store_test_support.h"
 
 namespace attnscope {

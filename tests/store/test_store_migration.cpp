@@ -5,9 +5,9 @@
 
 #include <stdexcept>
 
-#include "core/sqlite_connection.h"
-#include "core/store.h"
-#include "core/store_schema.h"
+#include "core/store/sqlite_connection.h"
+#include "core/store/store.h"
+#include "core/store/store_schema.h"
 #include "tests/store/store_test_support.h"
 
 namespace attnscope {

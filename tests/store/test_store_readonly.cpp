@@ -8,7 +8,7 @@
 
 #include <filesystem>
 
-#include "core/store.h"
+#include "core/store/store.h"
 #include "tests/store/store_process_support.h"
 #include "tests/store/store_test_support.h"
 

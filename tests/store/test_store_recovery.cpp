@@ -6,8 +6,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "core/store.h"
-#include "core/store_owner.h"
+#include "core/store/store.h"
+#include "core/store/store_owner.h"
 #include "tests/store/store_process_support.h"
 #include "tests/store/store_test_support.h"
 

@@ -5,7 +5,7 @@
 #include <filesystem>
 #include <random>
 
-#include "core/store.h"
+#include "core/store/store.h"
 #include "tests/store/store_test_support.h"
 
 namespace attnscope {

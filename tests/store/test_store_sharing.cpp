@@ -14,8 +14,8 @@
 #include <cstdlib>
 #include <thread>
 
-#include "core/sqlite_file_guard.h"
-#include "core/store.h"
+#include "core/store/sqlite_file_guard.h"
+#include "core/store/store.h"
 #include "tests/store/store_process_support.h"
 #include "tests/store/store_test_support.h"
 

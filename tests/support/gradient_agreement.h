@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "core/backend.h"
+#include "core/backend/backend.h"
 
 namespace attnscope::testing {
 

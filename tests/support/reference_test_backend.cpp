@@ -5,7 +5,7 @@
 #include <thread>
 #include <vector>
 
-#include "core/reference.h"
+#include "core/check/reference.h"
 
 namespace attnscope::testing {
 

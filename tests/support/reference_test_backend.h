@@ -7,7 +7,7 @@
 #include <memory>
 #include <string>
 
-#include "core/backend.h"
+#include "core/backend/backend.h"
 
 namespace attnscope::testing {
 

@@ -10,7 +10,7 @@
 #include <QTableView>
 #include <QtTest>
 
-#include "core/store.h"
+#include "core/store/store.h"
 #include "ui/backend_list_model.h"
 #include "ui/compare_model.h"
 #include "ui/compare_view.h"

@@ -1,6 +1,6 @@
 // kind = layer on the torch backends with the real torch of ATTNSCOPE_TEST_PYTHON: torch's own
 // F.linear + SDPA + F.linear (train: y.backward(G) through autograd) run through the real engine,
-// y and every gradient held against the float64 layer check (core/reference_layer.h) like the CPU
+// y and every gradient held against the float64 layer check (core/check/reference_layer.h) like the CPU
 // backends'; a planted error in torch's y or in one gradient fails that check; the phases come
 // from the worker's profiled call; memory is measured (autograd's saved tensors included), never
 // predicted. Exits 77 (skipped) without ATTNSCOPE_TEST_PYTHON.

@@ -7,7 +7,7 @@
 #include <csignal>
 #include <thread>
 
-#include "core/utf8_text.h"
+#include "core/base/utf8_text.h"
 #include "kernels/torch/torch_python.h"
 #include "tests/torch/torch_test_support.h"
 

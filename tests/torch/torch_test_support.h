@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "core/run_engine.h"
-#include "core/workload_spec.h"
+#include "core/engine/run_engine.h"
+#include "core/spec/workload_spec.h"
 #include "kernels/torch/torch_backend.h"
 
 namespace attnscope::torchtest {

@@ -5,9 +5,9 @@
 #include <map>
 #include <set>
 
-#include "core/chrome_trace.h"
-#include "core/memory_timeline.h"
-#include "core/run_result.h"
+#include "core/export/chrome_trace.h"
+#include "core/trace/memory_timeline.h"
+#include "core/result/run_result.h"
 #include "tests/trace/trace_builders.h"
 
 using namespace attnscope;

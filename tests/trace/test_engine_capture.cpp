@@ -2,8 +2,8 @@
 // only for device backends), dropped records and notes kept, inactive capture noted.
 #include <gtest/gtest.h>
 
-#include "core/clock.h"
-#include "core/run_engine.h"
+#include "core/base/clock.h"
+#include "core/engine/run_engine.h"
 #include "reference_test_backend.h"
 #include "tests/trace/trace_builders.h"
 

@@ -3,7 +3,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/kernel_summary.h"
+#include "core/trace/kernel_summary.h"
 #include "tests/trace/trace_builders.h"
 
 using namespace attnscope;

@@ -7,7 +7,7 @@
 #include <map>
 #include <random>
 
-#include "core/memory_timeline.h"
+#include "core/trace/memory_timeline.h"
 #include "tests/trace/trace_builders.h"
 
 using namespace attnscope;

@@ -2,7 +2,7 @@
 // Terse constructors for trace events in tests.
 #include <string>
 
-#include "core/trace_event.h"
+#include "core/trace/trace_event.h"
 
 namespace attnscope::testing {
 

@@ -8,7 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/store.h"
+#include "core/store/store.h"
 #include "ui/chart_export.h"
 #include "ui/gui_entry.h"
 #include "ui/memory_view.h"

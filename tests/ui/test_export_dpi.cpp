@@ -11,8 +11,8 @@
 #include <QRegularExpression>
 #include <qcustomplot.h>
 
-#include "core/store.h"
-#include "core/sweep_spec.h"
+#include "core/store/store.h"
+#include "core/spec/sweep_spec.h"
 #include "ui/breakdown_view.h"
 #include "ui/chart_context.h"
 #include "ui/chart_export.h"

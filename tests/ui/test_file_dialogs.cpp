@@ -25,7 +25,7 @@
 #include <QSignalSpy>
 #include <QTimer>
 
-#include "core/store.h"
+#include "core/store/store.h"
 #include "ui/backend_list_model.h"
 #include "ui/main_window.h"
 #include "ui/sweep_panel.h"

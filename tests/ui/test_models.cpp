@@ -3,9 +3,9 @@
 #include <QAbstractItemModelTester>
 #include <QSignalSpy>
 
-#include "core/environment.h"
-#include "core/store.h"
-#include "core/sweep_runner.h"
+#include "core/result/environment.h"
+#include "core/store/store.h"
+#include "core/engine/sweep_runner.h"
 #include "kernels/builtin_backends.h"
 #include "ui/backend_list_model.h"
 #include "ui/compare_model.h"

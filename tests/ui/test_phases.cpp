@@ -19,9 +19,9 @@
 #include <QThread>
 #include <qcustomplot.h>
 
-#include "core/phase_summary.h"
-#include "core/store.h"
-#include "core/sweep_spec.h"
+#include "core/trace/phase_summary.h"
+#include "core/store/store.h"
+#include "core/spec/sweep_spec.h"
 #include "ui/breakdown_view.h"
 #include "ui/memory_view.h"
 #include "ui/phase_breakdown.h"

@@ -23,8 +23,8 @@
 
 #include <qcustomplot.h>
 
-#include "core/format.h"
-#include "core/store.h"
+#include "core/base/format.h"
+#include "core/store/store.h"
 #include "ui/backend_list_model.h"
 #include "ui/breakdown_view.h"
 #include "ui/main_window.h"

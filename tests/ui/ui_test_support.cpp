@@ -2,8 +2,8 @@
 
 #include <QCoreApplication>
 
-#include "core/recorded_sweep.h"
-#include "core/store.h"
+#include "core/engine/recorded_sweep.h"
+#include "core/store/store.h"
 #include "kernels/builtin_backends.h"
 
 namespace attnscope::ui::test {

@@ -15,8 +15,8 @@
 
 #include <qcustomplot.h>
 
-#include "core/recorded_sweep.h"
-#include "core/store.h"
+#include "core/engine/recorded_sweep.h"
+#include "core/store/store.h"
 #include "kernels/builtin_backends.h"
 #include "ui/breakdown_view.h"
 #include "ui/chart_view.h"

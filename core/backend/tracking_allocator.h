@@ -1,0 +1,131 @@
+#pragma once
+// The allocator every backend allocates through. It records each allocation and free with a
+// timestamp and keeps live and peak bytes, so the measured peak can be held against the plan.
+
+#include <cstdint>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "core/trace/trace_event.h"
+
+namespace attnscope {
+
+// An allocation that could not be satisfied. free_bytes is -1 when unknown.
+class OutOfMemory : public std::runtime_error {
+ public:
+  OutOfMemory(std::string where, int64_t requested, int64_t free_bytes, std::string detail = {});
+  int64_t requested() const { return requested_; }
+  int64_t freeBytes() const { return free_; }
+
+ private:
+  int64_t requested_;
+  int64_t free_;
+};
+
+class TrackingAllocator {
+ public:
+  // limit_bytes < 0: no limit beyond what the underlying allocator gives.
+  TrackingAllocator(MemoryKind kind, uint32_t device, int64_t limit_bytes = -1);
+  virtual ~TrackingAllocator();
+  TrackingAllocator(const TrackingAllocator&) = delete;
+  TrackingAllocator& operator=(const TrackingAllocator&) = delete;
+
+  // Throws OutOfMemory when the limit or the underlying allocator refuses. bytes may be 0.
+  void* allocate(int64_t bytes, std::string_view tag);
+  void release(void* p);
+
+  int64_t liveBytes() const;
+  int64_t peakBytes() const;
+  int64_t allocationCount() const;
+  MemoryKind kind() const { return kind_; }
+  // Events recorded so far (alloc and free, EventSource::allocator); leaves the list empty.
+  std::vector<TraceEvent> takeEvents();
+  // While off, allocations and frees are counted instead of recorded; live and peak bytes are
+  // kept either way. The engine uses it to keep a long run's trace bounded.
+  void setRecording(bool on);
+  int64_t droppedEvents() const;
+
+ protected:
+  virtual void* rawAllocate(int64_t bytes) = 0;  // nullptr on failure
+  virtual void rawFree(void* p) = 0;
+  // Bytes the underlying allocator could still give, for the OOM message; -1 if unknown.
+  virtual int64_t freeBytesHint() const { return -1; }
+  virtual std::string where() const = 0;
+
+ private:
+  struct Live {
+    int64_t bytes;
+    std::string tag;
+  };
+  mutable std::mutex mu_;
+  MemoryKind kind_;
+  uint32_t device_;
+  int64_t limit_;
+  int64_t live_ = 0;
+  int64_t peak_ = 0;
+  int64_t count_ = 0;
+  std::unordered_map<void*, Live> blocks_;
+  std::vector<TraceEvent> events_;
+  bool recording_ = true;
+  int64_t dropped_ = 0;
+};
+
+// Host memory, 64-byte aligned. Used by the CPU backends.
+class HostAllocator final : public TrackingAllocator {
+ public:
+  explicit HostAllocator(int64_t limit_bytes = -1) : TrackingAllocator(MemoryKind::host, 0, limit_bytes) {}
+  ~HostAllocator() override;
+
+ protected:
+  void* rawAllocate(int64_t bytes) override;
+  void rawFree(void* p) override;
+  int64_t freeBytesHint() const override;
+  std::string where() const override { return "host"; }
+};
+
+// Bytes this process can still allocate: the least of MemAvailable, the cgroup's limit (v2
+// memory.max, v1 memory.limit_in_bytes, each level up to the root) minus its usage, and
+// RLIMIT_AS / RLIMIT_DATA minus the process's current address space / data size. -1 if unknown.
+int64_t hostMemoryAvailable();
+int64_t hostMemoryTotal();
+
+// Owns one allocation; frees it on destruction, so an exception mid-run releases everything.
+template <typename T>
+class Buffer {
+ public:
+  Buffer() = default;
+  Buffer(TrackingAllocator& a, int64_t count, std::string_view tag)
+      : alloc_(&a), count_(count), p_(static_cast<T*>(a.allocate(count * static_cast<int64_t>(sizeof(T)), tag))) {}
+  ~Buffer() { reset(); }
+  Buffer(Buffer&& o) noexcept : alloc_(o.alloc_), count_(o.count_), p_(o.p_) { o.p_ = nullptr; }
+  Buffer& operator=(Buffer&& o) noexcept {
+    if (this != &o) {
+      reset();
+      alloc_ = o.alloc_;
+      count_ = o.count_;
+      p_ = o.p_;
+      o.p_ = nullptr;
+    }
+    return *this;
+  }
+  void reset() {
+    if (p_) alloc_->release(p_);
+    p_ = nullptr;
+  }
+  T* data() const { return p_; }
+  int64_t size() const { return count_; }
+  int64_t bytes() const { return count_ * static_cast<int64_t>(sizeof(T)); }
+  explicit operator bool() const { return p_ != nullptr; }
+
+ private:
+  TrackingAllocator* alloc_ = nullptr;
+  int64_t count_ = 0;
+  T* p_ = nullptr;
+};
+
+}  // namespace attnscope

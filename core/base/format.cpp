@@ -1,0 +1,41 @@
+#include "core/base/format.h"
+
+#include <cmath>
+#include <cstdio>
+
+namespace attnscope {
+
+std::string formatBytes(int64_t bytes) {
+  if (bytes < 0) return "-" + formatBytes(-bytes);
+  static const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+  if (bytes < 1024) return std::to_string(bytes) + " B";
+  double v = static_cast<double>(bytes);
+  int u = 0;
+  while (v >= 1024.0 && u < 5) {
+    v /= 1024.0;
+    ++u;
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof buf, v < 10 ? "%.2f %s" : v < 100 ? "%.1f %s" : "%.0f %s", v, units[u]);
+  return buf;
+}
+
+std::string formatDuration(double s) {
+  char buf[32];
+  double a = std::fabs(s);
+  if (a < 1e-6) std::snprintf(buf, sizeof buf, "%.0f ns", s * 1e9);
+  else if (a < 1e-3) std::snprintf(buf, sizeof buf, "%.3g us", s * 1e6);
+  else if (a < 1.0) std::snprintf(buf, sizeof buf, "%.3g ms", s * 1e3);
+  else std::snprintf(buf, sizeof buf, "%.3g s", s);
+  return buf;
+}
+
+std::string formatFlops(double f) {
+  char buf[32];
+  if (f >= 1e12) std::snprintf(buf, sizeof buf, "%.3g TFLOP/s", f / 1e12);
+  else if (f >= 1e9) std::snprintf(buf, sizeof buf, "%.3g GFLOP/s", f / 1e9);
+  else std::snprintf(buf, sizeof buf, "%.3g MFLOP/s", f / 1e6);
+  return buf;
+}
+
+}  // namespace attnscope

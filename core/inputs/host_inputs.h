@@ -1,0 +1,72 @@
+#pragma once
+// The inputs of one run on the host, stored in the spec's dtype (fp32 as float, fp16/bf16 as
+// their 16-bit patterns), and the dense mask when there is one. kind = attention: Q [B,H,Lq,D],
+// K and V [B,Hkv,Lkv,D]. kind = layer: x [B,L,E] and the layer's weights (q, k, v empty; the
+// layer computes them). Generated from the seed (each tensor its own stream, rounded to the
+// dtype) or loaded from files.
+
+#include <atomic>
+#include <cstdint>
+#include <vector>
+
+#include "core/spec/dtype.h"
+#include "core/spec/workload_spec.h"
+
+namespace attnscope {
+
+// A layer's model width E: spec.width when set, else heads x head_dim.
+inline int64_t layerWidth(const WorkloadSpec& s) { return s.width > 0 ? s.width : s.heads * s.headDim(); }
+// Rows of the fused projection, (H + 2 Hkv) x D.
+inline int64_t layerQkvRows(const WorkloadSpec& s) { return (s.heads + 2 * s.kvHeads()) * s.headDim(); }
+
+struct HostTensor {
+  DType dtype = DType::fp32;
+  std::vector<int64_t> shape;
+  std::vector<uint8_t> bytes;  // raw storage in dtype
+
+  int64_t elements() const;
+  float at(int64_t i) const;  // element i converted to float
+  void set(int64_t i, float v);  // rounds to dtype
+  const void* data() const { return bytes.data(); }
+  static HostTensor zeros(DType d, std::vector<int64_t> shape);
+};
+
+struct HostInputs {
+  HostTensor q, k, v;  // kind = attention
+  // kind = layer, with E the model width (layerWidth) and Ht = H + 2 Hkv:
+  //   x [B,L,E] uniform in [-1, 1);  w_qkv [Ht D, E] and b_qkv [Ht D] uniform in +-1/sqrt(E)
+  //   (torch.nn.Linear's default bound; rows: H*D query rows head-major, then Hkv*D key rows,
+  //   then Hkv*D value rows);  w_o [E, H D] and b_o [E] uniform in +-1/sqrt(H D).
+  HostTensor x, w_qkv, b_qkv, w_o, b_o;
+  std::vector<uint8_t> mask;  // dense masks only; layout per spec.mask_layout
+  // pass = train only: the gradient of the loss sum(O * G) with respect to the output O
+  // ([B,H,Lq,D]; a layer's output y: [B,L,E]), in the spec's dtype, uniform in [-1, 1) from its
+  // own stream; empty for a forward pass.
+  HostTensor g;
+
+  // Throws Cancelled (core/base/cancel.h) when `cancel` is set while generating.
+  static HostInputs generate(const WorkloadSpec& spec, const std::atomic<bool>* cancel = nullptr);
+};
+
+// The gradients a train pass produces for kind = attention.
+struct AttentionGradients {
+  std::vector<float> dq, dk, dv;
+};
+
+// The gradients a train pass produces for kind = layer, as float in their tensors' layouts:
+// dx [B,L,E], dw_qkv [(H + 2 Hkv) D, E], db_qkv [(H + 2 Hkv) D], dw_o [E, H D], db_o [E].
+struct LayerGradients {
+  std::vector<float> dx, dw_qkv, db_qkv, dw_o, db_o;
+};
+
+// What a layer computed between its stages, in the spec's dtype as stored: q [B,H,L,D], k and v
+// [B,Hkv,L,D] (the projection split into heads), o [B,H,L,D] (the attention's output, heads not
+// yet merged); for train also d_o (the gradient reaching the attention, [B,H,L,D]) and dq, dk, dv.
+// Read only by the accuracy check, which holds each stage against its actual inputs
+// (core/check/reference_layer.h) so a check of a wide layer stays cheap.
+struct LayerIntermediates {
+  HostTensor q, k, v, o;
+  HostTensor d_o, dq, dk, dv;  // pass = train
+};
+
+}  // namespace attnscope

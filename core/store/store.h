@@ -1,0 +1,111 @@
+#pragma once
+// The SQLite store: one file holds environments, sweeps, runs and their trace events.
+// WAL journal, foreign keys on, busy_timeout, prepared statements, one transaction per finished
+// run (a crash loses at most the point in flight). Schema version in PRAGMA user_version with
+// forward migrations. A newer schema, a non-AttnScope file or a file whose header or schema is
+// damaged is refused with a StoreError and left byte-for-byte untouched.
+//
+// The file is only ever opened through SQLite: a second descriptor on a database this process
+// has open would drop every POSIX lock the process holds on it when closed (see store_open.cpp).
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/result/environment.h"
+#include "core/store/store_error.h"
+#include "core/result/run_result.h"
+#include "core/spec/sweep_spec.h"
+#include "core/trace/trace_event.h"
+
+namespace attnscope {
+
+struct SweepInfo {
+  int64_t id = 0;
+  std::string name;
+  int64_t created_unix_ms = 0;
+  // running, finished, cancelled, failed, interrupted. A sweep stored as running whose process is
+  // gone reads as interrupted.
+  std::string state;
+  std::string notes;
+  std::vector<std::string> tags;
+  int64_t environment_id = 0;
+  nlohmann::json spec;  // toJson(SweepSpec)
+  int64_t run_count = 0;
+  int64_t ok_count = 0;
+  int64_t ok_every_row = 0;  // of the ok runs, those whose check held every row (Accuracy::everyRow)
+  // Non-empty when the row cannot be read (damaged or hand-edited JSON): one line saying why.
+  // The other fields but id, name, created and state are then empty.
+  std::string error;
+};
+
+// "4 ok", or "4 ok (2 not every row checked)" when some ok runs were sampled or not checked.
+std::string okSummary(const SweepInfo& sweep);
+// Counts `run` into the sweep's ok_count and ok_every_row.
+void countOk(SweepInfo& sweep, const RunResult& run);
+
+// How a Store opens its file. read never writes: no schema into an empty file, no journal mode
+// change, no migration, no side files left behind, and it works on a read-only file or folder.
+enum class StoreMode { create, existing, read };
+
+class Store {
+ public:
+  static constexpr int kSchemaVersion = 3;
+
+  // create and existing open for writing (create makes the file when it does not exist) and
+  // check up front that the file and its folder can be written (StoreError read_only otherwise);
+  // a new file appears complete or not at all. read never writes. Throws StoreError; a refused
+  // file is not modified.
+  explicit Store(const std::string& path, StoreMode mode = StoreMode::create);
+  ~Store();
+  Store(const Store&) = delete;
+  Store& operator=(const Store&) = delete;
+
+  const std::string& path() const;
+  bool readOnly() const;
+
+  // The full check (PRAGMA integrity_check and foreign_key_check): the problems found, empty when
+  // the file is sound. Opening checks only the header, application id and schema; this reads
+  // every page, so it runs on demand (attnscope check) and on open after an unclean shutdown.
+  std::vector<std::string> check();
+
+  int64_t saveEnvironment(const Environment& env);  // reuses an identical stored one
+  Environment environment(int64_t id);
+
+  int64_t createSweep(const SweepSpec& spec, int64_t environment_id);
+  void setSweepState(int64_t sweep_id, std::string_view state);
+  // One transaction: the run row, its plan and all its events. Returns the run id.
+  int64_t saveRun(int64_t sweep_id, const RunResult& run);
+
+  std::vector<SweepInfo> sweeps();
+  std::optional<SweepInfo> sweep(int64_t id);
+  // Without trace events. A row that cannot be read comes back as a run with status error and a
+  // message saying why, so one damaged row does not hide the others.
+  std::vector<RunResult> runs(int64_t sweep_id);
+  std::optional<RunResult> run(int64_t run_id, bool with_events = true);
+  std::optional<int64_t> sweepOfRun(int64_t run_id);
+  std::vector<TraceEvent> events(int64_t run_id);
+
+  void renameSweep(int64_t id, std::string_view name);
+  void setSweepNotes(int64_t id, std::string_view notes);
+  void setSweepTags(int64_t id, const std::vector<std::string>& tags);
+  void deleteSweep(int64_t id);
+  void deleteRun(int64_t id);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// ATTNSCOPE_DB if set, else $XDG_DATA_HOME/attnscope/runs.sqlite, else
+// ~/.local/share/attnscope/runs.sqlite, with ~ from HOME or, when HOME is unset, the password
+// database. StoreError invalid when neither gives a home (never the current folder).
+std::string defaultDatabasePath();
+
+}  // namespace attnscope
