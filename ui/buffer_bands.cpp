@@ -87,37 +87,4 @@ std::vector<BandPiece> piecesOf(const BufferBand& band) {
   return pieces;
 }
 
-std::vector<PassRange> passRanges(const std::vector<TraceEvent>& events, int warmup) {
-  std::vector<const TraceEvent*> phases;
-  for (const TraceEvent& e : events)
-    if (e.kind == EventKind::phase) phases.push_back(&e);
-  // By start; at one start the longer first, so an enclosing phase comes before what it holds.
-  std::stable_sort(phases.begin(), phases.end(), [](const TraceEvent* a, const TraceEvent* b) {
-    if (a->start_ns != b->start_ns) return a->start_ns < b->start_ns;
-    return a->end_ns > b->end_ns;
-  });
-  std::vector<PassRange> passes;
-  std::string first;
-  int64_t top_end = INT64_MIN;  // end of the top-level phase last seen
-  int n = 0;
-  for (const TraceEvent* p : phases) {
-    const int64_t end = std::max(p->start_ns, p->end_ns);
-    // Inside a top-level phase only when wholly inside it (core's phase summary nests by
-    // containment too): a phase that begins a moment before the previous one has ended (a
-    // backend opening "pv" while "softmax" is still being closed) follows it in the same pass.
-    if (p->start_ns < top_end && end <= top_end) continue;
-    top_end = end;
-    if (p->name == "inputs") continue;
-    if (first.empty()) first = p->name;
-    if (p->name == first) {
-      ++n;
-      passes.push_back({n <= warmup ? "warm-up " + std::to_string(n) : "rep " + std::to_string(n - warmup),
-                        p->start_ns, end});
-    } else if (!passes.empty()) {
-      passes.back().end_ns = std::max(passes.back().end_ns, end);
-    }
-  }
-  return passes;
-}
-
 }  // namespace attnscope::ui

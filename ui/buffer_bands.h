@@ -38,17 +38,6 @@ struct BandPiece {
 };
 std::vector<BandPiece> piecesOf(const BufferBand& band);
 
-// The forward passes of a run, for the Timeline's pass lane: inferred from the backend's phases,
-// since the engine records none of its own. Top-level phases (inside no other) other than
-// "inputs" belong to passes, and a pass starts where the run's first such phase name occurs
-// again ("scores" for cpu.reference, "attention" for cpu.flash). The first `warmup` passes are
-// "warm-up N", the others "rep N" (only the traced passes have phases). Empty without phases.
-struct PassRange {
-  std::string label;
-  int64_t start_ns = 0, end_ns = 0;
-};
-std::vector<PassRange> passRanges(const std::vector<TraceEvent>& events, int warmup);
-
 // Bands of the events that `filter` selects, in allocation order; at most max_bands, keeping
 // the largest (a million small blocks would only hide the few that matter). Frees of unknown
 // addresses are ignored, as MemoryTimeline does.

@@ -284,66 +284,26 @@ void TimelineView::rebuildLanes() {
     plot_->removeGraph(l.base);
   }
   lanes_.clear();
-  // Phases first, then one lane per (source, device, stream) of kernels, copies and sets.
-  std::map<std::tuple<int, int, uint32_t, uint32_t>, size_t> index;
-  std::map<std::string, uint32_t> phase_ids;  // one lane per phase name, in order of appearance
-  for (size_t i = 0; i < events_.size(); ++i) {
-    const TraceEvent& e = events_[i];
-    if (e.kind == EventKind::alloc || e.kind == EventKind::free || e.kind == EventKind::pool_reserve ||
-        e.kind == EventKind::pool_release)
-      continue;
-    const bool phase = e.kind == EventKind::phase;
-    const uint32_t phase_id =
-        phase ? phase_ids.try_emplace(e.name, static_cast<uint32_t>(phase_ids.size())).first->second : 0u;
-    const auto key = std::tuple{phase ? 0 : 1, phase ? 0 : static_cast<int>(e.source), phase ? 0u : e.device,
-                                phase ? phase_id : e.stream};
-    auto [it, fresh] = index.try_emplace(key, 0);
-    if (fresh) {
-      it->second = lanes_.size();
-      Lane lane;
-      lane.name = phase ? tr("phase %1").arg(QString::fromStdString(e.name))
-                        : e.source == EventSource::cupti ? tr("cuda:%1 stream %2").arg(e.device).arg(e.stream)
-                                                         : tr("cpu thread %1").arg(e.stream);
-      lanes_.push_back(std::move(lane));
-    }
-    Lane& lane = lanes_[it->second];
-    lane.intervals.push_back({static_cast<double>(e.start_ns - t0_), static_cast<double>(std::max(e.end_ns, e.start_ns) - t0_)});
-    lane.event_index.push_back(i);
-  }
-  // Lanes in key order (phases on top), each sorted by start; above them the passes.
-  std::vector<size_t> order;
-  for (const auto& [k, v] : index) order.push_back(v);
-  std::vector<Lane> sorted;
   passes_ = passRanges(events_, warmup_);
-  if (!passes_.empty()) {
+  for (LaneLayout& layout : layoutLanes(events_, passes_, t0_)) {
     Lane lane;
-    lane.name = tr("passes");
-    lane.passes = true;
-    for (size_t i = 0; i < passes_.size(); ++i) {
-      lane.intervals.push_back({static_cast<double>(passes_[i].start_ns - t0_), static_cast<double>(passes_[i].end_ns - t0_)});
-      lane.event_index.push_back(i);
+    switch (layout.kind) {
+      case LaneLayout::Kind::passes: lane.name = tr("passes"); break;
+      case LaneLayout::Kind::phase: lane.name = tr("phase %1").arg(QString::fromStdString(layout.phase)); break;
+      case LaneLayout::Kind::cuda_stream: lane.name = tr("cuda:%1 stream %2").arg(layout.device).arg(layout.stream); break;
+      case LaneLayout::Kind::cpu_thread: lane.name = tr("cpu thread %1").arg(layout.stream); break;
     }
-    sorted.push_back(std::move(lane));
+    lane.passes = layout.kind == LaneLayout::Kind::passes;
+    lane.intervals = std::move(layout.intervals);
+    lane.event_index = std::move(layout.items);
+    lanes_.push_back(std::move(lane));
   }
-  for (size_t v : order) sorted.push_back(std::move(lanes_[v]));
-  lanes_ = std::move(sorted);
   for (QCPAbstractItem* item : pass_items_) plot_->removeItem(item);
   pass_items_.clear();
   auto ticks = QSharedPointer<QCPAxisTickerText>::create();
   const int n = static_cast<int>(lanes_.size());
   for (int k = 0; k < n; ++k) {
     Lane& lane = lanes_[static_cast<size_t>(k)];
-    std::vector<size_t> perm(lane.intervals.size());
-    for (size_t i = 0; i < perm.size(); ++i) perm[i] = i;
-    std::stable_sort(perm.begin(), perm.end(), [&](size_t a, size_t b) { return lane.intervals[a].start < lane.intervals[b].start; });
-    std::vector<Interval> iv;
-    std::vector<size_t> ev;
-    for (size_t p : perm) {
-      iv.push_back(lane.intervals[p]);
-      ev.push_back(lane.event_index[p]);
-    }
-    lane.intervals = std::move(iv);
-    lane.event_index = std::move(ev);
     const double base = n - 1 - k;  // top lane first
     ticks->addTick(base + 0.4, lane.name);
     lane.base = plot_->addGraph(lane_rect_->axis(QCPAxis::atBottom), lane_rect_->axis(QCPAxis::atLeft));

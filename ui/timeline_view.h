@@ -12,6 +12,7 @@
 #include "core/trace/memory_timeline.h"
 #include "core/trace/trace_event.h"
 #include "ui/buffer_bands.h"
+#include "ui/timeline_lanes.h"
 #include "ui/chart_math.h"
 #include "ui/chart_view.h"
 #include "ui/job_tracker.h"
@@ -102,7 +103,7 @@ class TimelineView : public ChartView {
   int laid_out_width_ = -1;  // the lanes' width the drawn data was last computed for
   bool background_ = false;
   QCheckBox* bands_box_ = nullptr;
-  std::vector<PassRange> passes_;      // inferred from the phases (buffer_bands.h)
+  std::vector<PassRange> passes_;      // inferred from the phases (timeline_lanes.h)
   std::vector<QCPAbstractItem*> pass_items_;
   int warmup_ = 0;                     // warm-up passes of the run shown (its sweep's setting)
   std::vector<BufferBand> all_bands_;  // computed with the trace

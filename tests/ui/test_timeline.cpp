@@ -214,6 +214,56 @@ class TestTimeline : public QObject {
     QCOMPARE(bars, 3);
   }
 
+  void lanesAreLaidOutWithoutTheWidget() {
+    // Phases (two names, the second first seen later), kernels on two CUDA streams of device 1
+    // and on a host thread, given out of order; allocations get no lane.
+    auto ev = [](EventKind kind, EventSource source, uint32_t device, uint32_t stream, const char* name, int64_t start,
+                 int64_t end) {
+      TraceEvent e;
+      e.kind = kind;
+      e.source = source;
+      e.device = device;
+      e.stream = stream;
+      e.name = name;
+      e.start_ns = start;
+      e.end_ns = end;
+      return e;
+    };
+    const std::vector<TraceEvent> events = {
+        ev(EventKind::kernel, EventSource::cupti, 1, 7, "k", 300, 310),   // 0
+        ev(EventKind::phase, EventSource::host, 0, 0, "scores", 100, 200),  // 1
+        ev(EventKind::kernel, EventSource::cupti, 1, 3, "k", 150, 160),   // 2
+        ev(EventKind::alloc, EventSource::allocator, 0, 0, "", 120, 120),  // 3: no lane
+        ev(EventKind::kernel, EventSource::host, 0, 2, "k", 140, 145),    // 4
+        ev(EventKind::phase, EventSource::host, 0, 0, "softmax", 200, 250),  // 5
+        ev(EventKind::kernel, EventSource::cupti, 1, 7, "k", 250, 260),   // 6: before event 0 in its lane
+        ev(EventKind::phase, EventSource::host, 0, 0, "scores", 260, 280),  // 7
+    };
+    const auto passes = passRanges(events, 0);
+    QCOMPARE(passes.size(), size_t(2));
+    const auto lanes = layoutLanes(events, passes, 100);
+    QCOMPARE(lanes.size(), size_t(6));
+    using K = LaneLayout::Kind;
+    QVERIFY(lanes[0].kind == K::passes);
+    QVERIFY(lanes[1].kind == K::phase && lanes[1].phase == "scores");
+    QVERIFY(lanes[2].kind == K::phase && lanes[2].phase == "softmax");
+    // The rest by (source, device, stream): cupti before host in EventSource's order.
+    QVERIFY(lanes[3].kind == K::cuda_stream && lanes[3].device == 1 && lanes[3].stream == 3);
+    QVERIFY(lanes[4].kind == K::cuda_stream && lanes[4].device == 1 && lanes[4].stream == 7);
+    QVERIFY(lanes[5].kind == K::cpu_thread && lanes[5].stream == 2);
+    // Intervals relative to t0, sorted by start, each naming its event (its pass on the pass lane).
+    QCOMPARE(lanes[1].intervals, (std::vector<Interval>{{0, 100}, {160, 180}}));
+    QCOMPARE(lanes[1].items, (std::vector<size_t>{1, 7}));
+    QCOMPARE(lanes[4].intervals, (std::vector<Interval>{{150, 160}, {200, 210}}));
+    QCOMPARE(lanes[4].items, (std::vector<size_t>{6, 0}));
+    QCOMPARE(lanes[0].items, (std::vector<size_t>{0, 1}));
+    QCOMPARE(lanes[0].intervals.front().start, 0.0);
+    // The view shows exactly these lanes.
+    TimelineView view;
+    view.setEvents(events);
+    QCOMPARE(view.laneCount(), 6);
+  }
+
   void emptyTrace() {
     TimelineView view;
     view.setEvents({});

@@ -1,0 +1,107 @@
+#include "ui/timeline_lanes.h"
+
+#include <algorithm>
+#include <climits>
+#include <map>
+#include <numeric>
+#include <tuple>
+
+namespace attnscope::ui {
+
+std::vector<PassRange> passRanges(const std::vector<TraceEvent>& events, int warmup) {
+  std::vector<const TraceEvent*> phases;
+  for (const TraceEvent& e : events)
+    if (e.kind == EventKind::phase) phases.push_back(&e);
+  // By start; at one start the longer first, so an enclosing phase comes before what it holds.
+  std::stable_sort(phases.begin(), phases.end(), [](const TraceEvent* a, const TraceEvent* b) {
+    if (a->start_ns != b->start_ns) return a->start_ns < b->start_ns;
+    return a->end_ns > b->end_ns;
+  });
+  std::vector<PassRange> passes;
+  std::string first;
+  int64_t top_end = INT64_MIN;  // end of the top-level phase last seen
+  int n = 0;
+  for (const TraceEvent* p : phases) {
+    const int64_t end = std::max(p->start_ns, p->end_ns);
+    // Inside a top-level phase only when wholly inside it (core's phase summary nests by
+    // containment too): a phase that begins a moment before the previous one has ended (a
+    // backend opening "pv" while "softmax" is still being closed) follows it in the same pass.
+    if (p->start_ns < top_end && end <= top_end) continue;
+    top_end = end;
+    if (p->name == "inputs") continue;
+    if (first.empty()) first = p->name;
+    if (p->name == first) {
+      ++n;
+      passes.push_back({n <= warmup ? "warm-up " + std::to_string(n) : "rep " + std::to_string(n - warmup),
+                        p->start_ns, end});
+    } else if (!passes.empty()) {
+      passes.back().end_ns = std::max(passes.back().end_ns, end);
+    }
+  }
+  return passes;
+}
+
+std::vector<LaneLayout> layoutLanes(const std::vector<TraceEvent>& events, const std::vector<PassRange>& passes,
+                                    int64_t t0_ns) {
+  std::vector<LaneLayout> lanes;
+  // (0, 0, 0, phase id) for phases, (1, source, device, stream) for the rest: the map's order is
+  // the lanes' order.
+  std::map<std::tuple<int, int, uint32_t, uint32_t>, size_t> index;
+  std::map<std::string, uint32_t> phase_ids;  // in order of first appearance
+  for (size_t i = 0; i < events.size(); ++i) {
+    const TraceEvent& e = events[i];
+    if (e.kind == EventKind::alloc || e.kind == EventKind::free || e.kind == EventKind::pool_reserve ||
+        e.kind == EventKind::pool_release)
+      continue;
+    const bool phase = e.kind == EventKind::phase;
+    const uint32_t phase_id =
+        phase ? phase_ids.try_emplace(e.name, static_cast<uint32_t>(phase_ids.size())).first->second : 0u;
+    const auto key = std::tuple{phase ? 0 : 1, phase ? 0 : static_cast<int>(e.source), phase ? 0u : e.device,
+                                phase ? phase_id : e.stream};
+    auto [it, fresh] = index.try_emplace(key, lanes.size());
+    if (fresh) {
+      LaneLayout lane;
+      lane.kind = phase ? LaneLayout::Kind::phase
+                        : e.source == EventSource::cupti ? LaneLayout::Kind::cuda_stream : LaneLayout::Kind::cpu_thread;
+      if (phase) lane.phase = e.name;
+      lane.source = e.source;
+      lane.device = phase ? 0u : e.device;
+      lane.stream = phase ? 0u : e.stream;
+      lanes.push_back(std::move(lane));
+    }
+    LaneLayout& lane = lanes[it->second];
+    lane.intervals.push_back(
+        {static_cast<double>(e.start_ns - t0_ns), static_cast<double>(std::max(e.end_ns, e.start_ns) - t0_ns)});
+    lane.items.push_back(i);
+  }
+  std::vector<LaneLayout> sorted;
+  if (!passes.empty()) {
+    LaneLayout lane;
+    lane.kind = LaneLayout::Kind::passes;
+    for (size_t i = 0; i < passes.size(); ++i) {
+      lane.intervals.push_back({static_cast<double>(passes[i].start_ns - t0_ns), static_cast<double>(passes[i].end_ns - t0_ns)});
+      lane.items.push_back(i);
+    }
+    sorted.push_back(std::move(lane));
+  }
+  for (const auto& [key, at] : index) sorted.push_back(std::move(lanes[at]));
+  for (LaneLayout& lane : sorted) {
+    std::vector<size_t> perm(lane.intervals.size());
+    std::iota(perm.begin(), perm.end(), size_t{0});
+    std::stable_sort(perm.begin(), perm.end(),
+                     [&](size_t a, size_t b) { return lane.intervals[a].start < lane.intervals[b].start; });
+    std::vector<Interval> iv;
+    std::vector<size_t> items;
+    iv.reserve(perm.size());
+    items.reserve(perm.size());
+    for (size_t p : perm) {
+      iv.push_back(lane.intervals[p]);
+      items.push_back(lane.items[p]);
+    }
+    lane.intervals = std::move(iv);
+    lane.items = std::move(items);
+  }
+  return sorted;
+}
+
+}  // namespace attnscope::ui

@@ -1,0 +1,42 @@
+#pragma once
+// The Timeline's lanes, laid out from a run's events without the widget (TimelineView draws them;
+// tests/ui/test_timeline.cpp checks the layout on its own): which lanes there are, in which order,
+// and the intervals each holds, sorted by start.
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/trace/trace_event.h"
+#include "ui/chart_math.h"
+
+namespace attnscope::ui {
+
+// The forward passes of a run, for the Timeline's pass lane: inferred from the backend's phases,
+// since the engine records none of its own. Top-level phases (inside no other) other than
+// "inputs" belong to passes, and a pass starts where the run's first such phase name occurs
+// again ("scores" for cpu.reference, "attention" for cpu.flash). The first `warmup` passes are
+// "warm-up N", the others "rep N" (only the traced passes have phases). Empty without phases.
+struct PassRange {
+  std::string label;
+  int64_t start_ns = 0, end_ns = 0;
+};
+std::vector<PassRange> passRanges(const std::vector<TraceEvent>& events, int warmup);
+
+// One lane. Top to bottom: the passes (when the run has phases), one lane per phase name in the
+// order the names first appear, then one per (source, device, stream) of the kernels, copies and
+// sets, in that order. Allocations and frees have no lane (they are the memory curve and bands).
+struct LaneLayout {
+  enum class Kind { passes, phase, cpu_thread, cuda_stream };
+  Kind kind = Kind::phase;
+  std::string phase;                // Kind::phase: the phase's name
+  EventSource source = EventSource::host;
+  uint32_t device = 0, stream = 0;  // cuda_stream: the device and stream; cpu_thread: stream is the thread
+  std::vector<Interval> intervals;  // sorted by start, ns relative to t0_ns
+  std::vector<size_t> items;        // parallel: index into events (into passes for the pass lane)
+};
+std::vector<LaneLayout> layoutLanes(const std::vector<TraceEvent>& events, const std::vector<PassRange>& passes,
+                                    int64_t t0_ns);
+
+}  // namespace attnscope::ui
