@@ -7,11 +7,9 @@
 #include "core/engine/recorded_sweep.h"
 #include "core/spec/spec_fields.h"
 #include "kernels/builtin_session.h"
-#include "kernels/torch/torch_python.h"
 
 namespace attnscope::cli {
 
-using torch::setCommandLinePython;
 
 std::vector<OptionDef> specOptions(bool lists) {
   std::vector<OptionDef> out;
@@ -86,10 +84,10 @@ OptionDef pythonOption() {
 void applyPythonOption(const Args& args) {
   if (auto p = args.value("python")) {
     if (p->empty()) throw UsageError("--python: give the path of a Python executable (or a name on PATH)");
-    setCommandLinePython(*p);
+    builtinBackendSettings().setCommandLinePython(*p);
   }
   // Refused before anything starts, rather than as every torch point's error.
-  if (std::string problem = torch::torchTimeoutProblem(); !problem.empty()) throw UsageError(problem);
+  if (std::string problem = builtinBackendSettings().settingProblem(); !problem.empty()) throw UsageError(problem);
 }
 
 std::string databasePath(const Args& args) {
@@ -111,16 +109,16 @@ std::unique_ptr<Store> openStore(const std::string& path, StoreMode mode) {
   }
 }
 
-Session& session() {
+CliSession& session() {
   // The capture-then-backends set-up lives in builtinSession(), shared with the GUI.
-  static Session* s = [] {
+  static CliSession* s = [] {
     attnscope::Session& shared = builtinSession();
-    return new Session{shared.registry(), shared.capture(), shared.notes()};
+    return new CliSession{shared.registry(), shared.capture(), shared.notes()};
   }();
   return *s;
 }
 
-void Session::printNotes() const {
+void CliSession::printNotes() const {
   static bool printed = false;
   if (printed) return;
   printed = true;

@@ -51,13 +51,13 @@ std::unique_ptr<Store> openStore(const std::string& path, StoreMode mode = Store
 // Backends of this build, plus device-side trace capture where the build has it. Notes such as
 // "GPU backends unavailable: <reason>" and "CUPTI unavailable: <reason>" are printed once to stderr.
 // The process's attnscope::Session (kernels/builtin_session.h), seen the way the commands use it.
-struct Session {
+struct CliSession {
   BackendRegistry& registry;
   TraceCapture* capture = nullptr;  // process-wide, never destroyed
   std::vector<std::string> notes;
   void printNotes() const;
 };
-Session& session();
+CliSession& session();
 
 struct ItemId {
   bool is_run = false;

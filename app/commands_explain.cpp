@@ -12,9 +12,9 @@
 #include "app/commands.h"
 #include "core/base/format.h"
 #include "core/base/utf8_text.h"
+#include "core/torch_dispatch/installed_torch.h"
 #include "core/torch_dispatch/sdpa_explain.h"
-#include "kernels/torch/torch_prediction.h"
-#include "kernels/torch/torch_probe.h"
+#include "kernels/builtin_session.h"
 
 namespace attnscope::cli {
 
@@ -65,25 +65,22 @@ ResolvedTarget resolveTarget(const Args& args) {
   const std::string torch_arg = args.value("torch").value_or(kNewestTorch.text());
   const bool installed = torch_arg == "installed";
   std::string gpu_arg = args.value("gpu").value_or(installed ? "detected" : "A100");
-  // The torch backends' own probe (their Python, their worker, their timeout): explain and
+  // The torch backends' own answer (their Python, their probe, their timeout): explain and
   // `attnscope backends` cannot ask different Pythons.
-  std::shared_ptr<const torch::ProbeResult> probe;
-  auto ask = [&](const std::string& option) -> const torch::TorchHello& {
-    if (!probe) probe = torch::TorchProbe::instance().result();
-    if (!probe) throw std::runtime_error(option + ": the torch probe gave no answer");
+  std::optional<InstalledTorch> probe;
+  auto ask = [&](const std::string& option) -> const InstalledTorch& {
+    if (!probe) probe = builtinInstalledTorch();
     if (!probe->problem.empty()) throw std::runtime_error(option + ": " + probe->problem);
-    return probe->hello;
+    return *probe;
   };
-  auto where = [&] { return " (" + validUtf8(probe->python.path) + ")"; };
+  auto where = [&] { return " (" + probe->python + ")"; };
 
   TorchVersion version;
   if (installed) {
-    const auto& h = ask("--torch installed");
-    std::string why;
-    auto v = torch::installedVersion(h, &why);
-    if (!v) throw std::runtime_error("--torch installed" + where() + ": " + why);
-    version = *v;
-    r.notes.push_back("torch " + h.torch_version + " from " + validUtf8(probe->python.path));
+    const InstalledTorch& h = ask("--torch installed");
+    if (!h.version) throw std::runtime_error("--torch installed" + where() + ": " + h.version_problem);
+    version = *h.version;
+    r.notes.push_back("torch " + h.version_text + " from " + h.python);
   } else {
     auto v = parseTorchVersion(torch_arg);
     if (!v) throw UsageError("--torch: unknown version '" + printable(torch_arg) + "' (allowed: " + std::string(kTorchVersionChoices) + ")");
@@ -96,12 +93,10 @@ ResolvedTarget resolveTarget(const Args& args) {
   if (gpu_arg == "cpu") {
     device = TorchDevice::cpu;
   } else if (gpu_arg == "detected") {
-    const auto& h = ask("--gpu detected");
-    std::string why;
-    auto g = torch::detectedGpu(h, &why);
-    if (!g) throw std::runtime_error("--gpu detected" + where() + ": " + why + "; give --gpu smXY, a GPU name, or cpu");
-    cc = g->capability;
-    gpu_name = g->name;
+    const InstalledTorch& h = ask("--gpu detected");
+    if (!h.gpu) throw std::runtime_error("--gpu detected" + where() + ": " + h.gpu_problem + "; give --gpu smXY, a GPU name, or cpu");
+    cc = h.gpu->capability;
+    gpu_name = h.gpu->name;
   } else {
     auto g = parseGpu(gpu_arg);
     if (!g) throw UsageError("--gpu: unknown GPU '" + printable(gpu_arg) + "' (allowed: " + gpuChoices() + ")");
@@ -112,7 +107,10 @@ ResolvedTarget resolveTarget(const Args& args) {
 
   r.target = defaultTorchTarget(version, device, cc);
   r.target.gpu_name = gpu_name;
-  if (installed) torch::applyInstalledBuild(probe->hello, r.target);
+  if (installed) {  // the CUDA and cuDNN this torch was built with and loads, where it says
+    if (probe->cudnn) r.target.cudnn = *probe->cudnn;
+    if (probe->cuda_major > 0) r.target.cuda_major = probe->cuda_major;
+  }
   if (auto v = args.value("cudnn")) {
     auto c = parseCudnnVersion(*v);
     if (!c) throw UsageError("--cudnn: unknown version '" + printable(*v) + "' (allowed: " + std::string(kCudnnVersionChoices) + ")");
@@ -120,7 +118,7 @@ ResolvedTarget resolveTarget(const Args& args) {
   }
   if (args.value("cuda")) r.target.cuda_major = args.intValue("cuda", 12, 11);
   const int hw = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  r.target.cpu_threads = args.value("threads") ? args.intValue("threads", 1, 1) : probe ? probe->hello.threads : hw;
+  r.target.cpu_threads = args.value("threads") ? args.intValue("threads", 1, 1) : probe && probe->cpu_threads > 0 ? probe->cpu_threads : hw;
   r.target.env_cudnn_sdpa_enabled = envTrue("TORCH_CUDNN_SDPA_ENABLED");
   r.target.env_cudnn_sdpa_preferred = !envFalse("TORCH_CUDNN_SDPA_PREFERRED");
   r.target.env_cudnn_sdpa_deprioritized = envTrue("TORCH_CUDNN_SDPA_DEPRIORITIZED");

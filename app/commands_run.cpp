@@ -21,8 +21,7 @@
 #include "core/engine/run_engine.h"
 #include "core/spec/spec_fields.h"
 #include "core/engine/sweep_runner.h"
-#include "kernels/torch/torch_backends.h"
-#include "kernels/torch/torch_probe.h"
+#include "kernels/builtin_session.h"
 
 namespace attnscope::cli {
 namespace {
@@ -76,7 +75,7 @@ int cmdBackends(const std::vector<std::string>& argv) {
   Args args(kBackendsDef, argv);
   applyPythonOption(args);
   WorkloadSpec spec = specFromArgs(args);
-  Session& s = session();
+  CliSession& s = session();
   if (args.flag("json")) {
     nlohmann::json out = {{"spec", toJson(spec)}, {"notes", s.notes}, {"backends", nlohmann::json::array()}};
     for (Backend* b : s.registry.all()) {
@@ -92,7 +91,7 @@ int cmdBackends(const std::vector<std::string>& argv) {
                                  {"note", sup.note},
                                  {"predicted_peak", predictedPeak(*b, spec, av, sup)}});
     }
-    out["torch_mask_passing"] = torchMaskPassingNote();
+    for (const auto& [key, note] : builtinBackendSettings().notes()) out[key] = note;
     std::cout << jsonOutput(out) << "\n";
     return 0;
   }
@@ -108,7 +107,7 @@ int cmdBackends(const std::vector<std::string>& argv) {
            sup.ok() ? (sup.note.empty() ? b->description() : sup.note) : join(sup.reasons, "; ")});
   }
   std::cout << t.render();
-  std::cout << "\n" << torchMaskPassingNote() << "\n";
+  for (const auto& [key, note] : builtinBackendSettings().notes()) std::cout << "\n" << note << "\n";
   return 0;
 }
 
@@ -172,11 +171,11 @@ int cmdRun(const std::vector<std::string>& argv) {
   if (dumpDir) checkDumpFolder(*dumpDir, spec, args.flag("no-db") ? std::string() : databasePath(args));
   std::unique_ptr<Store> store;
   if (!args.flag("no-db")) store = openStore(databasePath(args));
-  Session& s = session();
+  CliSession& s = session();
   if (!args.flag("json")) s.printNotes();
   opt.capture = s.capture;
   InterruptGuard guard;
-  torch::TorchProbe::instance().setCancel(&g_cancel);  // Ctrl-C also stops a torch import in progress
+  builtinBackendSettings().setCancel(&g_cancel);  // Ctrl-C also stops a torch import in progress
   opt.cancel = &g_cancel;
   // The memory guard runs before any input is read or generated, counting the inputs.
   RunResult r = preflight(backend, spec, opt);
@@ -270,7 +269,7 @@ const CommandDef kSweepDef{
 int cmdSweep(const std::vector<std::string>& argv) {
   Args args(kSweepDef, argv);
   applyPythonOption(args);
-  Session& s = session();
+  CliSession& s = session();
   SweepSpec sw;
   if (args.value("width") && args.value("head-dim")) throw UsageError("--width and --head-dim are exclusive");
   for (const SpecField& f : specFields()) {
@@ -312,7 +311,7 @@ int cmdSweep(const std::vector<std::string>& argv) {
   SweepRunner runner(s.registry);
   runner.setCapture(s.capture);
   InterruptGuard guard;
-  torch::TorchProbe::instance().setCancel(&g_cancel);  // Ctrl-C also stops a torch import in progress
+  builtinBackendSettings().setCancel(&g_cancel);  // Ctrl-C also stops a torch import in progress
   RecordedSweepCallbacks cb;
   cb.saved = [&](const RunResult& r) {
     if (quiet) return;

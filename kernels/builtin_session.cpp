@@ -1,6 +1,7 @@
 #include "kernels/builtin_session.h"
 
 #include "kernels/builtin_backends.h"
+#include "kernels/torch/torch_settings.h"
 #ifdef ATTNSCOPE_HAVE_CUPTI
 #include "core/cupti/cupti_capture.h"
 #endif
@@ -20,5 +21,18 @@ Session& builtinSession() {
       [](BackendRegistry& r) { registerBuiltinBackends(r); });
   return *session;
 }
+
+BackendSettings& builtinBackendSettings() {
+  // The folders with settings: the torch backends (their Python and their probe). A folder with
+  // settings of its own adds them here.
+  static BackendSettingsList* all = [] {
+    auto* list = new BackendSettingsList;
+    list->add(torch::torchBackendSettings());
+    return list;
+  }();
+  return *all;
+}
+
+torch_dispatch::InstalledTorch builtinInstalledTorch() { return torch::installedTorch(); }
 
 }  // namespace attnscope

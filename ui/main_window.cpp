@@ -26,8 +26,6 @@
 #include <nlohmann/json.hpp>
 
 #include "kernels/builtin_session.h"
-#include "kernels/torch/torch_probe.h"
-#include "kernels/torch/torch_python.h"
 #include "ui/backend_list_model.h"
 #include "ui/backends_panel.h"
 #include "ui/breakdown_view.h"
@@ -67,10 +65,11 @@ QDockWidget* dock(QMainWindow* w, const QString& title, const char* name, QWidge
 MainWindow::MainWindow(const QString& db_path, QWidget* parent)
     : QMainWindow(parent), registry_(builtinSession().registry()) {
   registerUiMetaTypes();
-  // The torch backends probe the user's Python in the background, never on this thread; the
-  // Backends dock is re-checked when the answer arrives. (Registering them probes nothing.)
-  torch::TorchProbe::instance().setBackground(true);
-  torch::setGuiPython(QSettings().value("torch/python").toString().toStdString());
+  // Backends that check their availability slowly (the torch backends import torch in the
+  // user's Python) do it in the background, never on this thread; the Backends dock is re-checked
+  // when an answer arrives. (Registering them checks nothing.)
+  builtinBackendSettings().setBackgroundChecks(true);
+  builtinBackendSettings().setGuiPython(QSettings().value("torch/python").toString().toStdString());
   setWindowTitle(tr("AttnScope"));
   setAcceptDrops(true);
   setDockOptions(AnimatedDocks | AllowTabbedDocks);
@@ -140,7 +139,7 @@ MainWindow::MainWindow(const QString& db_path, QWidget* parent)
   thread_->start();
 
   QPointer<MainWindow> self(this);
-  torch::TorchProbe::instance().setListener([self] {
+  builtinBackendSettings().setAvailabilityListener([self] {
     if (QCoreApplication* app = QCoreApplication::instance())
       QMetaObject::invokeMethod(app, [self] { if (self) self->updateRunnable(); }, Qt::QueuedConnection);
   });

@@ -24,8 +24,7 @@
 #include "core/result/environment.h"
 #include "core/files/output_file.h"
 #include "core/store/store.h"
-#include "kernels/torch/torch_probe.h"
-#include "kernels/torch/torch_python.h"
+#include "kernels/builtin_session.h"
 #include "ui/chart_export.h"
 #include "ui/chart_view.h"
 #include "ui/compare_view.h"
@@ -95,8 +94,7 @@ void MainWindow::buildMenus() {
         QLineEdit::Normal, current, &ok);
     if (!ok) return;
     QSettings().setValue("torch/python", python.trimmed());
-    torch::setGuiPython(python.trimmed().toStdString());
-    torch::TorchProbe::instance().invalidate();
+    builtinBackendSettings().setGuiPython(python.trimmed().toStdString());  // and checks again
     updateRunnable();  // the torch backends say "checking ..." until the new probe answers
   });
 

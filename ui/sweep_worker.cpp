@@ -3,7 +3,6 @@
 #include "core/engine/recorded_sweep.h"
 #include "core/store/store.h"
 #include "kernels/builtin_session.h"
-#include "kernels/torch/torch_probe.h"
 
 namespace attnscope::ui {
 
@@ -17,8 +16,8 @@ SweepWorker::SweepWorker(QObject* parent) : QObject(parent) { registerUiMetaType
 SweepWorker::~SweepWorker() = default;
 
 void SweepWorker::run(quint64 job, const QString& db_path, const SweepSpec& spec) {
-  // This thread may wait for the torch probe (the GUI thread never does).
-  torch::TorchProbe::BlockingScope may_wait_for_torch;
+  // This thread may wait for the backends' availability checks (the GUI thread never does).
+  const auto may_wait = builtinBackendSettings().waitForChecksOnThisThread();
   int64_t sweep_id = 0;
   try {
     // The worker's own backends (see Session::newRegistry) and the process's trace capture,

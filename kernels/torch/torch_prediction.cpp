@@ -33,7 +33,7 @@ std::optional<td::ParsedGpu> detectedGpu(const TorchHello& h, std::string* why) 
              (h.torch_cuda.empty() ? std::string(" (a CPU-only build)") : h.cuda_reason.empty() ? "" : " (" + h.cuda_reason + ")");
     return std::nullopt;
   }
-  const TorchDevice& d = h.cuda_devices[0];
+  const TorchCudaDevice& d = h.cuda_devices[0];
   auto gpu = td::parseGpu(d.capability);
   if (!gpu) {
     if (why) *why = "the dispatch explainer does not know compute capability " + d.capability + " (" + d.name + ")";

@@ -19,7 +19,8 @@ namespace attnscope::torch {
 
 inline constexpr int kProtocolVersion = 1;
 
-struct TorchDevice {
+// A CUDA device as torch reports it in the hello (not the explainer's TorchDevice, which is cpu or cuda).
+struct TorchCudaDevice {
   int index = 0;
   std::string name;
   std::string capability;  // "9.0"
@@ -34,7 +35,7 @@ struct TorchHello {
   std::string torch_version, torch_cuda, torch_cudnn;
   bool cuda_available = false;
   std::string cuda_reason;  // torch's own words when CUDA is not available
-  std::vector<TorchDevice> cuda_devices;
+  std::vector<TorchCudaDevice> cuda_devices;
   int threads = 0;
   bool enable_gqa = false, causal_lower_right = false, sdpa_kernel = false;
 };

@@ -113,4 +113,27 @@ TEST(IncludeTiers, NoIncludeGoesUpATier) {
   EXPECT_GT(includes_seen, 100u) << "the include pattern matched almost nothing: is the test still reading the code?";
 }
 
+// The front ends reach the backends through the session and its settings only
+// (kernels/builtin_session.h, kernels/builtin_backends.h): no app/ or ui/ file includes a backend
+// folder's header, and their CMake names no backend library.
+TEST(IncludeTiers, FrontEndsNameNoBackend) {
+  const fs::path root = ATTNSCOPE_SOURCE_DIR;
+  const std::set<std::string> allowed = {"kernels/builtin_session.h", "kernels/builtin_backends.h"};
+  const std::regex include(R"(#include\s+"(kernels/[^"]+)\")");
+  for (const char* front : {"app", "ui"})
+    for (const auto& e : fs::recursive_directory_iterator(root / front)) {
+      if (!e.is_regular_file()) continue;
+      const std::string name = e.path().filename().string(), ext = e.path().extension().string();
+      const std::string text = readAll(e.path());
+      const std::string where = fs::relative(e.path(), root).string();
+      if (name == "CMakeLists.txt") {
+        EXPECT_EQ(text.find("attnscope_kernels_"), std::string::npos) << where << " links a backend library by name";
+        continue;
+      }
+      if (ext != ".h" && ext != ".cpp") continue;
+      for (auto it = std::sregex_iterator(text.begin(), text.end(), include); it != std::sregex_iterator(); ++it)
+        EXPECT_TRUE(allowed.count((*it)[1])) << where << " includes " << (*it)[1] << ": front ends name no backend";
+    }
+}
+
 }  // namespace
