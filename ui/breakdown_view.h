@@ -4,14 +4,14 @@
 // it the phases: core's phase summary of the picked run as a table (the rows `attnscope show R
 // --phases` prints) and, for every point of the sweep, a bar of time shares per top-level phase
 // (a nested phase such as "recompute/scores" is inside its parent's segment and a row of the
-// table). Phase summaries are read from the stored traces by PhaseSummaries (ui/phase_breakdown.h),
+// table). Phase summaries are read from the stored traces by PhaseSummaries (ui/phase_summaries.h),
 // on a pool thread in the window.
 
 #include <cstdint>
 #include <vector>
 
 #include "ui/chart_view.h"
-#include "ui/phase_breakdown.h"
+#include "ui/phase_summaries.h"
 
 class QComboBox;
 class QLabel;

@@ -1,4 +1,4 @@
-#include "ui/phase_breakdown.h"
+#include "ui/phase_summaries.h"
 
 #include <algorithm>
 #include <cstdio>

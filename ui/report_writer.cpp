@@ -17,7 +17,7 @@
 #include "ui/breakdown_view.h"
 #include "ui/chart_view.h"
 #include "ui/memory_view.h"
-#include "ui/phase_breakdown.h"
+#include "ui/phase_summaries.h"
 #include "ui/results_table_model.h"
 #include "ui/view_factory.h"
 

@@ -11,6 +11,7 @@
 #include <QVBoxLayout>
 
 #include "core/base/format.h"
+#include "core/spec/spec_fields.h"
 
 namespace attnscope::ui {
 
@@ -157,10 +158,19 @@ void SweepPanel::update(const WorkloadSpec& base, const std::vector<Backend*>& b
   message_->setText(problem_);
 }
 
+namespace {
+
+// The field table's name for an axis's field, whichever alias or option name it was given by.
+std::string canonicalField(const std::string& field) {
+  const SpecField* f = findSpecField(field);
+  return f ? std::string(f->name) : field;
+}
+
+}  // namespace
+
 std::vector<std::string> SweepPanel::sweptFields() const {
   std::vector<std::string> out;
-  for (const auto& a : sweep_.axes) out.push_back(a.field == "seq_q" ? "seq" : a.field == "kv-heads" ? "kv_heads"
-                                                  : a.field == "head-dim" ? "head_dim" : a.field);
+  for (const auto& a : sweep_.axes) out.push_back(canonicalField(a.field));
   return out;
 }
 
@@ -172,8 +182,9 @@ void SweepPanel::setSweep(const SweepSpec& s) {
   for (const auto& a : s.axes) {
     QStringList vals;
     for (const auto& v : a.values) vals << QString::fromStdString(v);
-    if (a.field == "heads") heads_->setText(vals.join(", "));
-    else if (a.field == "seq" || a.field == "seq_q") seq_->setText(vals.join(", "));
+    const std::string field = canonicalField(a.field);
+    if (field == "heads") heads_->setText(vals.join(", "));
+    else if (field == "seq") seq_->setText(vals.join(", "));
     else others << QString::fromStdString(a.field) + "=" + vals.join(",");
   }
   other_->setText(others.join("; "));

@@ -24,7 +24,7 @@
 #include "core/spec/sweep_spec.h"
 #include "ui/breakdown_view.h"
 #include "ui/memory_view.h"
-#include "ui/phase_breakdown.h"
+#include "ui/phase_summaries.h"
 #include "ui/plot_layout.h"
 #include "ui/report_writer.h"
 #include "ui/series_builder.h"
