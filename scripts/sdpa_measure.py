@@ -2,7 +2,7 @@
 """Run torch's scaled_dot_product_attention on a list of cases and report, per case, the kernel
 torch chose (torch._fused_sdp_choice) and the peak memory the call allocated beyond its inputs.
 
-Used by tests/explain/test_explain_torch.cpp (CPU) and scripts/gpu-check.sh (CUDA) to hold
+Used by tests/torch_dispatch/test_explain_torch.cpp (CPU) and scripts/gpu-check.sh (CUDA) to hold
 `attnscope explain`'s predictions against the real torch. Reads a JSON list of cases on stdin,
 prints one JSON list on stdout. A case:
   {"id": any, "device": "cpu"|"cuda", "B", "H", "Hkv", "L", "S", "D", "dtype": "fp32"|"fp16"|"bf16",

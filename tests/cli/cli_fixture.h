@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "cli_process.h"
+#include "tests/support/cli_process.h"
 
 class CliFixture : public ::testing::Test {
  protected:

@@ -1,4 +1,4 @@
-// `--check` through the real binary: the planted q row fails the default check, a sampled
+// `--check` through the real binary: a planted huge q row fails the default check, a sampled
 // or unchecked run says so wherever it says ok (run, sweep, runs, show, --json, CSV), a sweep
 // stores its mode, and a bad mode is refused naming the allowed ones.
 #include <gtest/gtest.h>

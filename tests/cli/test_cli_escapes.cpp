@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "tests/cli/cli_process.h"
+#include "tests/support/cli_process.h"
 
 namespace {
 

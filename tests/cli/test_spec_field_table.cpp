@@ -11,7 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "cli_process.h"
+#include "tests/support/cli_process.h"
 #include "core/export/results_export.h"
 #include "core/spec/spec_fields.h"
 #include "core/store/store.h"

@@ -18,6 +18,7 @@
 
 #include "core/inputs/npy.h"
 #include "core/inputs/run_files.h"
+#include "tests/support/temp_dir.h"
 
 using namespace attnscope;
 
@@ -47,15 +48,7 @@ void expectRefused(const std::string& bytes, std::initializer_list<std::string> 
   }
 }
 
-struct TempDir {
-  std::filesystem::path path;
-  TempDir() {
-    std::string t = (std::filesystem::temp_directory_path() / "attnscope-npyr-XXXXXX").string();
-    path = mkdtemp(t.data());
-  }
-  ~TempDir() { std::filesystem::remove_all(path); }
-  std::string file(const char* name) const { return (path / name).string(); }
-};
+using test::TempDir;
 
 void writeFile(const std::string& path, const std::string& bytes) { std::ofstream(path, std::ios::binary) << bytes; }
 
@@ -109,7 +102,7 @@ TEST(NpyReader, OnlyRegularFilesAreRead) {
   });
   ASSERT_EQ(f.wait_for(std::chrono::seconds(30)), std::future_status::ready) << "readNpy blocked on a FIFO";
   EXPECT_NE(f.get().find("not a regular file"), std::string::npos);
-  EXPECT_THROW(readNpy(d.path.string()), NpyError);  // a folder
+  EXPECT_THROW(readNpy(d.str()), NpyError);  // a folder
   EXPECT_THROW(readNpy(d.file("missing.npy")), NpyError);
 }
 
@@ -129,7 +122,7 @@ TEST(NpyReader, TheWriterNeverWritesThroughALinkNorWaitsOnAFifo) {
   auto attempt = [&] {
     return std::async(std::launch::async, [&] {
       try {
-        writeRunInputs(d.path.string(), s, in, false, OutputUse::scratch);
+        writeRunInputs(d.str(), s, in, false, OutputUse::scratch);
         return std::string("written");
       } catch (const OutputRefused& e) {
         return std::string(e.what());
@@ -153,7 +146,7 @@ TEST(NpyReader, TheWriterNeverWritesThroughALinkNorWaitsOnAFifo) {
   EXPECT_NE(second.find("k.npy is a FIFO"), std::string::npos) << second;
   std::filesystem::remove(d.file("k.npy"));
   EXPECT_EQ(attempt().get(), "written");
-  for (const auto& e : std::filesystem::directory_iterator(d.path))
+  for (const auto& e : std::filesystem::directory_iterator(d.path()))
     EXPECT_NE(e.path().filename().string()[0], '.') << "left behind: " << e.path();
 }
 
@@ -164,14 +157,14 @@ TEST(NpyReader, InputsAreCheckedAgainstTheSpecAndMustBeFinite) {
   s.seq_q = 2;
   s.head_dim = 2;
   const HostInputs in = HostInputs::generate(s);
-  dumpRun(d.path.string(), s, in, std::vector<float>(4, 0.0f));
-  EXPECT_NO_THROW(loadInputs(d.path.string(), s));
+  dumpRun(d.str(), s, in, std::vector<float>(4, 0.0f));
+  EXPECT_NO_THROW(loadInputs(d.str(), s));
   NpyArray q = readNpy(d.file("q.npy"));
   const float inf = std::numeric_limits<float>::infinity();
   std::memcpy(q.data.data() + 3 * 4, &inf, 4);
   writeNpy(d.file("q.npy"), q);
   try {
-    loadInputs(d.path.string(), s);
+    loadInputs(d.str(), s);
     ADD_FAILURE() << "an Inf input was accepted";
   } catch (const std::invalid_argument& e) {
     EXPECT_NE(std::string(e.what()).find("q.npy: element (0, 0, 1, 1) is inf"), std::string::npos) << e.what();
@@ -179,7 +172,7 @@ TEST(NpyReader, InputsAreCheckedAgainstTheSpecAndMustBeFinite) {
   // A shape that does not match the spec is refused from the header, before its data is read.
   writeFile(d.file("q.npy"), npyBytes("<f4", "(1, 1, 1024, 1048576)", 0));
   try {
-    loadInputs(d.path.string(), s);
+    loadInputs(d.str(), s);
     ADD_FAILURE() << "accepted";
   } catch (const std::invalid_argument& e) {
     EXPECT_NE(std::string(e.what()).find("q.npy"), std::string::npos) << e.what();

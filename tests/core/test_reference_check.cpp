@@ -120,7 +120,7 @@ TEST(ReferenceCheck, RowsFollowTheCostBudget) {
   WorkloadSpec s;
   s.heads = 1;
   s.seq_q = 4096;
-  s.seq_kv = 16384;  // the case: 4096 rows of 16384 keys would cost 32 s
+  s.seq_kv = 16384;  // 4096 rows of 16384 keys would cost 32 s
   // The seeded part of a sampled check follows the budget; beside it, what the sample always
   // holds: a row of each of the 64 query blocks.
   auto rows = accuracyRows(s, HostInputs{}, CheckDepth::sampled);

@@ -14,7 +14,7 @@
 #include "core/engine/run_engine.h"
 #include "kernels/cpu/cpu_isa.h"
 #include "tests/cpu/cpu_test_support.h"
-#include "tests/reliability/plan_buffers.h"
+#include "tests/support/plan_buffers.h"
 
 namespace attnscope {
 namespace {

@@ -3,7 +3,7 @@
 
 #include "core/backend/backend_registry.h"
 #include "kernels/cpu/cpu_backends.h"
-#include "tests/reliability/plan_buffers.h"
+#include "tests/support/plan_buffers.h"
 
 namespace attnscope {
 namespace {

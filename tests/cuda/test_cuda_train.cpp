@@ -4,7 +4,7 @@
 // measured peak == plan; the phases a `show --phases` table reads; cuda.flash's separate dQ pass
 // gives the same gradients on every run; cuda.chunked refuses train. Needs a device: without one
 // it exits 77 (ctest: Skipped) with the reason. (plan == allocation, buffer by buffer, for train
-// points too: tests/reliability/test_plan_buffers_cuda.cpp.)
+// points too: tests/cuda/test_plan_buffers_cuda.cpp.)
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 

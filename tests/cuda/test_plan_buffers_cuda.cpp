@@ -5,7 +5,7 @@
 #include <memory>
 
 #include "kernels/cuda/cuda_backends.h"
-#include "tests/reliability/plan_buffers.h"
+#include "tests/support/plan_buffers.h"
 
 namespace attnscope {
 namespace {

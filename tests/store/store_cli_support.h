@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <string>
 
-#include "tests/cli/cli_process.h"
+#include "tests/support/cli_process.h"
 
 struct Db {
   std::string dir = tempDir("store-cli");

@@ -14,6 +14,7 @@
 
 #include "core/export/results_export.h"
 #include "core/store/store.h"
+#include "tests/support/temp_dir.h"
 
 namespace attnscope {
 namespace {
@@ -125,9 +126,8 @@ TEST(CsvCells, EveryNamedCellHoldsItsRunsValue) {
 }
 
 TEST(CsvCells, RunsReadBackFromAStoreExportTheirOwnValues) {
-  std::string tmpl = (std::filesystem::temp_directory_path() / "attnscope-csv-XXXXXX").string();
-  ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
-  const std::filesystem::path dir = tmpl;
+  const test::TempDir tmp;
+  const std::filesystem::path& dir = tmp.path();
   {
     Store store((dir / "runs.sqlite").string());
     SweepSpec sw;
@@ -146,7 +146,6 @@ TEST(CsvCells, RunsReadBackFromAStoreExportTheirOwnValues) {
     ASSERT_EQ(rows.size(), saved.size() + 1);
     for (size_t i = 0; i < saved.size(); ++i) expectCells(rows[0], rows[i + 1], saved[i]);
   }
-  std::filesystem::remove_all(dir);
 }
 
 TEST(CsvCells, RowsOfEveryStatusHaveAsManyCellsAsTheHeader) {

@@ -1,4 +1,4 @@
-// `attnscope explain` driven as a user would: the cliff on sm70 and sm80 (JSON), the text
+// `attnscope explain` driven as a user would: the 8 -> 16 head cliff on sm70 and sm80 (JSON), the text
 // report, exit codes and messages for bad input, and the installed-torch lookup.
 #include <gtest/gtest.h>
 
@@ -6,7 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "../cli/cli_process.h"
+#include "tests/support/cli_process.h"
 
 namespace {
 

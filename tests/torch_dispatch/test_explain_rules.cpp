@@ -332,7 +332,8 @@ TEST(Parsing, VersionsGpusCudnn) {
   EXPECT_EQ(fusedSdpChoiceIndex(K::cudnn), 3);
 }
 
-// What real releases print is read; what only looks like a version is not (the list).
+// What real releases print is read; what only looks like a version is not (typos and near-misses:
+// 2.5a, "2.5\n", 2.05, 2.15.99).
 TEST(Parsing, RealVersionStringsOnly) {
   // torch.__version__ of PyPI wheels, nightlies, source builds, release candidates, ROCm.
   for (const char* v : {"2.0.1", "2.5.1+cu121", "2.6.0a0+git1234abc", "2.15.0", "2.15.0+cu132", "2.4.0rc1",
