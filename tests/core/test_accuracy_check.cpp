@@ -11,30 +11,16 @@
 #include <vector>
 
 #include "core/check/reference.h"
+#include "tests/support/exact_output.h"
+#include "tests/support/spec_builder.h"
 
 namespace attnscope {
 namespace {
 
-WorkloadSpec smallSpec(DType dtype) {
-  WorkloadSpec s;
-  s.batch = 1;
-  s.heads = 2;
-  s.seq_q = 9;
-  s.seq_kv = 13;
-  s.head_dim = 8;
-  s.dtype = dtype;
-  s.mask.kind = MaskKind::causal;
-  s.seed = 5;
-  return s;
-}
+using test::exactOutput;
 
-// The float64 reference of every row, rounded to float: the output a perfect backend gives.
-std::vector<float> exactOutput(const WorkloadSpec& s, const HostInputs& in) {
-  std::vector<int64_t> rows(static_cast<size_t>(s.batch * s.heads * s.seq_q));
-  for (size_t r = 0; r < rows.size(); ++r) rows[r] = static_cast<int64_t>(r);
-  std::vector<double> ref;
-  referenceRows(s, in, rows, ref);
-  return {ref.begin(), ref.end()};
+WorkloadSpec smallSpec(DType dtype) {
+  return test::specOf({.heads = 2, .seq_q = 9, .seq_kv = 13, .head_dim = 8, .dtype = dtype, .mask = "causal", .seed = 5});
 }
 
 constexpr DType kDTypes[] = {DType::fp32, DType::fp16, DType::bf16};

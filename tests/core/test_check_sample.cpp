@@ -14,20 +14,14 @@
 #include "core/check/reference.h"
 #include "core/result/run_result.h"
 #include "core/spec/sweep_spec.h"
+#include "tests/support/spec_builder.h"
 
 using namespace attnscope;
 
 namespace {
 
 WorkloadSpec spec(int64_t b, int64_t h, int64_t lq, int64_t lkv, int64_t d, const char* mask = "none") {
-  WorkloadSpec s;
-  s.batch = b;
-  s.heads = h;
-  s.seq_q = lq;
-  s.seq_kv = lkv;
-  s.head_dim = d;
-  s.mask = *parseMask(mask).mask;
-  return s;
+  return test::specOf({.batch = b, .heads = h, .seq_q = lq, .seq_kv = lkv, .head_dim = d, .mask = mask, .seed = 0});
 }
 
 bool has(const std::vector<int64_t>& rows, int64_t r) { return std::binary_search(rows.begin(), rows.end(), r); }

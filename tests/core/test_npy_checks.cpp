@@ -13,6 +13,7 @@
 #include "core/inputs/npy.h"
 #include "core/inputs/run_files.h"
 #include "tests/support/temp_dir.h"
+#include "tests/support/spec_builder.h"
 
 namespace attnscope {
 namespace {
@@ -20,17 +21,8 @@ namespace {
 using test::TempDir;
 
 WorkloadSpec spec(DType dtype, const char* mask, MaskLayout layout) {
-  WorkloadSpec s;
-  s.batch = 2;
-  s.heads = 2;
-  s.seq_q = 5;
-  s.seq_kv = 7;
-  s.head_dim = 4;
-  s.dtype = dtype;
-  s.mask = *parseMask(mask).mask;
-  s.mask_layout = layout;
-  s.seed = 11;
-  return s;
+  return test::specOf({.batch = 2, .heads = 2, .seq_q = 5, .seq_kv = 7, .head_dim = 4, .dtype = dtype, .mask = mask,
+                       .layout = layout, .seed = 11});
 }
 
 // `run --dump` of generated inputs: what `run --inputs` must accept as it is.

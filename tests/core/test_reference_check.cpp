@@ -9,27 +9,17 @@
 #include "core/backend/backend.h"
 #include "core/spec/mask.h"
 #include "core/check/reference.h"
+#include "tests/support/exact_output.h"
+#include "tests/support/spec_builder.h"
 
 using namespace attnscope;
 
 namespace {
 
-WorkloadSpec tiny(const char* mask = "none") {
-  WorkloadSpec s;
-  s.heads = 2;
-  s.seq_q = 9;
-  s.head_dim = 4;
-  s.mask = *parseMask(mask).mask;
-  return s;
-}
+using test::exactOutput;
 
-// The reference's own output for every row, as a perfect backend would return it.
-std::vector<float> exactOutput(const WorkloadSpec& s, const HostInputs& in) {
-  std::vector<int64_t> rows(static_cast<size_t>(s.batch * s.heads * s.seq_q));
-  for (size_t r = 0; r < rows.size(); ++r) rows[r] = static_cast<int64_t>(r);
-  std::vector<double> ref;
-  referenceRows(s, in, rows, ref);
-  return {ref.begin(), ref.end()};
+WorkloadSpec tiny(const char* mask = "none") {
+  return test::specOf({.heads = 2, .seq_q = 9, .head_dim = 4, .mask = mask, .seed = 0});
 }
 
 }  // namespace

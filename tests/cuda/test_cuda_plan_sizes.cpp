@@ -9,6 +9,7 @@
 #include <string>
 
 #include "kernels/cuda/cuda_plans.h"
+#include "tests/support/spec_builder.h"
 
 namespace attnscope::cuda {
 namespace {
@@ -23,16 +24,8 @@ TEST(CudaPlanSizes, EveryBufferIsItsElementsTimesItsElementSize) {
   for (DType dtype : {DType::fp32, DType::fp16, DType::bf16})
     for (const char* mask : {"none", "causal", "dense:0.5"})
       for (MaskLayout layout : {MaskLayout::broadcast, MaskLayout::per_head}) {
-        WorkloadSpec s;
-        s.batch = 3;
-        s.heads = 6;
-        s.kv_heads = 2;
-        s.seq_q = 50;
-        s.seq_kv = 70;
-        s.head_dim = 40;
-        s.dtype = dtype;
-        s.mask = *parseMask(mask).mask;
-        s.mask_layout = layout;
+        const WorkloadSpec s = test::specOf({.batch = 3, .heads = 6, .kv_heads = 2, .seq_q = 50, .seq_kv = 70, .head_dim = 40,
+                                             .dtype = dtype, .mask = mask, .layout = layout});
         const int64_t e = dtype == DType::fp32 ? 4 : 2;
         const bool dense = s.mask.kind == MaskKind::dense;
         const int64_t maskBytes = dense ? (layout == MaskLayout::per_head ? 3 * 6 : 1) * 50 * 70 : 0;

@@ -14,22 +14,13 @@
 
 #include "core/backend/backend.h"
 #include "core/engine/run_engine.h"
+#include "tests/support/spec_builder.h"
 
 namespace attnscope::plancheck {
 
 inline WorkloadSpec spec(DType dtype, const char* mask, MaskLayout layout) {
-  WorkloadSpec s;
-  s.batch = 2;
-  s.heads = 4;
-  s.kv_heads = 2;
-  s.seq_q = 48;
-  s.seq_kv = 80;
-  s.head_dim = 32;
-  s.dtype = dtype;
-  s.mask = *parseMask(mask).mask;
-  s.mask_layout = layout;
-  s.seed = 3;
-  return s;
+  return test::specOf({.batch = 2, .heads = 4, .kv_heads = 2, .seq_q = 48, .seq_kv = 80, .head_dim = 32, .dtype = dtype,
+                       .mask = mask, .layout = layout, .seed = 3});
 }
 
 inline const std::vector<std::pair<const char*, MaskLayout>>& masks() {

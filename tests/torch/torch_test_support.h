@@ -16,21 +16,14 @@
 #include "core/engine/run_engine.h"
 #include "core/spec/workload_spec.h"
 #include "kernels/torch/torch_backend.h"
+#include "tests/support/spec_builder.h"
 
 namespace attnscope::torchtest {
 
 inline WorkloadSpec spec(int64_t heads, int64_t seq_q, int64_t seq_kv, int64_t head_dim, const std::string& mask = "none",
                          int64_t kv_heads = 0, DType dtype = DType::fp32) {
-  WorkloadSpec s;
-  s.heads = heads;
-  s.kv_heads = kv_heads;
-  s.seq_q = seq_q;
-  s.seq_kv = seq_kv;
-  s.head_dim = head_dim;
-  s.dtype = dtype;
-  s.mask = *parseMask(mask).mask;
-  s.seed = 7;
-  return s;
+  return test::specOf({.heads = heads, .kv_heads = kv_heads, .seq_q = seq_q, .seq_kv = seq_kv, .head_dim = head_dim,
+                       .dtype = dtype, .mask = mask, .seed = 7});
 }
 
 inline RunResult runOnce(Backend& b, const WorkloadSpec& s, const std::atomic<bool>* cancel = nullptr, int reps = 1) {
