@@ -4,11 +4,13 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <limits>
 #include <mutex>
 #include <set>
 #include <stdexcept>
+#include <thread>
 
 #include "core/backend/backend.h"
 #include "kernels/cpu/cpu_blas.h"
@@ -118,9 +120,19 @@ TEST(TaskPool, RunsEveryTaskOnceOnDistinctWorkers) {
 TEST(TaskPool, FirstErrorStopsTheRunAndIsRethrown) {
   TaskPool pool(3);
   std::atomic<int64_t> done{0};
+  std::atomic<bool> thrown{false};
   EXPECT_THROW(pool.run(100000, 3,
                         [&](int, int64_t task) {
-                          if (task == 10) throw std::runtime_error("boom");
+                          if (task == 10) {
+                            thrown = true;
+                            throw std::runtime_error("boom");
+                          }
+                          // Once the error is on its way, each task takes 50 us: a pool that went
+                          // on would need seconds for the rest, while one that stops needs the
+                          // thrower's few microseconds. (Without the wait, the other workers
+                          // could finish all 100000 quick tasks while the thrower was descheduled
+                          // on a loaded 2-core machine: seen in CI.)
+                          if (thrown) std::this_thread::sleep_for(std::chrono::microseconds(50));
                           done.fetch_add(1);
                         },
                         nullptr),
