@@ -84,7 +84,8 @@ TEST_F(CliCheck, ASweepStoresItsModeAndBadModesAreRefused) {
   const CliResult s = run({"sweep", "--backends", "cpu.flash", "--heads", "1,2", "--seq", "16", "--head-dim", "8",
                            "--reps", "1", "--check", "off", "--json"});
   ASSERT_EQ(s.code, 0) << s.err;
-  for (const auto& r : nlohmann::json::parse(s.out)["runs"]) EXPECT_EQ(r["status_text"], "ok, not checked");
+  const auto sj = nlohmann::json::parse(s.out);  // kept: a range over a temporary's member dangles
+  for (const auto& r : sj["runs"]) EXPECT_EQ(r["status_text"], "ok, not checked");
   const CliResult show = run({"show", "S1"});
   EXPECT_NE(show.out.find("check       off"), std::string::npos) << show.out;
   EXPECT_NE(show.out.find("ok, not checked"), std::string::npos) << show.out;
