@@ -86,7 +86,10 @@ int64_t largestFitting(const WorkloadSpec& spec, const SizedTensor& t, std::stri
   WorkloadSpec s = spec;
   int64_t* member = memberOf(s, field);
   const int64_t step = field == "width" && s.heads > 0 ? s.heads : 1;
-  int64_t lo = 0, hi = *member / step + 1;  // fits(lo * step) holds (or lo = 0), fits(hi * step) does not
+  // fits(lo * step) holds (or lo = 0), fits(hi * step) does not; + 1 only below INT64_MAX, whose
+  // value does not fit anyway (a fuzzed --batch 9223372036854775807 overflowed here).
+  int64_t lo = 0, hi = *member / step;
+  if (hi < std::numeric_limits<int64_t>::max()) ++hi;
   while (hi - lo > 1) {
     const int64_t mid = lo + (hi - lo) / 2;
     *member = mid * step;

@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include <nlohmann/json.hpp>
 
 #include "core/spec/dtype.h"
@@ -77,6 +79,11 @@ TEST(WorkloadSpec, OversizedTensorsBlameTheirLargestFieldWithItsMaximum) {
   s.seq_q = 1;
   s.seq_kv = int64_t{1} << 50;
   expectError(s, "seq_kv", {"K/V tensor"});
+  // The largest value a field can take: its maximum is searched without overflowing (found by
+  // fuzz_spec: --batch 9223372036854775807).
+  s = {};
+  s.batch = std::numeric_limits<int64_t>::max();
+  expectError(s, "batch", {"at most"});
   s = {};
   s.heads = int64_t{1} << 62;  // would overflow int64 on the way, not just exceed the limit
   s.seq_q = int64_t{1} << 40;
