@@ -1,7 +1,6 @@
 #include "app/cli_common.h"
 
 #include <cstdlib>
-#include <ctime>
 #include <iostream>
 
 #include "core/engine/recorded_sweep.h"
@@ -154,15 +153,6 @@ std::string sweepNameOption(const Args& args) {
   const std::string name = args.value("name").value_or("");
   if (auto problem = sweepNameProblem(name)) throw UsageError("--name: the name " + *problem);
   return name;
-}
-
-std::string formatTime(int64_t unix_ms) {
-  std::time_t t = static_cast<std::time_t>(unix_ms / 1000);
-  std::tm tm{};
-  localtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S", &tm);
-  return buf;
 }
 
 }  // namespace attnscope::cli

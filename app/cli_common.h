@@ -68,6 +68,5 @@ struct ItemId {
 ItemId parseId(const std::string& text);
 
 std::string join(const std::vector<std::string>& items, const std::string& sep);
-std::string formatTime(int64_t unix_ms);
 
 }  // namespace attnscope::cli

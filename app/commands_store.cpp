@@ -97,7 +97,7 @@ int cmdRuns(const std::vector<std::string>& argv) {
   for (const auto& sw : sweeps) {
     const bool bad = !sw.error.empty();
     if (bad) unreadable.push_back(sw.error);
-    t.add({"S" + std::to_string(sw.id), sw.name, formatTime(sw.created_unix_ms), sw.state, std::to_string(sw.run_count),
+    t.add({"S" + std::to_string(sw.id), sw.name, formatLocalTime(sw.created_unix_ms), sw.state, std::to_string(sw.run_count),
            okCell(sw), bad ? "?" : backendsOf(sw), bad ? "unreadable (see below)" : gridOf(sw),
            join(sw.tags, ",")});
   }
@@ -208,7 +208,7 @@ int cmdShow(const std::vector<std::string>& argv) {
       std::cout << jsonOutput(j) << "\n";
       return 0;
     }
-    std::cout << "sweep S" << sw.id << " '" << printable(sw.name) << "' (" << sw.state << "), created " << formatTime(sw.created_unix_ms) << "\n"
+    std::cout << "sweep S" << sw.id << " '" << printable(sw.name) << "' (" << sw.state << "), created " << formatLocalTime(sw.created_unix_ms) << "\n"
               << "  base spec   " << summary(workloadSpecFromJson(sw.spec.at("base"))) << "\n"
               << "  grid        " << gridOf(sw) << "\n  backends    " << backendsOf(sw) << "\n"
               << "  check       " << toString(sweepSpecFromJson(sw.spec).check) << "\n";

@@ -257,8 +257,8 @@ class Workload:
         self.mask = None  # the tensor we hold (counted as an input)
         self.choice_mask = None  # what _fused_sdp_choice is asked about
         self.is_causal = False
-        mask = spec["mask"]
-        lq, lkv = spec["seq_q"], spec["seq_kv"]
+        mask = spec["mask_passing"]
+        lq, lkv = spec["seq"], spec["seq_kv"]
         if mask == "causal" and lq == lkv:
             self.is_causal = True
             self.notes.append("mask: is_causal=True")

@@ -33,7 +33,9 @@ QStringList specLines(const SweepSnapshot& s) {
            .arg(s.runs.size())
            .arg(QString::fromStdString(okSummary(s.info)));
   l << QObject::tr("Created %1").arg(QDateTime::fromMSecsSinceEpoch(s.info.created_unix_ms).toString(Qt::ISODate));
-  l << QObject::tr("Fixed workload: %1").arg(QString::fromStdString(workloadInWords(s.spec.base)));
+  std::vector<std::string> axes;
+  for (const auto& a : s.spec.axes) axes.push_back(a.field);
+  l << QObject::tr("Fixed workload: %1").arg(QString::fromStdString(workloadInWords(s.spec.base, axes)));
   for (const auto& a : s.spec.axes) {
     QStringList v;
     for (const auto& x : a.values) v << QString::fromStdString(x);

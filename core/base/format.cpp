@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <ctime>
 
 namespace attnscope {
 
@@ -35,6 +36,15 @@ std::string formatFlops(double f) {
   if (f >= 1e12) std::snprintf(buf, sizeof buf, "%.3g TFLOP/s", f / 1e12);
   else if (f >= 1e9) std::snprintf(buf, sizeof buf, "%.3g GFLOP/s", f / 1e9);
   else std::snprintf(buf, sizeof buf, "%.3g MFLOP/s", f / 1e6);
+  return buf;
+}
+
+std::string formatLocalTime(int64_t unix_ms) {
+  std::time_t t = static_cast<std::time_t>(unix_ms / 1000);
+  std::tm tm{};
+  localtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S", &tm);
   return buf;
 }
 

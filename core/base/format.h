@@ -12,5 +12,16 @@ std::string formatBytes(int64_t bytes);
 std::string formatDuration(double seconds);
 // Flop/s -> "12.3 GFLOP/s", "1.23 TFLOP/s".
 std::string formatFlops(double flops_per_second);
+// Milliseconds since the epoch in local time: "2026-12-02 03:43:32".
+std::string formatLocalTime(int64_t unix_ms);
+
+// The pieces appended into one string: concat("heads ", std::to_string(h)). GCC 12 warns falsely
+// on `"literal" + std::string` chains (-Warray-bounds).
+template <typename... Parts>
+std::string concat(const Parts&... parts) {
+  std::string out;
+  (out.append(parts), ...);
+  return out;
+}
 
 }  // namespace attnscope

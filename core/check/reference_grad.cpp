@@ -6,42 +6,13 @@
 #include <sstream>
 
 #include "core/check/check_sample.h"
+#include "core/check/error_tally.h"
 #include "core/spec/dtype.h"
 #include "core/check/reference.h"
 #include "core/check/reference_kernels.h"
 
 namespace attnscope {
 namespace {
-
-// Max abs error of one gradient tensor, normalised by max(1, its largest reference magnitude).
-struct TensorError {
-  explicit TensorError(const char* n) : name(n) {}
-  const char* name;
-  double max_err = 0, max_ref = 0, err2 = 0, ref2 = 0;
-  std::string problem, worst;
-
-  void add(double want, double got, int64_t row, int64_t element) {
-    double e = std::fabs(got - want);
-    if (!std::isfinite(want) || !std::isfinite(got)) {
-      e = INFINITY;
-      if (problem.empty()) {
-        std::ostringstream os;
-        os << (std::isfinite(want) ? name : "reference") << " row " << row << " element " << element << " is "
-           << (std::isfinite(want) ? got : want);
-        problem = os.str();
-      }
-    } else {
-      max_ref = std::max(max_ref, std::fabs(want));
-      ref2 += want * want;
-    }
-    if (!(e <= max_err)) {  // keeps a NaN
-      max_err = e;
-      worst = "row " + std::to_string(row) + " element " + std::to_string(element);
-    }
-    err2 += e * e;
-  }
-  double normalised() const { return max_err / std::max(1.0, max_ref); }
-};
 
 std::vector<double> doubles(const HostTensor& t, int64_t first, int64_t n) {
   std::vector<double> out(static_cast<size_t>(n));
@@ -254,7 +225,7 @@ Accuracy checkGradients(const WorkloadSpec& s, const HostInputs& in, const Atten
                   std::to_string((*t)[static_cast<size_t>(at)]));
 
   GradReference ref(s, in, cancel);
-  TensorError dq("dq"), dk("dk"), dv("dv");
+  ErrorTally dq("dq"), dk("dk"), dv("dv");
   const std::vector<int64_t> rows = accuracyRows(s, in, depth, kAccuracyBudget / 3, &in.g);
   // Each checked KV head costs a float64 forward over its group (about 2 group Lq Lkv D).
   const double headCost = std::max(1.0, static_cast<double>(group) * visiblePairsPerHead(s) * static_cast<double>(D) * 2);
@@ -294,32 +265,33 @@ Accuracy checkGradients(const WorkloadSpec& s, const HostInputs& in, const Atten
       for (size_t n = 0; n < dqRows.size(); ++n)
         for (int64_t d = 0; d < D; ++d)
           dq.add(dqWant[n * static_cast<size_t>(D) + d], grads.dq[static_cast<size_t>((headFirst + dqRows[n]) * D + d)],
-                 headFirst + dqRows[n], d);
+                 {headFirst + dqRows[n], d});
       if (kv) ref.addKeys(keys, wantK, wantV);
     }
     for (size_t n = 0; n < keys.size(); ++n)
       for (int64_t d = 0; d < D; ++d) {
         const int64_t at = (x * Lkv + keys[n]) * D + d;
-        dk.add(wantK[n * D + d], grads.dk[static_cast<size_t>(at)], x * Lkv + keys[n], d);
-        dv.add(wantV[n * D + d], grads.dv[static_cast<size_t>(at)], x * Lkv + keys[n], d);
+        dk.add(wantK[n * D + d], grads.dk[static_cast<size_t>(at)], {x * Lkv + keys[n], d});
+        dv.add(wantV[n * D + d], grads.dv[static_cast<size_t>(at)], {x * Lkv + keys[n], d});
       }
     a.rows_checked += 2 * static_cast<int64_t>(keys.size());
   }
   a.rows_total = s.batch * H * Lq + 2 * s.batch * Hkv * Lkv;
   std::string problem;
   double err2 = 0, ref2 = 0;
-  for (const TensorError* t : {&dq, &dk, &dv}) {
+  for (const ErrorTally* t : {&dq, &dk, &dv}) {
     const double e = t->normalised();
     if (!(e <= a.max_abs_error)) a.max_abs_error = e;
     err2 += t->err2;
     ref2 += t->ref2;
-    if (problem.empty() && !t->problem.empty()) problem = t->problem;
-    if (problem.empty() && !(e <= a.tolerance)) {
-      std::ostringstream os;
-      os << t->name << " error " << e << " (max abs " << t->max_err << " at " << t->worst << ", largest |reference| "
-         << t->max_ref << ") > tolerance " << a.tolerance;
-      problem = os.str();
-    }
+    std::ostringstream os;
+    if (problem.empty() && t->any_nonfinite)
+      os << (std::isfinite(t->nonfinite_want) ? t->name : "reference") << " " << toString(t->nonfinite) << " is "
+         << (std::isfinite(t->nonfinite_want) ? t->nonfinite_got : t->nonfinite_want);
+    else if (problem.empty() && !(e <= a.tolerance))
+      os << t->name << " error " << e << " (max abs " << t->max_err << " at " << toString(t->worst)
+         << ", largest |reference| " << t->max_ref << ") > tolerance " << a.tolerance;
+    if (problem.empty()) problem = os.str();
   }
   a.rel_l2_error = ref2 > 0 ? std::sqrt(err2 / ref2) : std::sqrt(err2);
   if (problemOut) *problemOut = problem;

@@ -5,40 +5,13 @@
 #include <sstream>
 
 #include "core/check/check_sample.h"
+#include "core/check/error_tally.h"
 #include "core/check/reference_kernels.h"
 #include "core/check/reference.h"
 #include "core/check/reference_grad.h"
 
 namespace attnscope {
 namespace {
-
-// Errors of one tensor over its checked elements; the worst element is remembered by index.
-struct TensorCheck {
-  explicit TensorCheck(const char* n) : name(n) {}
-  const char* name;
-  double max_err = 0, max_ref = 0, err2 = 0, ref2 = 0;
-  int64_t worst = -1, nonfinite = -1;
-  double worst_got = 0, worst_want = 0;
-
-  void add(int64_t index, double got, double want) {
-    double e = std::fabs(got - want);
-    if (!std::isfinite(got) || !std::isfinite(want)) {
-      e = INFINITY;
-      if (nonfinite < 0) nonfinite = index;
-    } else {
-      max_ref = std::max(max_ref, std::fabs(want));
-      ref2 += want * want;
-    }
-    if (!(e <= max_err)) {
-      max_err = e;
-      worst = index;
-      worst_got = got;
-      worst_want = want;
-    }
-    err2 += e * e;
-  }
-  double normalised() const { return max_err / std::max(1.0, max_ref); }
-};
 
 // A tensor stored in the spec's dtype as float, read once.
 std::vector<float> floats(const HostTensor& t) {
@@ -98,7 +71,7 @@ class Checker {
   // Positions p: out(p, j) = b[j] + sum_c in(p, c) w(j, c), compared with got(p, j). Computed
   // kBatch positions at a time on the check's threads, compared in order.
   template <class In, class W, class Got>
-  void rows(TensorCheck& t, const std::vector<int64_t>& ps, int64_t n_in, int64_t n_out, In in, W w,
+  void rows(ErrorTally& t, const std::vector<int64_t>& ps, int64_t n_in, int64_t n_out, In in, W w,
             const std::vector<float>* bias, Got got) {
     std::vector<double> want;
     for (size_t first = 0; first < ps.size(); first += kBatch) {
@@ -130,14 +103,14 @@ class Checker {
       });
       for (int64_t r = 0; r < count; ++r) {
         const int64_t p = ps[first + static_cast<size_t>(r)];
-        for (int64_t j = 0; j < n_out; ++j) t.add(p * n_out + j, got(p, j), want[static_cast<size_t>(r * n_out + j)]);
+        for (int64_t j = 0; j < n_out; ++j) t.add(want[static_cast<size_t>(r * n_out + j)], got(p, j), {-1, p * n_out + j});
       }
     }
     checked_ += static_cast<int64_t>(ps.size());
   }
   // dw(i, j) = sum_p a(p, i) b(p, j) for the sampled rows i; db(i) = sum_p a(p, i) for every i.
   template <class A, class Bm>
-  void weights(TensorCheck& dw, TensorCheck* db, const std::vector<int64_t>& is, int64_t m, int64_t n, A a, Bm b,
+  void weights(ErrorTally& dw, ErrorTally* db, const std::vector<int64_t>& is, int64_t m, int64_t n, A a, Bm b,
                const std::vector<float>& got_w, const std::vector<float>* got_b) {
     std::vector<double> want;
     for (size_t first = 0; first < is.size(); first += kBatch) {
@@ -157,7 +130,7 @@ class Checker {
       });
       for (int64_t r = 0; r < count; ++r) {
         const int64_t i = is[first + static_cast<size_t>(r)];
-        for (int64_t j = 0; j < n; ++j) dw.add(i * n + j, got_w[static_cast<size_t>(i * n + j)], want[static_cast<size_t>(r * n + j)]);
+        for (int64_t j = 0; j < n; ++j) dw.add(want[static_cast<size_t>(r * n + j)], got_w[static_cast<size_t>(i * n + j)], {-1, i * n + j});
       }
     }
     checked_ += static_cast<int64_t>(is.size());
@@ -166,7 +139,7 @@ class Checker {
       if (i % 64 == 0) poll();
       double sum = 0;
       for (int64_t p = 0; p < z_.R; ++p) sum += a(p, i);
-      db->add(i, (*got_b)[static_cast<size_t>(i)], sum);
+      db->add(sum, (*got_b)[static_cast<size_t>(i)], {-1, i});
     }
   }
   int64_t checked() const { return checked_; }
@@ -189,16 +162,16 @@ void fold(Accuracy& a, const Accuracy& part, const std::string& part_problem, st
   if (problem.empty() && !(part.max_abs_error <= part.tolerance)) problem = "attention: max abs error above tolerance";
 }
 
-void fold(Accuracy& a, const TensorCheck& t, std::string& problem) {
+void fold(Accuracy& a, const ErrorTally& t, std::string& problem) {
   const double e = t.normalised();
   if (!(e <= a.max_abs_error)) a.max_abs_error = e;
-  a.rel_l2_error = std::max(a.rel_l2_error, t.ref2 > 0 ? std::sqrt(t.err2 / t.ref2) : std::sqrt(t.err2));
+  a.rel_l2_error = std::max(a.rel_l2_error, t.relL2());
   if (!problem.empty() || e <= a.tolerance) return;
   std::ostringstream os;
-  if (t.nonfinite >= 0)
-    os << t.name << " element " << t.nonfinite << " is not finite";
+  if (t.any_nonfinite)
+    os << t.name << " " << toString(t.nonfinite) << " is not finite";
   else
-    os << t.name << " error " << e << " > tolerance " << a.tolerance << " (element " << t.worst << ": " << t.worst_got
+    os << t.name << " error " << e << " > tolerance " << a.tolerance << " (" << toString(t.worst) << ": " << t.worst_got
        << ", float64 " << t.worst_want << ")";
   problem = os.str();
 }
@@ -277,7 +250,7 @@ Accuracy checkLayer(const WorkloadSpec& s, const HostInputs& in, const std::vect
   };
 
   // Forward: q, k, v; the attention on them; y.
-  TensorCheck qkv("q/k/v"), y("y");
+  ErrorTally qkv("q/k/v"), y("y");
   c.rows(qkv, positions(z.E, z.E * z.Ht, 0x71, X), z.E, z.Ht, X, Wqkv, &bqkv, [&](int64_t p, int64_t j) { return z.fused(q, k, v, p, j); });
   fold(a, qkv, problem);
   WorkloadSpec as = s;
@@ -301,12 +274,12 @@ Accuracy checkLayer(const WorkloadSpec& s, const HostInputs& in, const std::vect
                              dv = floats(mid->dv);
     auto G = [&](int64_t p, int64_t e) { return static_cast<double>(g[static_cast<size_t>(p * z.E + e)]); };
     auto dQKV = [&](int64_t p, int64_t j) { return z.fused(dq, dk, dv, p, j); };
-    TensorCheck dO("dO"), dwo("dw_o"), dbo("db_o"), dwqkv("dw_qkv"), dbqkv("db_qkv"), dx("dx");
+    ErrorTally dO("dO"), dwo("dw_o"), dbo("db_o"), dwqkv("dw_qkv"), dbqkv("db_qkv"), dx("dx");
     // dO = G w_o: column c of dO takes column c of w_o.
     c.rows(dO, positions(z.E, z.E * z.HD, 0x64, G), z.E, z.HD, G, [&](int64_t c2, int64_t e) { return Wo(e, c2); }, nullptr,
            [&](int64_t p, int64_t c2) { return static_cast<double>(d_o[static_cast<size_t>(z.split(p, c2, z.H))]); });
     c.weights(dwo, &dbo, weightRows(1, z.E, z.R * z.HD, 0x77, G), z.E, z.HD, G, A, grads->dw_o, &grads->db_o);
-    for (const TensorCheck* t : {&dO, &dwo, &dbo}) fold(a, *t, problem);
+    for (const ErrorTally* t : {&dO, &dwo, &dbo}) fold(a, *t, problem);
     {
       HostInputs gi = ai;
       gi.g = mid->d_o;
@@ -318,7 +291,7 @@ Accuracy checkLayer(const WorkloadSpec& s, const HostInputs& in, const std::vect
     c.weights(dwqkv, &dbqkv, weightRows(z.Ht / z.D, z.Ht, z.R * z.E, 0x71776b, dQKV), z.Ht, z.E, dQKV, X, grads->dw_qkv, &grads->db_qkv);
     c.rows(dx, positions(z.Ht, z.Ht * z.E, 0x6478, dQKV), z.Ht, z.E, dQKV, [&](int64_t e, int64_t j) { return Wqkv(j, e); },
            nullptr, [&](int64_t p, int64_t e) { return static_cast<double>(grads->dx[static_cast<size_t>(p * z.E + e)]); });
-    for (const TensorCheck* t : {&dwqkv, &dbqkv, &dx}) fold(a, *t, problem);
+    for (const ErrorTally* t : {&dwqkv, &dbqkv, &dx}) fold(a, *t, problem);
   }
   a.rows_checked += c.checked();
   a.rows_total += z.R * (train ? 4 : 2) + (train ? z.E + z.Ht : 0);

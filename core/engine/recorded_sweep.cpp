@@ -1,24 +1,16 @@
 #include "core/engine/recorded_sweep.h"
 
 #include <chrono>
-#include <ctime>
 #include <exception>
 #include <stdexcept>
 
-#include "core/result/environment.h"
 #include "core/base/format.h"
+#include "core/result/environment.h"
 #include "core/store/store.h"
 
 namespace attnscope {
 
-std::string defaultSweepName(int64_t unix_ms) {
-  std::time_t t = static_cast<std::time_t>(unix_ms / 1000);
-  std::tm tm{};
-  localtime_r(&t, &tm);
-  char buf[40];
-  std::strftime(buf, sizeof buf, "sweep %Y-%m-%d %H:%M:%S", &tm);
-  return buf;
-}
+std::string defaultSweepName(int64_t unix_ms) { return "sweep " + formatLocalTime(unix_ms); }
 
 size_t RecordedSweepResult::count(std::initializer_list<RunStatus> statuses) const {
   size_t n = 0;

@@ -6,6 +6,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/base/format.h"
+
 namespace attnscope {
 
 bool parseSpecInt(std::string_view s, int64_t& out) {
@@ -59,14 +61,15 @@ std::string textOf(const StoreValue& v) {
 
 std::string str(int64_t v) { return std::to_string(v); }
 
+
 // Integer fields differ only in the member, their names and texts; a macro keeps each entry one
-// readable block without repeating the five lambdas.
-#define ATTNSCOPE_INT_FIELD_FUNCTIONS(member, field, resolved)                                              \
+// readable block without repeating the five lambdas. The column was added by schema `since`; rows
+// saved before read as `sql_default`.
+#define ATTNSCOPE_INT_FIELD_FUNCTIONS(member, field, since, sql_default)                                    \
   .parse = [](WorkloadSpec& s, std::string_view t) { return intInto(field, t, s.member); },               \
   .format = [](const WorkloadSpec& s) { return str(s.member); },                                         \
   .json = [](const WorkloadSpec& s) { return nlohmann::json(s.member); },                                \
-  .cell = [](const WorkloadSpec& s) { return str(resolved); },                                           \
-  .columns = {{field, "INTEGER NOT NULL"}},                                                              \
+  .columns = {{field, "INTEGER NOT NULL", since, sql_default}},                                          \
   .store = [](const WorkloadSpec& s) { return Values{s.member}; },                                       \
   .load = [](WorkloadSpec& s, const Values& v) -> Problem {                                              \
     s.member = intOf(v[0]);                                                                               \
@@ -74,8 +77,8 @@ std::string str(int64_t v) { return std::to_string(v); }
   }
 
 // kind, pass and checkpoint: a choice among an enum's names (core/spec/workload_kind.h), stored as
-// text in a column added by schema 3, which rows saved before read as the default.
-#define ATTNSCOPE_ENUM_FIELD_FUNCTIONS(member, field, parser, choices, what, sql_default)                 \
+// text in a column added by schema `since`, which rows saved before read as `sql_default`.
+#define ATTNSCOPE_ENUM_FIELD_FUNCTIONS(member, field, parser, choices, what, since, sql_default)          \
   .parse = [](WorkloadSpec& s, std::string_view t) -> std::optional<SpecError> {                        \
     auto v = parser(t);                                                                                   \
     if (!v)                                                                                               \
@@ -86,8 +89,7 @@ std::string str(int64_t v) { return std::to_string(v); }
   },                                                                                                      \
   .format = [](const WorkloadSpec& s) { return std::string(toString(s.member)); },                       \
   .json = [](const WorkloadSpec& s) { return nlohmann::json(toString(s.member)); },                      \
-  .cell = [](const WorkloadSpec& s) { return std::string(toString(s.member)); },                         \
-  .columns = {{field, "TEXT NOT NULL", 3, sql_default}},                                                 \
+  .columns = {{field, "TEXT NOT NULL", since, sql_default}},                                             \
   .store = [](const WorkloadSpec& s) { return Values{std::string(toString(s.member))}; },                \
   .load = [](WorkloadSpec& s, const Values& v) -> Problem {                                              \
     auto parsed = parser(textOf(v[0]));                                                                   \
@@ -103,29 +105,38 @@ std::vector<SpecField> buildTable() {
                        "on x [B, L, E]) (default attention)",
                .label = "kind", .widget = FieldWidget::choice, .choices = {"attention", "layer"},
                .example = {"layer", "attention"}, .csv_column = "kind",
-               ATTNSCOPE_ENUM_FIELD_FUNCTIONS(kind, "kind", parseWorkloadKind, kWorkloadKindChoices, "kind", "'attention'")});
+               ATTNSCOPE_ENUM_FIELD_FUNCTIONS(kind, "kind", parseWorkloadKind, kWorkloadKindChoices, "kind", 3, "'attention'"),
+               .brief = [](const WorkloadSpec& s) { return s.kind != WorkloadKind::attention ? concat(" ", toString(s.kind)) : std::string(); },
+               .words = [](const WorkloadSpec& s) { return s.kind != WorkloadKind::attention ? std::string(toString(s.kind)) : std::string(); }});
   t.push_back({.name = "pass", .cli = "pass", .metavar = "P",
                .help = "forward, or train: forward then the backward of sum(O * G), every gradient (default forward)",
                .label = "pass", .widget = FieldWidget::choice, .choices = {"forward", "train"},
                .example = {"train", "forward"}, .csv_column = "pass",
-               ATTNSCOPE_ENUM_FIELD_FUNCTIONS(pass, "pass", parsePass, kPassChoices, "pass", "'forward'")});
+               ATTNSCOPE_ENUM_FIELD_FUNCTIONS(pass, "pass", parsePass, kPassChoices, "pass", 3, "'forward'"),
+               .brief = [](const WorkloadSpec& s) { return s.pass != Pass::forward ? concat(" ", toString(s.pass)) : std::string(); },
+               .words = [](const WorkloadSpec& s) { return s.pass != Pass::forward ? std::string(toString(s.pass)) : std::string(); }});
   t.push_back({.name = "checkpoint", .cli = "checkpoint", .metavar = "C",
                .help = "none, or attention: the forward keeps only the attention's inputs and the backward recomputes "
                        "it; needs --pass train (default none)",
                .label = "checkpoint", .widget = FieldWidget::choice, .choices = {"none", "attention"},
                .example = {"attention", "none"}, .example_context = {{"pass", "train"}}, .csv_column = "checkpoint",
                ATTNSCOPE_ENUM_FIELD_FUNCTIONS(checkpoint, "checkpoint", parseCheckpoint, kCheckpointChoices,
-                                              "checkpoint", "'none'")});
+                                              "checkpoint", 3, "'none'")});
   t.push_back({.name = "batch", .cli = "batch", .metavar = "N", .help = "batch size (default 1)", .label = "batch",
                .example = {"2", "4"}, .csv_column = "batch", .table_header = "B",
-               ATTNSCOPE_INT_FIELD_FUNCTIONS(batch, "batch", s.batch)});
+               ATTNSCOPE_INT_FIELD_FUNCTIONS(batch, "batch", 1, ""),
+               .brief = [](const WorkloadSpec& s) { return concat(" B", str(s.batch)); },
+               .words = [](const WorkloadSpec& s) { return concat("batch ", str(s.batch)); }});
   t.push_back({.name = "heads", .cli = "heads", .metavar = "N", .help = "query heads (default 8)", .label = "heads",
                .example = {"4", "16"}, .csv_column = "heads", .table_header = "H",
-               ATTNSCOPE_INT_FIELD_FUNCTIONS(heads, "heads", s.heads)});
+               ATTNSCOPE_INT_FIELD_FUNCTIONS(heads, "heads", 1, ""),
+               .brief = [](const WorkloadSpec& s) { return concat(" H", str(s.heads)); },
+               .words = [](const WorkloadSpec& s) { return concat("heads ", str(s.heads)); }});
   t.push_back({.name = "kv_heads", .aliases = {"kv-heads"}, .cli = "kv-heads", .metavar = "N",
                .help = "key/value heads, dividing heads: GQA, 1 = MQA (default: heads)", .label = "kv_heads",
                .zero_text = "same as heads", .example = {"1", "2"}, .csv_column = "kv_heads", .table_header = "Hkv",
-               ATTNSCOPE_INT_FIELD_FUNCTIONS(kv_heads, "kv_heads", s.kvHeads())});
+               ATTNSCOPE_INT_FIELD_FUNCTIONS(kv_heads, "kv_heads", 1, ""),
+               .brief = [](const WorkloadSpec& s) { return concat("/", str(s.kvHeads())); }});
   // seq's member and store column are seq_q (beside seq_kv); its name is what people type.
   t.push_back({.name = "seq", .aliases = {"seq_q"}, .cli = "seq", .metavar = "N",
                .help = "query sequence length (default 1024)", .label = "seq", .example = {"128", "256"},
@@ -133,17 +144,19 @@ std::vector<SpecField> buildTable() {
                .parse = [](WorkloadSpec& s, std::string_view t) { return intInto("seq", t, s.seq_q); },
                .format = [](const WorkloadSpec& s) { return str(s.seq_q); },
                .json = [](const WorkloadSpec& s) { return nlohmann::json(s.seq_q); },
-               .cell = [](const WorkloadSpec& s) { return str(s.seq_q); },
                .columns = {{"seq_q", "INTEGER NOT NULL"}},
                .store = [](const WorkloadSpec& s) { return Values{s.seq_q}; },
                .load = [](WorkloadSpec& s, const Values& v) -> Problem {
                  s.seq_q = intOf(v[0]);
                  return std::nullopt;
-               }});
+               },
+               .brief = [](const WorkloadSpec& s) { return concat(" L", str(s.seq_q)); },
+               .words = [](const WorkloadSpec& s) { return concat("seq ", str(s.seq_q)); }});
   t.push_back({.name = "seq_kv", .aliases = {"seq-kv"}, .cli = "seq-kv", .metavar = "N",
                .help = "key/value sequence length (default: seq)", .label = "seq_kv", .zero_text = "same as seq",
                .example = {"64", "512"}, .csv_column = "seq_kv", .table_header = "Lkv",
-               ATTNSCOPE_INT_FIELD_FUNCTIONS(seq_kv, "seq_kv", s.seqKv())});
+               ATTNSCOPE_INT_FIELD_FUNCTIONS(seq_kv, "seq_kv", 1, ""),
+               .brief = [](const WorkloadSpec& s) { return concat("x", str(s.seqKv())); }});
   // Choosing head_dim un-fixes the model width, so a head_dim axis over a fixed-width base sweeps
   // head_dim. JSON reads head_dim before width (table order), so a stored pair is kept as stored.
   t.push_back({.name = "head_dim", .aliases = {"head-dim"}, .cli = "head-dim", .metavar = "N",
@@ -156,19 +169,22 @@ std::vector<SpecField> buildTable() {
                },
                .format = [](const WorkloadSpec& s) { return str(s.head_dim); },
                .json = [](const WorkloadSpec& s) { return nlohmann::json(s.head_dim); },
-               .cell = [](const WorkloadSpec& s) { return str(s.headDim()); },
                .columns = {{"head_dim", "INTEGER NOT NULL"}},
                .store = [](const WorkloadSpec& s) { return Values{s.head_dim}; },
                .load = [](WorkloadSpec& s, const Values& v) -> Problem {
                  s.head_dim = intOf(v[0]);
                  return std::nullopt;
-               }});
+               },
+               .brief = [](const WorkloadSpec& s) { return concat(" D", str(s.headDim())); },
+               .words = [](const WorkloadSpec& s) { return concat("head_dim ", str(s.headDim())); }});
   t.push_back({.name = "width", .cli = "width", .metavar = "N",
                .help = "fixed model width: head_dim = width / heads (instead of --head-dim)", .label = "width",
                .example = {"256", "1024"}, .csv_column = "width",
-               // Resolved: the model width heads x head_dim also where head_dim was given (a layer's
-               // embedding width E; for attention what the Workload form shows greyed).
-               ATTNSCOPE_INT_FIELD_FUNCTIONS(width, "width", s.width > 0 ? s.width : s.heads * s.headDim())});
+               ATTNSCOPE_INT_FIELD_FUNCTIONS(width, "width", 1, ""),
+               .brief = [](const WorkloadSpec&) { return std::string(); },  // D shows the head_dim it gives
+               .words = [](const WorkloadSpec& s) {
+                 return s.width > 0 ? concat("width ", str(s.width), " = heads x head_dim") : std::string();
+               }});
   t.push_back({.name = "dtype", .cli = "dtype", .metavar = "T", .help = "fp32, fp16 or bf16 (default fp32)",
                .label = "dtype", .widget = FieldWidget::choice, .choices = {"fp32", "fp16", "bf16"},
                .example = {"fp16", "bf16"}, .csv_column = "dtype", .table_header = "dtype",
@@ -182,7 +198,6 @@ std::vector<SpecField> buildTable() {
                },
                .format = [](const WorkloadSpec& s) { return std::string(toString(s.dtype)); },
                .json = [](const WorkloadSpec& s) { return nlohmann::json(toString(s.dtype)); },
-               .cell = [](const WorkloadSpec& s) { return std::string(toString(s.dtype)); },
                .columns = {{"dtype", "TEXT NOT NULL"}},
                .store = [](const WorkloadSpec& s) { return Values{std::string(toString(s.dtype))}; },
                .load = [](WorkloadSpec& s, const Values& v) -> Problem {
@@ -190,7 +205,9 @@ std::vector<SpecField> buildTable() {
                  if (!d) return "an unknown dtype '" + textOf(v[0]) + "'";
                  s.dtype = *d;
                  return std::nullopt;
-               }});
+               },
+               .brief = [](const WorkloadSpec& s) { return concat(" ", toString(s.dtype)); },
+               .words = [](const WorkloadSpec& s) { return std::string(toString(s.dtype)); }});
   // The store keeps the mask's width and keep-probability in their own columns (the real exact).
   t.push_back({.name = "mask", .cli = "mask", .metavar = "M",
                .help = "none, causal, window:W, block:W, dense[:p] (default none)", .label = "mask",
@@ -205,7 +222,6 @@ std::vector<SpecField> buildTable() {
                },
                .format = [](const WorkloadSpec& s) { return toString(s.mask); },
                .json = [](const WorkloadSpec& s) { return nlohmann::json(toString(s.mask)); },
-               .cell = [](const WorkloadSpec& s) { return toString(s.mask); },
                .columns = {{"mask", "TEXT NOT NULL"}, {"mask_width", "INTEGER NOT NULL"}, {"mask_keep_prob", "REAL"}},
                .store = [](const WorkloadSpec& s) { return Values{toString(s.mask), s.mask.width, s.mask.keep_prob}; },
                .load = [](WorkloadSpec& s, const Values& v) -> Problem {
@@ -215,10 +231,20 @@ std::vector<SpecField> buildTable() {
                  s.mask.width = intOf(v[1]);
                  s.mask.keep_prob = realOf(v[2]);
                  return std::nullopt;
+               },
+               // The layout belongs to a dense mask and is said with it.
+               .brief = [](const WorkloadSpec& s) {
+                 return s.mask.kind == MaskKind::dense ? concat(" ", toString(s.mask), "/", toString(s.mask_layout))
+                                                       : concat(" ", toString(s.mask));
+               },
+               .words = [](const WorkloadSpec& s) {
+                 return s.mask.kind == MaskKind::dense ? concat("mask ", toString(s.mask), " (", toString(s.mask_layout), ")")
+                                                       : concat("mask ", toString(s.mask));
                }});
   t.push_back({.name = "mask_layout", .aliases = {"mask-layout"}, .cli = "mask-layout", .metavar = "L",
                .help = "dense mask layout: broadcast [1,1,L,S] or per_head [B,H,L,S]", .label = "mask layout",
                .widget = FieldWidget::choice, .choices = {"broadcast", "per_head"}, .example = {"per_head", "broadcast"},
+               .example_context = {{"mask", "dense"}},
                .csv_column = "mask_layout",
                .parse = [](WorkloadSpec& s, std::string_view t) -> std::optional<SpecError> {
                  auto l = parseMaskLayout(t);
@@ -231,7 +257,6 @@ std::vector<SpecField> buildTable() {
                },
                .format = [](const WorkloadSpec& s) { return std::string(toString(s.mask_layout)); },
                .json = [](const WorkloadSpec& s) { return nlohmann::json(toString(s.mask_layout)); },
-               .cell = [](const WorkloadSpec& s) { return std::string(toString(s.mask_layout)); },
                .columns = {{"mask_layout", "TEXT NOT NULL"}},
                .store = [](const WorkloadSpec& s) { return Values{std::string(toString(s.mask_layout))}; },
                .load = [](WorkloadSpec& s, const Values& v) -> Problem {
@@ -239,7 +264,9 @@ std::vector<SpecField> buildTable() {
                  if (!l) return "an unknown mask layout '" + textOf(v[0]) + "'";
                  s.mask_layout = *l;
                  return std::nullopt;
-               }});
+               },
+               .brief = [](const WorkloadSpec&) { return std::string(); },  // said with the mask
+               .words = [](const WorkloadSpec&) { return std::string(); }});
   t.push_back({.name = "scale", .cli = "scale", .metavar = "X", .help = "softmax scale (default 1/sqrt(head_dim))",
                .label = "scale", .widget = FieldWidget::number_text, .optional_value = true,
                .example = {"0.125", "0.5"}, .csv_column = "scale",
@@ -256,7 +283,6 @@ std::vector<SpecField> buildTable() {
                },
                .format = [](const WorkloadSpec& s) { return s.scale ? shortestText(*s.scale) : std::string(); },
                .json = [](const WorkloadSpec& s) { return s.scale ? nlohmann::json(*s.scale) : nlohmann::json(nullptr); },
-               .cell = [](const WorkloadSpec& s) { return shortestText(s.effectiveScale()); },
                .columns = {{"scale", "REAL"}},
                .store = [](const WorkloadSpec& s) { return s.scale ? Values{*s.scale} : Values{std::monostate{}}; },
                .load = [](WorkloadSpec& s, const Values& v) -> Problem {
@@ -275,7 +301,6 @@ std::vector<SpecField> buildTable() {
                },
                .format = [](const WorkloadSpec& s) { return std::to_string(s.seed); },
                .json = [](const WorkloadSpec& s) { return nlohmann::json(s.seed); },
-               .cell = [](const WorkloadSpec& s) { return std::to_string(s.seed); },
                .columns = {{"seed", "INTEGER NOT NULL"}},
                .store = [](const WorkloadSpec& s) { return Values{static_cast<int64_t>(s.seed)}; },
                .load = [](WorkloadSpec& s, const Values& v) -> Problem {
@@ -289,6 +314,37 @@ std::vector<SpecField> buildTable() {
 #undef ATTNSCOPE_ENUM_FIELD_FUNCTIONS
 
 }  // namespace
+
+WorkloadSpec resolvedSpec(const WorkloadSpec& s) {
+  WorkloadSpec r = s;
+  r.kv_heads = s.kvHeads();
+  r.seq_kv = s.seqKv();
+  r.head_dim = s.headDim();
+  // The model width heads x head_dim also where head_dim was given (a layer's embedding width E;
+  // for attention what the Workload form shows greyed).
+  r.width = s.width > 0 ? s.width : s.heads * s.headDim();
+  r.scale = s.effectiveScale();
+  return r;
+}
+
+std::string SpecField::cell(const WorkloadSpec& s) const { return format(resolvedSpec(s)); }
+
+namespace {
+bool isDefault(const SpecField& f, const WorkloadSpec& s) {
+  static const WorkloadSpec defaults;
+  return f.format(s) == f.format(defaults);
+}
+}  // namespace
+
+std::string SpecField::briefText(const WorkloadSpec& s) const {
+  if (brief) return brief(s);
+  return isDefault(*this, s) ? std::string() : concat(" ", name, ":", format(s));
+}
+
+std::string SpecField::wordsText(const WorkloadSpec& s) const {
+  if (words) return words(s);
+  return isDefault(*this, s) ? std::string() : concat(name, " ", format(s));
+}
 
 const std::vector<SpecField>& specFields() {
   static const std::vector<SpecField> table = buildTable();

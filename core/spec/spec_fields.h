@@ -1,7 +1,8 @@
 #pragma once
 // The table of WorkloadSpec fields. One entry says how a field is named, parsed and printed, how
 // it appears in JSON, in the CSV export, in the terminal table, in the store's runs table, on the
-// command line and in the GUI form. Everything that handles "every field" walks this table: the
+// command line, in the GUI form and in the texts that describe a spec (summary(), the charts'
+// context lines, the torch worker's request). Everything that handles "every field" walks this table: the
 // spec parser (setField, toJson/workloadSpecFromJson), the SPEC options of backends/run/sweep/
 // explain, sweep axes, results_export's CSV columns, the store's run columns and the Workload
 // form. A new field is one entry in spec_fields.cpp plus its member in WorkloadSpec (see
@@ -64,20 +65,35 @@ struct SpecField {
   std::string (*format)(const WorkloadSpec&) = nullptr;
   // The JSON value under `name`; read back through parse from its text.
   nlohmann::json (*json)(const WorkloadSpec&) = nullptr;
-  // The CSV and terminal-table cell: the resolved value ("same as" defaults applied).
-  std::string (*cell)(const WorkloadSpec&) = nullptr;
 
   // Store columns of the runs table, the values bound to them and how they are read back; load
   // returns what is wrong with a damaged row ("an unknown dtype 'fp8'").
   std::vector<StoreColumn> columns{};
   std::vector<StoreValue> (*store)(const WorkloadSpec&) = nullptr;
   std::optional<std::string> (*load)(WorkloadSpec&, const std::vector<StoreValue>&) = nullptr;
+
+  // The field's piece of summary() ("B1 H8/8 L1024x1024 D64 fp32 none") with its own leading
+  // separator, "" to leave it out. nullptr: " name:value" where the value is not the default.
+  std::string (*brief)(const WorkloadSpec&) = nullptr;
+  // The field in words for the charts' context lines and the report ("heads 8"), "" when there is
+  // nothing to say. nullptr: "name value" where the value is not the default.
+  std::string (*words)(const WorkloadSpec&) = nullptr;
+
+  // The CSV and terminal-table cell: the value of resolvedSpec(s) ("same as" defaults applied).
+  std::string cell(const WorkloadSpec& s) const;
+  // brief or words, or their defaults.
+  std::string briefText(const WorkloadSpec& s) const;
+  std::string wordsText(const WorkloadSpec& s) const;
 };
 
 // Every field, in the order of --help, JSON reading, CSV columns and the form.
 const std::vector<SpecField>& specFields();
 // By name, alias or CLI name; nullptr when unknown.
 const SpecField* findSpecField(std::string_view name);
+
+// The spec with every "same as" default applied: kv_heads, seq_kv, head_dim and width (heads x
+// head_dim) as computed, and the scale as used. What the CSV cells show and the torch worker reads.
+WorkloadSpec resolvedSpec(const WorkloadSpec& s);
 
 // Text helpers shared by the field parsers: the whole text must be the number.
 bool parseSpecInt(std::string_view text, int64_t& out);

@@ -282,15 +282,11 @@ std::string describe(const std::vector<SpecError>& errors) {
 }
 
 std::string summary(const WorkloadSpec& s) {
-  std::ostringstream os;
-  os << "B" << s.batch << " H" << s.heads << "/" << s.kvHeads() << " L" << s.seq_q << "x" << s.seqKv() << " D"
-     << s.headDim() << " " << toString(s.dtype) << " " << toString(s.mask);
-  if (s.mask.kind == MaskKind::dense) os << "/" << toString(s.mask_layout);
-  // Only what differs from a forward attention call, so the labels of such runs stay as they were.
-  if (s.kind != WorkloadKind::attention) os << " " << toString(s.kind);
-  if (s.pass != Pass::forward) os << " " << toString(s.pass);
-  if (s.checkpoint != Checkpoint::none) os << " checkpoint:" << toString(s.checkpoint);
-  return os.str();
+  // Every field's piece in table order; defaults that say nothing (forward, attention, no scale)
+  // are left out, so "B1 H8/8 L1024x1024 D64 fp32 none" is a forward attention call.
+  std::string out;
+  for (const SpecField& f : specFields()) out += f.briefText(s);
+  return out.empty() ? out : out.substr(1);
 }
 
 const std::vector<std::string>& specFieldNames() {

@@ -8,32 +8,17 @@
 #include "core/spec/mask.h"
 #include "kernels/cpu/cpu_reference_backward.h"
 #include "kernels/cpu/dtype_rows.h"
+#include "kernels/cpu/row_blocks.h"
 #include "kernels/cpu/softmax_math.h"
 #include "kernels/cpu/tile_kernels.h"
 
 namespace attnscope::cpu {
 namespace {
 
-// Rows of one (batch, head) handled by one task: small enough that a task takes milliseconds
-// (so a cancel is seen quickly and the threads share the work evenly), large enough for the BLAS.
-int64_t rowsPerTask(int64_t seq_kv, int64_t head_dim) {
-  const int64_t target = (int64_t{1} << 22) / std::max<int64_t>(1, std::max(seq_kv, head_dim));
-  return std::clamp<int64_t>(target, 1, 256);
+// The forward's tasks: blocks of query rows of each (batch, head).
+RowBlocks queryWork(const WorkloadSpec& s, int threads) {
+  return RowBlocks::of(s.batch * s.heads, s.seq_q, s.seqKv(), s.headDim(), threads);
 }
-
-// Tasks and workers of one run: task t covers rows [i0, i0 + n) of one (batch, head).
-struct RowWork {
-  int64_t rows = 0, blocks = 0, tasks = 0;
-  int workers = 0;
-  static RowWork of(const WorkloadSpec& s, int threads) {
-    RowWork w;
-    w.rows = rowsPerTask(s.seqKv(), s.headDim());
-    w.blocks = (s.seq_q + w.rows - 1) / w.rows;
-    w.tasks = s.batch * s.heads * w.blocks;
-    w.workers = static_cast<int>(std::min<int64_t>(threads, w.tasks));
-    return w;
-  }
-};
 
 // Each worker packs the K (then V) of the head its task needs for the tile kernels.
 std::vector<Buffer<float>> packBuffers(TrackingAllocator& alloc, int workers, int64_t floats, const char* what) {
@@ -88,8 +73,8 @@ Buffer<float> ReferenceAttention::forward(bool keep) {
   const int64_t group = H / Hkv;
   const bool wide = s_.dtype != DType::fp32;  // 16-bit inputs are upcast for the products
   const TileKernels& kernels = activeTileKernels();
-  const RowWork work = RowWork::of(s_, pool_.threads());
-  const int64_t rows = work.rows, blocks = work.blocks, tasks = work.tasks;
+  const RowBlocks work = queryWork(s_, pool_.threads());
+  const int64_t rows = work.rows, blocks = work.per_head, tasks = work.tasks;
   const int threads = work.workers;
   // Task t covers rows [i0, i0 + n) of (b, h) = bh.
   struct Rows {
@@ -210,7 +195,7 @@ static void planForward(MemoryPlan& p, const WorkloadSpec& spec, int threads, co
   if (saved) saved->push_back(p.buffers.size());
   p.add("P = softmax(S)", scores, softmax_step, pv_step, BufferRole::workspace);
   const TileKernels& kernels = activeTileKernels();
-  const int workers = RowWork::of(spec, threads).workers;
+  const int workers = queryWork(spec, threads).workers;
   const int64_t Lkv = spec.seqKv(), D = spec.headDim();
   for (int w = 0; w < workers; ++w) {
     const std::string worker = " (worker " + std::to_string(w) + ")";

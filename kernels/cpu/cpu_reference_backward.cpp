@@ -5,31 +5,13 @@
 #include <vector>
 
 #include "kernels/cpu/dtype_rows.h"
+#include "kernels/cpu/row_blocks.h"
 #include "kernels/cpu/tile_kernels.h"
 
 namespace attnscope::cpu {
 namespace {
 
-// Rows of one head handled by one task, the forward's rule: milliseconds of work per task.
-int64_t rowsPerTask(int64_t other, int64_t head_dim) {
-  const int64_t target = (int64_t{1} << 22) / std::max<int64_t>(1, std::max(other, head_dim));
-  return std::clamp<int64_t>(target, 1, 256);
-}
-
-// Tasks over blocks of `rows` rows of every head: query rows of (b, h) for dS and dQ, key rows of
-// (b, kv head) for dK and dV.
-struct Blocks {
-  int64_t rows = 0, per_head = 0, tasks = 0;
-  int workers = 0;
-  static Blocks of(int64_t heads, int64_t length, int64_t other, int64_t head_dim, int threads) {
-    Blocks w;
-    w.rows = std::min(rowsPerTask(other, head_dim), std::max<int64_t>(1, length));
-    w.per_head = (length + w.rows - 1) / w.rows;
-    w.tasks = heads * w.per_head;
-    w.workers = static_cast<int>(std::clamp<int64_t>(w.tasks, 1, threads));
-    return w;
-  }
-};
+using Blocks = RowBlocks;
 
 Blocks queryBlocks(const WorkloadSpec& s, int threads) {
   return Blocks::of(s.batch * s.heads, s.seq_q, s.seqKv(), s.headDim(), threads);

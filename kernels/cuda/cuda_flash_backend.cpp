@@ -24,11 +24,7 @@ class FlashExecution final : public Execution {
     if (auto problem = flashHeadDimProblem(spec.headDim())) throw std::invalid_argument(*problem);
     PhaseScope phase(ctx, "inputs");
     TrackingAllocator& a = ctx.allocator();
-    DeviceInputs d = uploadInputs(a, in, z_.q, z_.k, z_.v, z_.mask, stream_);
-    q_ = std::move(d.q);
-    k_ = std::move(d.k);
-    v_ = std::move(d.v);
-    mask_ = std::move(d.mask);
+    in_ = uploadInputs(a, in, z_.q, z_.k, z_.v, z_.mask, stream_);
     o_ = Buffer<uint8_t>(a, z_.o, "o");
     lse_ = Buffer<float>(a, z_.lse / 4, "log-sum-exp");
     if (spec.pass == Pass::train) grads_ = allocateGradients(a, spec, in, stream_);
@@ -81,12 +77,12 @@ class FlashExecution final : public Execution {
 
   FlashParams makeParams() const {
     FlashParams p = flashParams(spec_);
-    p.q = q_.data();
-    p.k = k_.data();
-    p.v = v_.data();
+    p.q = in_.q.data();
+    p.k = in_.k.data();
+    p.v = in_.v.data();
     p.o = o_.data();
     p.lse = lse_.data();
-    if (mask_) p.mask = mask_.data();
+    if (in_.mask) p.mask = in_.mask.data();
     return p;
   }
 
@@ -94,7 +90,8 @@ class FlashExecution final : public Execution {
   RunContext& ctx_;
   FlashSizes z_;
   CudaStream stream_;  // declared before the buffers: they are freed first
-  Buffer<uint8_t> q_, k_, v_, mask_, o_;
+  DeviceInputs in_;
+  Buffer<uint8_t> o_;
   Buffer<float> lse_;
   DeviceGradients grads_;
   FlashParams params_;

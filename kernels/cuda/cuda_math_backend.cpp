@@ -53,11 +53,7 @@ class MathExecution final : public Execution {
       : spec_(spec), ctx_(ctx), handle_(handle), z_(materialisingSizes(spec, chunk_rows)) {
     PhaseScope phase(ctx, "inputs");
     TrackingAllocator& a = ctx.allocator();
-    DeviceInputs d = uploadInputs(a, in, z_.q, z_.k, z_.v, z_.mask, stream_);
-    q_ = std::move(d.q);
-    k_ = std::move(d.k);
-    v_ = std::move(d.v);
-    mask_ = std::move(d.mask);
+    in_ = uploadInputs(a, in, z_.q, z_.k, z_.v, z_.mask, stream_);
     o_ = Buffer<uint8_t>(a, z_.o, "o");
     workspace_ = Buffer<uint8_t>(a, z_.workspace, "cublas workspace");
     if (spec.pass == Pass::train) {
@@ -111,9 +107,9 @@ class MathExecution final : public Execution {
     for (int64_t q0 = 0; q0 < spec_.seq_q; q0 += z_.chunk_rows) {
       const int64_t rows = std::min(z_.chunk_rows, spec_.seq_q - q0);
       if (f.bias) maskToBias(f.bias.data(), q0, rows);
-      rowsByKeysGemm(q_.data(), k_.data(), f.scores.data(), scale(), q0, rows);
+      rowsByKeysGemm(in_.q.data(), in_.k.data(), f.scores.data(), scale(), q0, rows);
       softmax(f.scores.data(), f.probs.data(), f.bias ? f.bias.data() : nullptr, q0, rows);
-      scoresByValuesGemm(f.probs.data(), v_.data(), o_.data(), 1.f, q0, rows);
+      scoresByValuesGemm(f.probs.data(), in_.v.data(), o_.data(), 1.f, q0, rows);
     }
   }
 
@@ -151,20 +147,20 @@ class MathExecution final : public Execution {
       ctx_.throwIfCancelled();
       PhaseScope phase(ctx_, "backward dS");
       ds = Buffer<uint8_t>(ctx_.allocator(), trainSizes(spec_).ds, kDsBufferName);
-      rowsByKeysGemm(grads_.g.data(), v_.data(), ds.data(), 1.f, 0, Lq);  // dP = dO V^T
+      rowsByKeysGemm(grads_.g.data(), in_.v.data(), ds.data(), 1.f, 0, Lq);  // dP = dO V^T
       softmaxBackward(probs.data(), ds.data());
       stream_.synchronize();
     }
     {
       ctx_.throwIfCancelled();
       PhaseScope phase(ctx_, "backward dQ");
-      scoresByValuesGemm(ds.data(), k_.data(), grads_.dq.data(), scale(), 0, Lq);  // dQ = scale dS K
+      scoresByValuesGemm(ds.data(), in_.k.data(), grads_.dq.data(), scale(), 0, Lq);  // dQ = scale dS K
       stream_.synchronize();
     }
     {
       ctx_.throwIfCancelled();
       PhaseScope phase(ctx_, "backward dK dV");
-      keyRowsGemm(ds.data(), q_.data(), grads_.dk.data(), scale());       // dK = scale dS^T Q
+      keyRowsGemm(ds.data(), in_.q.data(), grads_.dk.data(), scale());       // dK = scale dS^T Q
       keyRowsGemm(probs.data(), grads_.g.data(), grads_.dv.data(), 1.f);  // dV = P^T dO
       stream_.synchronize();
     }
@@ -174,7 +170,7 @@ class MathExecution final : public Execution {
 
   void maskToBias(void* bias, int64_t q0, int64_t rows) {
     MaskToBiasParams p;
-    p.mask = mask_.data();
+    p.mask = in_.mask.data();
     p.bias = bias;
     p.planes = spec_.mask_layout == MaskLayout::per_head ? spec_.batch * spec_.heads : 1;
     p.rows = rows;
@@ -252,7 +248,8 @@ class MathExecution final : public Execution {
   cublasHandle_t handle_;
   MaterialisingSizes z_;
   CudaStream stream_;  // declared before the buffers: they are freed first
-  Buffer<uint8_t> q_, k_, v_, mask_, o_, workspace_;
+  DeviceInputs in_;
+  Buffer<uint8_t> o_, workspace_;
   DeviceGradients grads_;
 };
 

@@ -6,6 +6,7 @@
 
 #include "core/base/clock.h"
 #include "core/engine/run_engine.h"
+#include "core/spec/spec_fields.h"
 #include "kernels/torch/torch_files.h"
 #include "kernels/torch/torch_prediction.h"
 #include "kernels/torch/torch_trace.h"
@@ -24,12 +25,12 @@ constexpr int kMaxTraceEvents = 20000;
 // A layer's timed call reports its phases (a handful); more is a broken worker.
 constexpr size_t kMaxCallPhases = 256;
 
+// The spec as the worker reads it: every field resolved (spec_fields' resolvedSpec), plus how the
+// mask reaches SDPA (none, causal or a tensor in mask.npy).
 nlohmann::json specRequest(const WorkloadSpec& s) {
-  return {{"batch", s.batch},       {"heads", s.heads},       {"kv_heads", s.kvHeads()},
-          {"seq_q", s.seq_q},       {"seq_kv", s.seqKv()},    {"head_dim", s.headDim()},
-          {"dtype", std::string(toString(s.dtype))}, {"mask", maskPassing(s)}, {"scale", s.effectiveScale()},
-          {"pass", std::string(toString(s.pass))}, {"checkpoint", std::string(toString(s.checkpoint))},
-          {"kind", std::string(toString(s.kind))}, {"width", layerWidth(s)}};
+  nlohmann::json j = toJson(resolvedSpec(s));
+  j["mask_passing"] = maskPassing(s);
+  return j;
 }
 
 std::string deviceFact(const TorchHello& h, bool cuda) {

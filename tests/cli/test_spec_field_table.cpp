@@ -50,7 +50,7 @@ TEST(SpecFieldTable, NamesAreUniqueAndFindable) {
     EXPECT_EQ(findSpecField(f.name), &f);
     EXPECT_EQ(findSpecField(f.cli), &f);
     for (std::string_view a : f.aliases) EXPECT_EQ(findSpecField(a), &f) << a;
-    ASSERT_TRUE(f.parse && f.format && f.json && f.cell && f.store && f.load) << f.name;
+    ASSERT_TRUE(f.parse && f.format && f.json && f.store && f.load) << f.name;
     EXPECT_EQ(f.store(WorkloadSpec{}).size(), f.columns.size()) << f.name;
     ASSERT_FALSE(f.example.empty()) << f.name << " needs an example value";
     if (f.widget == FieldWidget::choice) {
@@ -109,6 +109,59 @@ TEST(SpecFieldTable, EveryFieldHasItsCsvColumnAndCell) {
     EXPECT_EQ(csvRow(r).at(static_cast<size_t>(at - cols.begin())), f.cell(r.spec)) << f.name;
   }
   EXPECT_EQ(csvRow(RunResult{}).size(), cols.size());
+}
+
+// Every field's words together, as the charts' context lines and the report say a spec.
+std::string allWords(const WorkloadSpec& s) {
+  std::string out;
+  for (const SpecField& f : specFields()) out += f.wordsText(s) + "|";
+  return out;
+}
+
+// summary(), the chart context and the report's words are built from the table: a field whose
+// value is not the default shows in both (a new field is covered without touching this file).
+TEST(SpecFieldTable, EveryFieldShowsInTheSummaryAndInWords) {
+  const WorkloadSpec defaults;
+  for (const SpecField& f : specFields())
+    for (std::string_view v : f.example) {
+      const WorkloadSpec ctx = base(f), s = with(f, v);
+      if (f.format(s) == f.format(ctx)) continue;  // the example is the default
+      EXPECT_NE(summary(s), summary(ctx)) << f.name << "=" << v << ": " << summary(s);
+      EXPECT_NE(allWords(s), allWords(ctx)) << f.name << "=" << v << ": " << allWords(s);
+      EXPECT_EQ(summary(s).find("  "), std::string::npos) << summary(s);
+    }
+  // The labels of a forward attention call without a scale or seed stay as they always were.
+  EXPECT_EQ(summary(defaults), "B1 H8/8 L1024x1024 D64 fp32 none");
+  WorkloadSpec train = defaults;
+  ASSERT_FALSE(setField(train, "pass", "train"));
+  ASSERT_FALSE(setField(train, "checkpoint", "attention"));
+  ASSERT_FALSE(setField(train, "mask", "dense:0.5"));
+  ASSERT_FALSE(setField(train, "scale", "0.25"));
+  ASSERT_FALSE(setField(train, "seed", "7"));
+  EXPECT_EQ(summary(train), "train checkpoint:attention B1 H8/8 L1024x1024 D64 fp32 dense:0.5/broadcast scale:0.25 seed:7");
+  EXPECT_EQ(findSpecField("seed")->wordsText(train), "seed 7");
+  EXPECT_EQ(findSpecField("scale")->wordsText(train), "scale 0.25");
+  EXPECT_EQ(findSpecField("scale")->wordsText(defaults), "");
+}
+
+// The resolved spec (CSV cells, the torch worker's request) applies every "same as" default.
+TEST(SpecFieldTable, ResolvedSpecAppliesTheSameAsDefaults) {
+  WorkloadSpec s;
+  ASSERT_FALSE(setField(s, "heads", "6"));
+  ASSERT_FALSE(setField(s, "seq", "100"));
+  ASSERT_FALSE(setField(s, "head_dim", "16"));
+  const WorkloadSpec r = resolvedSpec(s);
+  EXPECT_EQ(r.kv_heads, 6);
+  EXPECT_EQ(r.seq_kv, 100);
+  EXPECT_EQ(r.head_dim, 16);
+  EXPECT_EQ(r.width, 96);
+  ASSERT_TRUE(r.scale);
+  EXPECT_DOUBLE_EQ(*r.scale, 0.25);
+  EXPECT_EQ(findSpecField("seq_kv")->cell(s), "100");
+  EXPECT_EQ(findSpecField("kv_heads")->cell(s), "6");
+  ASSERT_FALSE(setField(s, "width", "48"));  // width given: head_dim = 48 / 6
+  EXPECT_EQ(resolvedSpec(s).head_dim, 8);
+  EXPECT_EQ(findSpecField("head_dim")->cell(s), "8");
 }
 
 TEST(SpecFieldTable, EveryFieldIsStoredInItsColumnsAndReadBack) {

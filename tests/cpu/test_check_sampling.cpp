@@ -9,67 +9,22 @@
 
 #include "core/engine/run_engine.h"
 #include "tests/cpu/cpu_test_support.h"
+#include "tests/support/corrupting_backend.h"
 
 namespace attnscope {
 namespace {
 
 using cputest::Shape;
 
-// cpu.flash, reporting a 1 us pass, with `corrupt` applied to what it returns.
-class QuickCorrupting final : public Backend {
- public:
-  struct Results {
-    std::vector<float>* out = nullptr;
-    AttentionGradients* grads = nullptr;
-    LayerGradients* layer = nullptr;
-  };
-  QuickCorrupting(Backend& inner, std::function<void(Results)> corrupt) : inner_(inner), corrupt_(std::move(corrupt)) {}
-  std::string id() const override { return inner_.id(); }
-  std::string device() const override { return inner_.device(); }
-  std::string description() const override { return inner_.description(); }
-  Availability availability() const override { return inner_.availability(); }
-  Support support(const WorkloadSpec& s) const override { return inner_.support(s); }
-  MemoryPlan plan(const WorkloadSpec& s) const override { return inner_.plan(s); }
-  int64_t memoryAvailable() const override { return inner_.memoryAvailable(); }
-  std::unique_ptr<TrackingAllocator> makeAllocator() const override { return inner_.makeAllocator(); }
-  std::unique_ptr<Execution> prepare(const WorkloadSpec& s, const HostInputs& in, RunContext& ctx) override {
-    return std::make_unique<Exec>(inner_.prepare(s, in, ctx), corrupt_);
-  }
-
- private:
-  struct Exec final : Execution {
-    Exec(std::unique_ptr<Execution> e, std::function<void(Results)> c) : inner(std::move(e)), corrupt(std::move(c)) {}
-    double run() override {
-      inner->run();
-      return 1e-6;
-    }
-    void output(std::vector<float>& out) override {
-      inner->output(out);
-      corrupt({&out, nullptr, nullptr});
-    }
-    bool gradients(AttentionGradients& g) override {
-      if (!inner->gradients(g)) return false;
-      corrupt({nullptr, &g, nullptr});
-      return true;
-    }
-    bool layerGradients(LayerGradients& g) override {
-      if (!inner->layerGradients(g)) return false;
-      corrupt({nullptr, nullptr, &g});
-      return true;
-    }
-    bool layerIntermediates(LayerIntermediates& m) override { return inner->layerIntermediates(m); }
-    std::unique_ptr<Execution> inner;
-    std::function<void(Results)> corrupt;
-  };
-  Backend& inner_;
-  std::function<void(Results)> corrupt_;
-};
+// cpu.flash with `corrupt` applied to what it returns, reporting a 1 us pass.
+using testing::CorruptingBackend;
+using Results = testing::Results;
 
 class CheckSampling : public ::testing::Test {
  protected:
-  RunResult run(const WorkloadSpec& spec, std::function<void(QuickCorrupting::Results)> corrupt,
+  RunResult run(const WorkloadSpec& spec, std::function<void(Results)> corrupt,
                 const HostInputs* inputs = nullptr, CheckMode mode = CheckMode::automatic) {
-    QuickCorrupting b(*backends_[1], std::move(corrupt));
+    CorruptingBackend b(*backends_[1], std::move(corrupt), 1e-6);
     RunOptions opt;
     opt.warmup = 0;
     opt.reps = 1;
@@ -91,15 +46,15 @@ const Shape kShape{2, 4, 0, 1025, 0, 32, DType::fp32, "window:100", MaskLayout::
 void addToRow(std::vector<float>& out, int64_t row, int64_t D, float by) { out[static_cast<size_t>(row * D)] += by; }
 
 TEST_F(CheckSampling, TheSameRunIsOkWithTheCoverageSaid) {
-  const RunResult r = run(cputest::specOf(kShape), [](QuickCorrupting::Results) {});
+  const RunResult r = run(cputest::specOf(kShape), [](Results) {});
   ASSERT_EQ(r.status, RunStatus::ok) << r.message;
   EXPECT_LT(r.accuracy.checkedFraction(), 0.5);
   EXPECT_EQ(statusText(r).rfind("ok, checked ", 0), 0u) << statusText(r);
-  const RunResult off = run(cputest::specOf(kShape), [](QuickCorrupting::Results) {}, nullptr, CheckMode::off);
+  const RunResult off = run(cputest::specOf(kShape), [](Results) {}, nullptr, CheckMode::off);
   EXPECT_EQ(off.status, RunStatus::ok);
   EXPECT_FALSE(off.accuracy.checked);
   EXPECT_EQ(statusText(off), "ok, not checked");
-  EXPECT_EQ(run(cputest::specOf(kShape), [](QuickCorrupting::Results) {}, nullptr, CheckMode::full).accuracy.checkedFraction(), 1.0);
+  EXPECT_EQ(run(cputest::specOf(kShape), [](Results) {}, nullptr, CheckMode::full).accuracy.checkedFraction(), 1.0);
 }
 
 TEST_F(CheckSampling, APlantedHugeQRowIsCaught) {
@@ -107,7 +62,7 @@ TEST_F(CheckSampling, APlantedHugeQRowIsCaught) {
   HostInputs in = HostInputs::generate(spec);
   const int64_t row = (1 * 4 + 2) * 1025 + 700, D = spec.headDim();
   for (int64_t d = 0; d < D; ++d) in.q.set(row * D + d, 3e38f);
-  const RunResult r = run(spec, [](QuickCorrupting::Results) {}, &in);
+  const RunResult r = run(spec, [](Results) {}, &in);
   expectCaughtBySampling(r, "q row of 3e38");
   EXPECT_NE(r.message.find("row " + std::to_string(row)), std::string::npos) << r.message;
 }
@@ -117,7 +72,7 @@ TEST_F(CheckSampling, QScaledBy2e5IsCaught) {
   const WorkloadSpec spec = cputest::specOf({1, 8, 0, 1024, 0, 64, DType::fp32, "none", MaskLayout::broadcast, 1});
   HostInputs in = HostInputs::generate(spec);
   for (int64_t e = 0; e < in.q.elements(); ++e) in.q.set(e, in.q.at(e) * 2e5f);
-  const RunResult r = run(spec, [](QuickCorrupting::Results) {}, &in);
+  const RunResult r = run(spec, [](Results) {}, &in);
   EXPECT_EQ(r.status, RunStatus::wrong) << statusText(r);
   // Every row is at risk there, so the sample is every row.
   EXPECT_EQ(r.accuracy.checkedFraction(), 1.0);
@@ -128,7 +83,7 @@ TEST_F(CheckSampling, AWrongBatchHeadIsCaught) {
   // without every batch-head misses most single heads.
   const WorkloadSpec spec = cputest::specOf({8, 16, 1, 64, 8192, 64, DType::fp32, "none", MaskLayout::broadcast, 5});
   for (int64_t bh : {37, 101}) {
-    const RunResult r = run(spec, [&](QuickCorrupting::Results x) {
+    const RunResult r = run(spec, [&](Results x) {
       if (x.out)
         for (int64_t i = 0; i < 64; ++i) addToRow(*x.out, bh * 64 + i, 64, 0.01f);
     });
@@ -139,7 +94,7 @@ TEST_F(CheckSampling, AWrongBatchHeadIsCaught) {
 TEST_F(CheckSampling, AnErrorAtAMaskEdgeIsCaught) {
   // window:100: query 99 is the last whose window is clipped by key 0, query 100 the first not.
   for (int64_t i : {99, 100}) {
-    const RunResult r = run(cputest::specOf(kShape), [&](QuickCorrupting::Results x) {
+    const RunResult r = run(cputest::specOf(kShape), [&](Results x) {
       if (x.out) addToRow(*x.out, 5 * 1025 + i, 32, 0.01f);
     });
     expectCaughtBySampling(r, "query " + std::to_string(i));
@@ -151,7 +106,7 @@ TEST_F(CheckSampling, AnErrorInTheLastQueryBlockIsCaught) {
   // here off in one batch-head. Seed 1's seeded rows miss them: only the every-block rule holds
   // them.
   const WorkloadSpec spec = cputest::specOf({2, 4, 0, 1030, 0, 32, DType::fp32, "none", MaskLayout::broadcast, 1});
-  const RunResult r = run(spec, [&](QuickCorrupting::Results x) {
+  const RunResult r = run(spec, [&](Results x) {
     if (x.out)
       for (int64_t i = 1024; i < 1030; ++i) addToRow(*x.out, 2 * 1030 + i, 32, 0.01f);
   });
@@ -159,7 +114,7 @@ TEST_F(CheckSampling, AnErrorInTheLastQueryBlockIsCaught) {
 }
 
 TEST_F(CheckSampling, ANanInARowNotSampledIsCaught) {
-  const RunResult r = run(cputest::specOf(kShape), [&](QuickCorrupting::Results x) {
+  const RunResult r = run(cputest::specOf(kShape), [&](Results x) {
     if (x.out) (*x.out)[static_cast<size_t>((3 * 1025 + 517) * 32 + 4)] = NAN;
   });
   EXPECT_EQ(r.status, RunStatus::wrong);
@@ -178,7 +133,7 @@ TEST_F(CheckSampling, WrongGradientsInTheLastBlockAreCaught) {
   };
   for (const Case& c : {Case{&AttentionGradients::dq, 7, "dq"}, Case{&AttentionGradients::dk, 3, "dk"},
                         Case{&AttentionGradients::dv, 1, "dv"}}) {
-    const RunResult r = run(spec, [&](QuickCorrupting::Results x) {
+    const RunResult r = run(spec, [&](Results x) {
       if (x.grads)
         for (int64_t i = 1024; i < 1029; ++i) ((*x.grads).*c.member)[static_cast<size_t>((c.head * 1030 + i) * 32)] += 0.05f;
     });
@@ -195,7 +150,7 @@ TEST_F(CheckSampling, ALayerTrainCheckHoldsTheLastBlock) {
   spec.kind = WorkloadKind::layer;
   spec.pass = Pass::train;
   const int64_t E = 4 * 32;
-  const RunResult r = run(spec, [&](QuickCorrupting::Results x) {
+  const RunResult r = run(spec, [&](Results x) {
     if (x.layer)
       for (int64_t p = 1024; p < 1030; ++p) x.layer->dx[static_cast<size_t>(p * E + 7)] += 0.05f;
   });
@@ -211,7 +166,7 @@ TEST_F(CheckSampling, ANanInALayersGradientIsCaughtWhereverItIs) {
   spec.kind = WorkloadKind::layer;
   spec.pass = Pass::train;
   const int64_t E = 4 * 32, at = (517 + 1030) * E + 3;  // batch 1, position 517
-  const RunResult r = run(spec, [&](QuickCorrupting::Results x) {
+  const RunResult r = run(spec, [&](Results x) {
     if (x.layer) x.layer->dx[static_cast<size_t>(at)] = NAN;
   });
   EXPECT_EQ(r.status, RunStatus::wrong) << r.message;

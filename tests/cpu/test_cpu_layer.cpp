@@ -8,12 +8,14 @@
 
 #include <cmath>
 #include <optional>
+#include <string>
 
 #include "core/check/reference.h"
 #include "core/check/reference_layer.h"
 #include "core/engine/run_engine.h"
 #include "kernels/cpu/cpu_isa.h"
 #include "tests/cpu/cpu_test_support.h"
+#include "tests/support/corrupting_backend.h"
 #include "tests/support/plan_buffers.h"
 
 namespace attnscope {
@@ -203,45 +205,17 @@ TEST(CpuLayerCheck, AWrongElementAnywhereFails) {
   EXPECT_EQ(runPoint(*backends[0], spec, opt).status, RunStatus::error);
 }
 
-// Hands out a CPU backend's executions with one element of y or of a gradient changed.
-class Corrupting final : public Backend {
- public:
-  Corrupting(Backend& inner, std::string tensor) : inner_(inner), tensor_(std::move(tensor)) {}
-  std::string id() const override { return inner_.id(); }
-  std::string device() const override { return inner_.device(); }
-  std::string description() const override { return inner_.description(); }
-  Availability availability() const override { return inner_.availability(); }
-  Support support(const WorkloadSpec& s) const override { return inner_.support(s); }
-  MemoryPlan plan(const WorkloadSpec& s) const override { return inner_.plan(s); }
-  int64_t memoryAvailable() const override { return inner_.memoryAvailable(); }
-  std::unique_ptr<TrackingAllocator> makeAllocator() const override { return inner_.makeAllocator(); }
-  std::unique_ptr<Execution> prepare(const WorkloadSpec& s, const HostInputs& in, RunContext& ctx) override {
-    return std::make_unique<Exec>(inner_.prepare(s, in, ctx), tensor_);
-  }
-
- private:
-  struct Exec final : Execution {
-    Exec(std::unique_ptr<Execution> e, std::string t) : inner(std::move(e)), tensor(std::move(t)) {}
-    double run() override { return inner->run(); }
-    void output(std::vector<float>& out) override {
-      inner->output(out);
-      if (tensor == "y") out[out.size() / 3] += 0.05f;
-    }
-    bool layerGradients(LayerGradients& g) override {
-      if (!inner->layerGradients(g)) return false;
+// A CPU backend with one element of y or of a layer gradient changed.
+testing::CorruptingBackend corrupting(Backend& inner, std::string tensor) {
+  return testing::CorruptingBackend(inner, [tensor](testing::Results r) {
+    if (r.out && tensor == "y") (*r.out)[r.out->size() / 3] += 0.05f;
+    if (r.layer)
       for (auto [member, name] : {std::pair{&LayerGradients::dx, "dx"}, std::pair{&LayerGradients::dw_qkv, "dw_qkv"},
                                   std::pair{&LayerGradients::db_qkv, "db_qkv"}, std::pair{&LayerGradients::dw_o, "dw_o"},
                                   std::pair{&LayerGradients::db_o, "db_o"}})
-        if (tensor == name) (g.*member).back() += 0.05f;
-      return true;
-    }
-    bool layerIntermediates(LayerIntermediates& m) override { return inner->layerIntermediates(m); }
-    std::unique_ptr<Execution> inner;
-    std::string tensor;
-  };
-  Backend& inner_;
-  std::string tensor_;
-};
+        if (tensor == name) (r.layer->*member).back() += 0.05f;
+  });
+}
 
 // Through the engine, a layer failing its check is status wrong, with the tensor named.
 TEST(CpuLayerCheck, AWrongResultMakesTheRunWrong) {
@@ -249,7 +223,7 @@ TEST(CpuLayerCheck, AWrongResultMakesTheRunWrong) {
   const WorkloadSpec spec =
       layerSpec({1, 2, 1, 24, 0, 8, DType::fp16, "none", MaskLayout::broadcast, 11}, Pass::train);
   for (const char* tensor : {"none", "y", "dx", "dw_qkv", "db_qkv", "dw_o", "db_o"}) {
-    Corrupting bad(*backends[0], tensor);
+    testing::CorruptingBackend bad = corrupting(*backends[0], tensor);
     RunOptions opt;
     opt.reps = 1;
     const RunResult r = runPoint(bad, spec, opt);

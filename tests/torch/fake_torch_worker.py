@@ -64,7 +64,7 @@ for line in sys.stdin:
             os._exit(3)
         reply["seconds"] = -1.0 if mode == "negative_seconds" else 0.001
     elif op == "finish":
-        write_zeros_npy(req["out"], [spec["batch"], spec["heads"], spec["seq_q"], spec["head_dim"]])
+        write_zeros_npy(req["out"], [spec["batch"], spec["heads"], spec["seq"], spec["head_dim"]])
         reply.update({"peak_bytes": 4096, "ran": "math", "events": [], "dropped_events": 0})
         if mode == "huge_line":
             # 300 MB on one line, written in pieces: AttnScope must stop reading long before the end.

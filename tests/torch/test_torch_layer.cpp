@@ -12,6 +12,7 @@
 
 #include "kernels/torch/torch_python.h"
 #include "tests/torch/real_torch_test.h"
+#include "tests/support/corrupting_backend.h"
 #include "tests/torch/torch_test_support.h"
 
 namespace attnscope {
@@ -117,52 +118,19 @@ TEST_F(TorchLayer, TrainPeakIncludesTheGradients) {
 // A backend whose results are torch's with one value changed: the layer check must fail it.
 enum class Plant { y, dw_qkv, dx };
 
-class PlantedExecution final : public Execution {
- public:
-  PlantedExecution(std::unique_ptr<Execution> inner, Plant plant) : inner_(std::move(inner)), plant_(plant) {}
-  double run() override { return inner_->run(); }
-  void output(std::vector<float>& out) override {
-    inner_->output(out);
-    if (plant_ == Plant::y) out[out.size() / 2] += 0.5f;
-  }
-  bool layerGradients(LayerGradients& g) override {
-    if (!inner_->layerGradients(g)) return false;
-    if (plant_ == Plant::dw_qkv) g.dw_qkv[g.dw_qkv.size() - 1] += 0.5f;
-    if (plant_ == Plant::dx) g.dx[0] -= 0.5f;
-    return true;
-  }
-  bool layerIntermediates(LayerIntermediates& m) override { return inner_->layerIntermediates(m); }
-
- private:
-  std::unique_ptr<Execution> inner_;
-  Plant plant_;
-};
-
-class PlantedBackend final : public Backend {
- public:
-  PlantedBackend(Backend& inner, Plant plant) : inner_(inner), plant_(plant) {}
-  std::string id() const override { return inner_.id() + ".planted"; }
-  std::string device() const override { return inner_.device(); }
-  std::string description() const override { return inner_.description(); }
-  Availability availability() const override { return inner_.availability(); }
-  Support support(const WorkloadSpec& s) const override { return inner_.support(s); }
-  MemoryPlan plan(const WorkloadSpec& s) const override { return inner_.plan(s); }
-  int64_t memoryAvailable() const override { return inner_.memoryAvailable(); }
-  std::unique_ptr<TrackingAllocator> makeAllocator() const override { return inner_.makeAllocator(); }
-  std::unique_ptr<Execution> prepare(const WorkloadSpec& s, const HostInputs& in, RunContext& ctx) override {
-    return std::make_unique<PlantedExecution>(inner_.prepare(s, in, ctx), plant_);
-  }
-
- private:
-  Backend& inner_;
-  Plant plant_;
-};
+testing::CorruptingBackend planted(Backend& inner, Plant plant) {
+  return testing::CorruptingBackend(inner, [plant](testing::Results r) {
+    if (r.out && plant == Plant::y) (*r.out)[r.out->size() / 2] += 0.5f;
+    if (r.layer && plant == Plant::dw_qkv) r.layer->dw_qkv[r.layer->dw_qkv.size() - 1] += 0.5f;
+    if (r.layer && plant == Plant::dx) r.layer->dx[0] -= 0.5f;
+  });
+}
 
 TEST_F(TorchLayer, APlantedErrorFailsTheCheck) {
   const WorkloadSpec s = layer(spec(4, 24, 24, 8, "causal", 2), Pass::train, Checkpoint::none, 40);
   for (Plant p : {Plant::y, Plant::dw_qkv, Plant::dx}) {
-    PlantedBackend planted(autoB, p);
-    const RunResult r = runOnce(planted, s);
+    testing::CorruptingBackend bad = planted(autoB, p);
+    const RunResult r = runOnce(bad, s);
     SCOPED_TRACE(r.message);
     EXPECT_EQ(r.status, RunStatus::wrong);
     EXPECT_FALSE(r.accuracy.passed());

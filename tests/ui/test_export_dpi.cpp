@@ -192,8 +192,8 @@ class TestExportDpi : public QObject {
   }
 
   void everyChartCarriesItsContext() {
-    const QString want = QString("S%1 tiny \u00b7 width 16 (head_dim = 16 / heads) \u00b7 fp32 \u00b7 mask none "
-                                 "\u00b7 batch 1 \u00b7 cpu.reference, cpu.flash")
+    const QString want = QString("S%1 tiny \u00b7 batch 1 \u00b7 width 16 = heads x head_dim \u00b7 fp32 \u00b7 mask none "
+                                 "\u00b7 cpu.reference, cpu.flash")
                              .arg(snap_->info.id);
     QCOMPARE(QString::fromStdString(chartContext({snap_})), want);
     for (QCustomPlot* p : memory_.plots() + time_.plots())
