@@ -1,8 +1,11 @@
 #include "app/cli_common.h"
 
+#include <algorithm>
+#include <cctype>
 #include <cstdlib>
 #include <iostream>
 
+#include "app/cli_table.h"
 #include "core/engine/recorded_sweep.h"
 #include "core/spec/spec_fields.h"
 #include "kernels/builtin_session.h"
@@ -124,10 +127,17 @@ void CliSession::printNotes() const {
   for (const auto& n : notes) std::cerr << "note: " << n << "\n";
 }
 
-ItemId parseId(const std::string& text) {
+ItemId parseId(const std::string& text, bool recordings) {
   ItemId id;
   std::string digits = text;
-  if (!text.empty() && (text[0] == 'R' || text[0] == 'r')) {
+  std::string lower = text.substr(0, 3);
+  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
+  if (lower == "rec") {
+    if (!recordings)
+      throw UsageError("'" + printable(text) + "' is a recording: 'show' shows one, this command takes sweeps (S<n>) and runs (R<n>)");
+    id.is_recording = true;
+    digits = text.substr(3);
+  } else if (!text.empty() && (text[0] == 'R' || text[0] == 'r')) {
     id.is_run = true;
     digits = text.substr(1);
   } else if (!text.empty() && (text[0] == 'S' || text[0] == 's')) {
@@ -136,9 +146,10 @@ ItemId parseId(const std::string& text) {
   try {
     size_t used = 0;
     id.id = std::stoll(digits, &used);
-    if (used != digits.size() || id.id <= 0) throw std::invalid_argument("id");
+    if (used != digits.size() || id.id <= 0 || !std::isdigit(static_cast<unsigned char>(digits[0]))) throw std::invalid_argument("id");
   } catch (const std::exception&) {
-    throw UsageError("'" + text + "' is not an id: use S<n> (or <n>) for a sweep, R<n> for a run (see attnscope runs)");
+    throw UsageError("'" + printable(text) + "' is not an id: use S<n> (or <n>) for a sweep, R<n> for a run" +
+                     (recordings ? ", REC<n> for a recording" : "") + " (see attnscope runs)");
   }
   return id;
 }

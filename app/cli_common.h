@@ -61,11 +61,13 @@ CliSession& session();
 
 struct ItemId {
   bool is_run = false;
+  bool is_recording = false;
   int64_t id = 0;
-  std::string text() const { return (is_run ? "R" : "S") + std::to_string(id); }
+  std::string text() const { return (is_recording ? "REC" : is_run ? "R" : "S") + std::to_string(id); }
 };
-// "S3" or "3": sweep 3; "R17": run 17. Throws UsageError.
-ItemId parseId(const std::string& text);
+// "S3" or "3": sweep 3; "R17": run 17; "REC2": recording 2 where `recordings` is set (show takes
+// one, the commands of sweeps and runs refuse it). Throws UsageError.
+ItemId parseId(const std::string& text, bool recordings = false);
 
 std::string join(const std::vector<std::string>& items, const std::string& sep);
 

@@ -17,8 +17,9 @@ int cmdExport(const std::vector<std::string>& argv);
 int cmdReport(const std::vector<std::string>& argv);
 int cmdExplain(const std::vector<std::string>& argv);  // commands_explain.cpp
 int cmdCheck(const std::vector<std::string>& argv);
+int cmdRecord(const std::vector<std::string>& argv);  // commands_record.cpp
 
 extern const CommandDef kBackendsDef, kRunDef, kSweepDef, kRunsDef, kShowDef, kCompareDef, kExportDef, kReportDef, kExplainDef,
-    kCheckDef;
+    kCheckDef, kRecordDef;
 
 }  // namespace attnscope::cli

@@ -13,6 +13,7 @@
 #include "app/cli_common.h"
 #include "app/cli_results.h"
 #include "app/commands.h"
+#include "app/commands_record.h"
 #include "core/result/environment.h"
 #include "core/base/format.h"
 #include "core/files/output_file.h"
@@ -245,10 +246,12 @@ int cmdRun(const std::vector<std::string>& argv) {
 }
 
 const CommandDef kSweepDef{
-    "sweep", "sweep --backends A,B [--heads 8,16,32] [--seq 1024,4096] [SPEC lists] [--budget SIZE] [--check MODE] [--name N] [--db FILE] [--json]",
+    "sweep", "sweep --backends A,B [--from REC:ROW] [--heads 8,16,32] [--seq 1024,4096] [SPEC lists] [--budget SIZE] [--check MODE] [--name N] [--db FILE] [--json]",
     "Run a grid of workloads (every SPEC option takes a comma-separated list) on several backends, saving every "
     "point as it finishes.",
     withSpec({{"backends", "A,B", "backend ids (default: every backend available on this machine)"},
+              {"from", "REC:ROW", "start from a recorded call (attnscope record; REC<n>:ROW as 'show REC<n>' lists): its "
+                                  "shapes, dtype, mask and scale, each SPEC option still overriding or sweeping"},
               {"name", "NAME", "sweep name (default: sweep <time>)"},
               {"budget", "SIZE", "skip points whose predicted peak exceeds SIZE (e.g. 8GiB); stored as skipped"},
               {"reps", "N", "timed repetitions per point (default 3)"},
@@ -272,6 +275,7 @@ int cmdSweep(const std::vector<std::string>& argv) {
   CliSession& s = session();
   SweepSpec sw;
   if (args.value("width") && args.value("head-dim")) throw UsageError("--width and --head-dim are exclusive");
+  if (auto from = args.value("from")) sw.base = specOfRecordedCall(databasePath(args), *from);
   for (const SpecField& f : specFields()) {
     const std::string cli(f.cli), field(f.name);
     auto v = args.value(cli);

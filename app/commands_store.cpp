@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "app/cli_common.h"
+#include "app/commands_record.h"
 #include "app/cli_results.h"
 #include "app/commands.h"
 #include "core/export/chrome_trace.h"
@@ -64,14 +65,17 @@ std::string pointKey(const RunResult& r) { return r.backend + " " + summary(r.sp
 
 }  // namespace
 
-const CommandDef kRunsDef{"runs", "runs [--db FILE] [--json]", "List the saved sweeps with their runs.",
+const CommandDef kRunsDef{"runs", "runs [--db FILE] [--json]", "List the saved sweeps with their runs, and the recordings.",
                           {dbOption(), jsonOption()}, 0,
-                          "Ids: S<n> is a sweep, R<n> a run; 'show', 'compare' and 'export' take either."};
+                          "Ids: S<n> is a sweep, R<n> a run, REC<n> a recording (attnscope record); 'show' takes any, "
+                          "'compare' and 'export' sweeps and runs. --json: the sweeps, then the recordings (\"kind\": "
+                          "\"recording\")."};
 
 int cmdRuns(const std::vector<std::string>& argv) {
   Args args(kRunsDef, argv);
   auto store = openStore(databasePath(args), StoreMode::read);
   auto sweeps = store->sweeps();
+  auto recordings = store->recordings();
   if (args.flag("json")) {
     nlohmann::json out = nlohmann::json::array();
     for (const auto& sw : sweeps) {
@@ -85,10 +89,19 @@ int cmdRuns(const std::vector<std::string>& argv) {
                      {"runs", runs}});
       if (!sw.error.empty()) out.back()["error"] = sw.error;
     }
+    // Recordings follow the sweeps, told apart by "kind" (a sweep's entry has none).
+    for (const auto& r : recordings) {
+      out.push_back({{"kind", "recording"}, {"id", r.idText()}, {"name", r.name}, {"created_unix_ms", r.started_unix_ms},
+                     {"program", r.program}, {"exit", r.exitText()}, {"interrupted", r.interrupted},
+                     {"calls_seen", r.calls_seen}});
+      if (!r.error.empty()) out.back()["error"] = r.error;
+    }
     std::cout << jsonOutput(out) << "\n";
-    return std::any_of(sweeps.begin(), sweeps.end(), [](const SweepInfo& sw) { return !sw.error.empty(); }) ? 1 : 0;
+    const bool bad = std::any_of(sweeps.begin(), sweeps.end(), [](const SweepInfo& sw) { return !sw.error.empty(); }) ||
+                     std::any_of(recordings.begin(), recordings.end(), [](const Recording& r) { return !r.error.empty(); });
+    return bad ? 1 : 0;
   }
-  if (sweeps.empty()) {
+  if (sweeps.empty() && recordings.empty()) {
     std::cout << "no saved sweeps in " << store->path() << "\n";
     return 0;
   }
@@ -101,18 +114,34 @@ int cmdRuns(const std::vector<std::string>& argv) {
            okCell(sw), bad ? "?" : backendsOf(sw), bad ? "unreadable (see below)" : gridOf(sw),
            join(sw.tags, ",")});
   }
-  std::cout << t.render();
+  if (!sweeps.empty()) std::cout << t.render();
+  if (!recordings.empty()) {
+    Table rt({"id", "name", "created", "program", "exit", "calls"});
+    for (const auto& r : recordings) {
+      if (!r.error.empty()) unreadable.push_back(r.error);
+      rt.add({r.idText(), r.name, formatLocalTime(r.started_unix_ms), r.error.empty() ? join(r.program, " ") : "unreadable (see below)",
+              r.error.empty() ? r.exitText() : "?", std::to_string(r.calls_seen)});
+    }
+    std::cout << (sweeps.empty() ? "" : "\n") << "recordings:\n" << rt.render();
+  }
   for (const auto& e : unreadable) std::cerr << "error: " << printable(e) << "\n";
   return unreadable.empty() ? 0 : 1;
 }
 
-const CommandDef kShowDef{"show", "show ID [--kernels] [--phases] [--db FILE] [--json]",
-                          "Show one sweep (S<n>) or run (R<n>) in full: spec, environment, results, memory "
-                          "(predicted, allocator and CUPTI peaks side by side).",
+const CommandDef kShowDef{"show", "show ID [--kernels] [--phases] [--torch V] [--gpu G] [--cudnn V] [--db FILE] [--json]",
+                          "Show one sweep (S<n>), run (R<n>) or recording (REC<n>) in full: spec, environment, results, "
+                          "memory (predicted, allocator and CUPTI peaks side by side).",
                           {{"kernels", "", "list the run's kernels: count, total and mean time, grid, block, registers, shared memory"},
                            {"phases", "", "a run's phases (scores, softmax, backward, ...): count, total and mean time, share, peak memory inside; for a sweep, each point's phases side by side"},
+                           {"torch", "V", "a recording: explain every call for torch V as well (2.0 .. 2.15; default the recorded one)"},
+                           {"gpu", "G", "a recording: ... and for GPU G (a name such as V100, or smXY, or cpu; default the recorded device)"},
+                           {"cudnn", "V", "a recording: ... with cuDNN V (default the PyPI wheel's of that torch)"},
                            dbOption(), jsonOption()},
-                          1, {}};
+                          1,
+                          "A recording lists its calls sorted by memory: the kernel torch ran, the explainer's prediction "
+                          "(WRONG where it differs: a defect in AttnScope's rules), measured and predicted memory, time, "
+                          "and the cheapest fix. With --torch/--gpu, what each call would do there and what changes "
+                          "(\"flash -> math: +6.2 GiB\")."};
 
 namespace {
 // Shares are of the top-level phases; a nested phase ("recompute/scores") is indented.
@@ -189,8 +218,11 @@ void printSweepPhases(int64_t sweepId, const SweepPhases& sp, std::ostream& out)
 
 int cmdShow(const std::vector<std::string>& argv) {
   Args args(kShowDef, argv);
-  if (args.positionals().empty()) throw UsageError("show needs an id (S<n> or R<n>; see attnscope runs)");
-  ItemId id = parseId(args.positionals()[0]);
+  if (args.positionals().empty()) throw UsageError("show needs an id (S<n>, R<n> or REC<n>; see attnscope runs)");
+  ItemId id = parseId(args.positionals()[0], true);
+  if (id.is_recording) return showRecording(args, id.id);
+  for (const char* o : {"torch", "gpu", "cudnn"})
+    if (args.value(o)) throw UsageError(std::string("--") + o + " is for a recording (REC<n>)");
   auto store = openStore(databasePath(args), StoreMode::read);
   const bool json = args.flag("json");
   if (!id.is_run) {

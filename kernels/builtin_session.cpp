@@ -1,6 +1,7 @@
 #include "kernels/builtin_session.h"
 
 #include "kernels/builtin_backends.h"
+#include "kernels/torch/torch_python.h"
 #include "kernels/torch/torch_settings.h"
 #ifdef ATTNSCOPE_HAVE_CUPTI
 #include "core/cupti/cupti_capture.h"
@@ -34,5 +35,18 @@ BackendSettings& builtinBackendSettings() {
 }
 
 torch_dispatch::InstalledTorch builtinInstalledTorch() { return torch::installedTorch(); }
+
+RecorderPython builtinRecorderPython() {
+  RecorderPython out;
+  const torch::PythonChoice p = torch::choosePython();
+  out.python = p.path;
+  out.shown = p.shown();
+  out.source = p.source;
+  std::string searched;
+  if (auto script = torch::recorderScript(&searched)) out.script = *script;
+  if (!p.problem.empty()) out.problem = p.problem;
+  else if (out.script.empty()) out.problem = "attnscope_record.py was not found (looked in " + searched + ")";
+  return out;
+}
 
 }  // namespace attnscope

@@ -8,6 +8,8 @@
 #include "core/engine/session.h"
 #include "core/torch_dispatch/installed_torch.h"
 
+#include <string>
+
 namespace attnscope {
 
 Session& builtinSession();
@@ -20,5 +22,16 @@ BackendSettings& builtinBackendSettings();
 // The torch the torch backends use, for `explain --torch installed` and `--gpu detected`: asked
 // through their own probe, so explain and `attnscope backends` cannot ask different Pythons.
 torch_dispatch::InstalledTorch builtinInstalledTorch();
+
+// The Python the torch backends use and the recorder script shipped beside their worker, for
+// `attnscope record`: the same discovery, so a recording runs in the Python `backends` shows.
+struct RecorderPython {
+  std::string python;   // the executable's path; empty when none was found
+  std::string shown;    // printable, for messages
+  std::string source;   // "--python", "ATTNSCOPE_PYTHON", "PATH"
+  std::string script;   // attnscope_record.py; empty when not found
+  std::string problem;  // why it cannot record; "" when both were found
+};
+RecorderPython builtinRecorderPython();
 
 }  // namespace attnscope

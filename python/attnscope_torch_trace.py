@@ -1,5 +1,19 @@
-"""The torch worker's trace: torch.profiler's chrome trace turned into AttnScope's events (kernels,
+"""Shared by the torch worker and the recorder (no torch import): text for JSON, the names of
+torch's SDPA choices, and the worker's trace: torch.profiler's chrome trace turned into AttnScope's events (kernels,
 allocations, phases) on the worker's monotonic clock, and the SDPA kernel that ran."""
+
+# torch._fused_sdp_choice's answer (the SDPBackend enum) by name.
+CHOICE_NAMES = {-1: "error", 0: "math", 1: "flash", 2: "efficient", 3: "cudnn", 4: "overrideable"}
+
+
+def text(s):
+    """A str as valid UTF-8: paths decoded with surrogateescape (a venv under a non-UTF-8 folder)
+    would otherwise reach json.dumps as lone surrogates, which no JSON reader accepts."""
+    try:
+        return s.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    except UnicodeEncodeError:
+        return s.encode("utf-8", "backslashreplace").decode("utf-8")
+
 
 # The aten ops of SDPA's kernels, first match wins (the CPU flash op before its CUDA namesake).
 KERNEL_OPS = [

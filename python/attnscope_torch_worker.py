@@ -18,21 +18,17 @@ import time
 import traceback
 import warnings
 
+# Beside this script, without torch: text for JSON and the names of torch's SDPA choices. Its
+# folder is put on the path first: `python -I` (isolated) leaves the script's folder out.
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from attnscope_torch_trace import CHOICE_NAMES, text  # noqa: E402
+
 PROTOCOL = 1
 MIN_TORCH = (2, 0)
 
 # Keep stdout for protocol lines only: anything a library prints goes to stderr.
 _protocol_out = sys.stdout
 sys.stdout = sys.stderr
-
-
-def text(s):
-    """A str as valid UTF-8: paths decoded with surrogateescape (a venv under a non-UTF-8 folder)
-    would otherwise reach json.dumps as lone surrogates, which no JSON reader accepts."""
-    try:
-        return s.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
-    except UnicodeEncodeError:
-        return s.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def clean(obj):
@@ -142,7 +138,6 @@ def has_causal_lower_right():
 # ---------------------------------------------------------------------------------------------
 # Kernels and their names.
 
-CHOICE_NAMES = {-1: "error", 0: "math", 1: "flash", 2: "efficient", 3: "cudnn", 4: "overrideable"}
 
 
 def kernel_context(kernel):

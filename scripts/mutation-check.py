@@ -256,6 +256,22 @@ MUTANTS = [
      "worker_->python().path == python.path && worker_->answers(cancel)) return worker_;",
      "worker_->python().path == python.path && worker_->alive()) return worker_;",
      "test_torch_backends", "tests/torch/test_torch_backends", "*Idle*"),
+    # attnscope record (issue 29): each promise broken once.
+    ("record-mismatch-hidden", "core/record/recording_explain.cpp",
+     "out.mismatch = recorded_env && !ran.empty() && c.raised.empty() && ran != out.predicted;", "out.mismatch = false;",
+     "test_recording", "tests/record/test_recording", "RecordedExplain.*"),
+    ("record-per-head-mask-as-broadcast", "core/record/recording_explain.cpp",
+     "s.mask_layout = per_head ? MaskLayout::per_head : MaskLayout::broadcast;", "s.mask_layout = MaskLayout::broadcast;",
+     "test_recording", "tests/record/test_recording", "RecordedWorkload.*"),
+    ("record-signal-not-forwarded", "core/record/program_run.cpp",
+     "if (child > 0 && info && info->si_code <= 0) ::kill(child, sig);", "if (child > 0 && info && info->si_code > 0) ::kill(child, sig);",
+     "test_recording", "tests/record/test_recording", "ProgramRun.*"),
+    ("record-calls-not-saved", "core/store/store_recordings.cpp",
+     "for (const RecordedCall& call : rec.calls) {", "for (const RecordedCall& call : std::vector<RecordedCall>{}) {",
+     "test_recording", "tests/record/test_recording", "RecordingStore.*"),
+    ("record-stderr-not-kept", "core/record/program_run.cpp",
+     "          tail.append(buf, static_cast<size_t>(n));\n", "",
+     "test_recording", "tests/record/test_recording", "ProgramRun.*"),
 ]
 
 

@@ -1,5 +1,6 @@
 #pragma once
-// The SQLite store: one file holds environments, sweeps, runs and their trace events.
+// The SQLite store: one file holds environments, sweeps, runs and their trace events, and the
+// recordings of programs' attention calls.
 // WAL journal, foreign keys on, busy_timeout, prepared statements, one transaction per finished
 // run (a crash loses at most the point in flight). Schema version in PRAGMA user_version with
 // forward migrations. A newer schema, a non-AttnScope file or a file whose header or schema is
@@ -19,6 +20,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/result/environment.h"
+#include "core/result/recording.h"
 #include "core/store/store_error.h"
 #include "core/result/run_result.h"
 #include "core/spec/sweep_spec.h"
@@ -56,7 +58,7 @@ enum class StoreMode { create, existing, read };
 
 class Store {
  public:
-  static constexpr int kSchemaVersion = 3;
+  static constexpr int kSchemaVersion = 4;
 
   // create and existing open for writing (create makes the file when it does not exist) and
   // check up front that the file and its folder can be written (StoreError read_only otherwise);
@@ -97,6 +99,16 @@ class Store {
   void setSweepTags(int64_t id, const std::vector<std::string>& tags);
   void deleteSweep(int64_t id);
   void deleteRun(int64_t id);
+
+  // Recordings (`attnscope record`): saved whole, in one transaction, once the program has ended
+  // (its calls included). Returns the id. A store of schema 3 or older, opened for reading, has none.
+  int64_t saveRecording(const Recording& recording);
+  // Without their calls; a row that cannot be read has `error` set, so it does not hide the others.
+  std::vector<Recording> recordings();
+  // With its calls; nullopt when there is none of that id.
+  std::optional<Recording> recording(int64_t id);
+  void renameRecording(int64_t id, std::string_view name);
+  void deleteRecording(int64_t id);
 
  private:
   struct Impl;

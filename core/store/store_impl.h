@@ -57,9 +57,10 @@ struct StoreState {
   const std::string& stringText(int64_t id);
 
   // The rows as the readers decode them, one line per row they refuse: sweeps and environments
-  // (store.cpp), runs and their events (store_runs.cpp). What `check` adds to the page check.
+  // (store.cpp), runs and their events (store_runs.cpp), recordings (store_recordings.cpp). What `check` adds to the page check.
   void sweepRowProblems(std::vector<std::string>& out);
   void runRowProblems(std::vector<std::string>& out);
+  void recordingRowProblems(std::vector<std::string>& out);  // store_recordings.cpp
 
   void insertEvents(int64_t run_id, const std::vector<TraceEvent>& events);
   std::vector<TraceEvent> readEvents(int64_t run_id);

@@ -306,6 +306,7 @@ std::vector<std::string> Store::check() {
   if (problems.empty()) {
     impl_->sweepRowProblems(problems);
     impl_->runRowProblems(problems);
+    impl_->recordingRowProblems(problems);
   }
   impl_->verifySnapshot();
   return problems;

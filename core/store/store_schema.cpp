@@ -130,9 +130,46 @@ CREATE TABLE sweep_owners (
 UPDATE sweeps SET state = 'interrupted' WHERE state = 'running';
 )sql";
 
+// Version 4: recordings of the user's own programs (`attnscope record`): one row per recording,
+// one per call signature with the recorder's JSON object of it.
+constexpr const char* kSchemaV4 = R"sql(
+CREATE TABLE recordings (
+  id              INTEGER PRIMARY KEY,
+  name            TEXT NOT NULL,
+  created_unix_ms INTEGER NOT NULL,
+  ended_unix_ms   INTEGER NOT NULL,
+  program         TEXT NOT NULL,
+  cwd             TEXT NOT NULL,
+  exit_status     INTEGER,
+  exit_signal     INTEGER NOT NULL,
+  interrupted     INTEGER NOT NULL,
+  complete        INTEGER NOT NULL,
+  stderr_tail     TEXT NOT NULL,
+  note            TEXT NOT NULL,
+  torch           TEXT NOT NULL,
+  calls_seen      INTEGER NOT NULL,
+  calls_dropped   INTEGER NOT NULL,
+  overhead_s      REAL,
+  environment_id  INTEGER REFERENCES environments(id)
+);
+CREATE TABLE recording_calls (
+  recording_id INTEGER NOT NULL REFERENCES recordings(id) ON DELETE CASCADE,
+  row          INTEGER NOT NULL,
+  site         TEXT NOT NULL,
+  module       TEXT NOT NULL,
+  count        INTEGER NOT NULL,
+  call         TEXT NOT NULL,
+  PRIMARY KEY (recording_id, row)
+) WITHOUT ROWID;
+)sql";
+
 std::vector<const char*> requiredTables(int version) {
   std::vector<const char*> t = {"strings", "environments", "sweeps", "runs", "events"};
   if (version >= 2) t.push_back("sweep_owners");
+  if (version >= 4) {
+    t.push_back("recordings");
+    t.push_back("recording_calls");
+  }
   return t;
 }
 
@@ -157,6 +194,7 @@ const std::vector<Migration>& migrations() {
       {0, "create the version 1 schema", [](SqliteConnection& db) { db.exec(kSchemaV1); }},
       {1, "record the process that owns each sweep", [](SqliteConnection& db) { db.exec(kSchemaV2); }},
       addSpecColumns(3),  // kind, pass, checkpoint
+      {3, "add recordings of programs' attention calls", [](SqliteConnection& db) { db.exec(kSchemaV4); }},
   };
   return steps;
 }

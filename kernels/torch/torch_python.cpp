@@ -100,6 +100,20 @@ std::optional<std::string> workerScript(std::string* searched) {
   return firstFile(places, searched, false);
 }
 
+std::optional<std::string> recorderScript(std::string* searched) {
+  const char* name = "attnscope_record.py";
+  std::vector<std::string> places;
+  if (std::string dir = exeDir(); !dir.empty()) {
+    places.push_back(dir + "/" + name);
+    places.push_back(dir + "/../share/attnscope/" + name);
+  }
+#ifdef ATTNSCOPE_TORCH_WORKER_BUILD_PATH
+  const std::string worker = ATTNSCOPE_TORCH_WORKER_BUILD_PATH;
+  places.push_back(worker.substr(0, worker.rfind('/') + 1) + name);  // the build tree's, for the tests
+#endif
+  return firstFile(places, searched, false);
+}
+
 std::optional<std::string> keeperProgram(std::string* searched) {
   const char* name = "attnscope-torch-keeper";
   std::vector<std::string> places;

@@ -33,6 +33,9 @@ PythonChoice choosePython();
 
 // The worker script, or nullopt with the places searched in `searched`.
 std::optional<std::string> workerScript(std::string* searched = nullptr);
+// The recorder (attnscope_record.py, for `attnscope record`), shipped beside the worker script:
+// next to the attnscope binary, else <prefix>/share/attnscope, else the build tree's copy.
+std::optional<std::string> recorderScript(std::string* searched = nullptr);
 // The program that starts the worker (process_keeper.h), shipped with AttnScope: next to the
 // attnscope binary, else <prefix>/libexec/attnscope (cmake --install), else the build tree's.
 std::optional<std::string> keeperProgram(std::string* searched = nullptr);

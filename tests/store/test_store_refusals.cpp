@@ -15,11 +15,11 @@ using test::readBytes;
 using test::TempDir;
 using test::writeBytes;
 
-void execRaw(const std::string& path, const char* sql) {
+void execRaw(const std::string& path, const std::string& sql) {
   sqlite3* db = nullptr;
   ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
   char* err = nullptr;
-  EXPECT_EQ(sqlite3_exec(db, sql, nullptr, nullptr, &err), SQLITE_OK) << (err ? err : "");
+  EXPECT_EQ(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &err), SQLITE_OK) << (err ? err : "");
   sqlite3_free(err);
   sqlite3_close(db);
 }
@@ -105,7 +105,8 @@ TEST(StoreRefusal, NewerSchema) {
   std::string path = dir.file("runs.sqlite");
   makeRealDatabase(path);
   execRaw(path, "PRAGMA user_version = 7");
-  expectRefused(path, StoreError::Kind::newer_schema, "newer AttnScope (schema 7; this build reads up to 3)");
+  expectRefused(path, StoreError::Kind::newer_schema,
+                "newer AttnScope (schema 7; this build reads up to " + std::to_string(Store::kSchemaVersion) + ")");
 }
 
 TEST(StoreRefusal, NewerSchemaWithARollbackJournal) {
@@ -114,9 +115,11 @@ TEST(StoreRefusal, NewerSchemaWithARollbackJournal) {
   TempDir dir;
   std::string path = dir.file("runs.sqlite");
   makeRealDatabase(path);
-  execRaw(path, "PRAGMA journal_mode = DELETE; PRAGMA user_version = 4");
+  const int newer = Store::kSchemaVersion + 1;
+  execRaw(path, "PRAGMA journal_mode = DELETE; PRAGMA user_version = " + std::to_string(newer));
   ASSERT_EQ(readBytes(path)[18], 1) << "the fixture is in rollback-journal mode";
-  expectRefused(path, StoreError::Kind::newer_schema, "newer AttnScope (schema 4; this build reads up to 3)");
+  expectRefused(path, StoreError::Kind::newer_schema, "newer AttnScope (schema " + std::to_string(newer) +
+                                                         "; this build reads up to " + std::to_string(Store::kSchemaVersion) + ")");
 }
 
 TEST(StoreRefusal, OurIdWithVersionZeroAndTables) {
