@@ -307,5 +307,29 @@ if ((run_explain)); then
     echo "python3 with a CUDA-enabled torch not found; explain check skipped"
   fi
 fi
+if ((run_explain)); then
+  section "attnscope record: the classic report (heads 8 and 16, width 64, seq 10000, fp16, bool mask [1,1,L,L]) on this GPU"
+  if [[ ! -x $BUILD/app/attnscope ]]; then
+    echo "attnscope binary not built; record check skipped"
+  elif python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' >/dev/null 2>&1; then
+    # torch's choice, the aten op that ran, measured (max_memory_allocated above the entry) and
+    # predicted memory side by side, per call.
+    timeout 300 "$BUILD/app/attnscope" record --db "$LOGDIR/record.sqlite" --python python3 --json -- \
+        "$ROOT/examples/heads_cliff.py" --seq 10000 --device cuda > "$LOGDIR/record.json" || status=1
+    python3 - "$LOGDIR/record.json" <<'PY' || status=1
+import json, sys
+text = open(sys.argv[1]).read()
+rec = json.loads(text[text.index("\n{") + 1:] if "\n{" in text else text[text.index("{"):])
+print("recorded on", rec.get("recorded_on"))
+print("%-22s %-14s %-9s %-9s %-9s %14s %14s" % ("module", "q", "choice", "ran", "predicted", "measured", "predicted"))
+for c in rec["calls"]:
+    print("%-22s %-14s %-9s %-9s %-9s %14s %14s" % (c["module"], "x".join(map(str, c["q_shape"])), c["fused_choice"],
+          c["torch_ran"], c["predicted_kernel"], c["measured_bytes"], c["predicted_bytes"]))
+sys.exit(0 if all(c["agrees"] for c in rec["calls"]) else 1)
+PY
+  else
+    echo "python3 with a CUDA-enabled torch not found; record check skipped"
+  fi
+fi
 section "done (exit $status)"
 exit $status
