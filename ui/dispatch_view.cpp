@@ -24,10 +24,8 @@ namespace {
 
 // Kernel -> map value and colour; the map's gradient has one level per kernel.
 constexpr SdpaKernel kKernels[] = {SdpaKernel::flash, SdpaKernel::efficient, SdpaKernel::cudnn, SdpaKernel::math};
-QColor kernelColor(int index) {
-  static const QColor colors[] = {QColor(0x2e, 0x9e, 0x4f), QColor(0x3b, 0x7d, 0xd8), QColor(0x8e, 0x5c, 0xc9),
-                                  QColor(0xd9, 0x48, 0x3b), QColor(0x80, 0x80, 0x80)};  // last: torch raises
-  return colors[std::clamp(index, 0, 4)];
+QColor indexColor(int index) {  // 4: torch raises
+  return kernelColor(index >= 0 && index < 4 ? std::optional(kKernels[index]) : std::nullopt);
 }
 int kernelIndex(const std::optional<SdpaKernel>& k) {
   if (!k) return 4;
@@ -82,13 +80,13 @@ DispatchView::DispatchView(QWidget* parent) : ChartView(parent) {
     QCPGraph* key = plot_->addGraph();
     key->setName(i < 4 ? QString::fromUtf8(toString(kKernels[i]).data()) : tr("raises"));
     key->setLineStyle(QCPGraph::lsNone);
-    key->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssSquare, kernelColor(i).darker(130), kernelColor(i), 10));
+    key->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssSquare, indexColor(i).darker(130), indexColor(i), 10));
     key->setProperty("kind", "key");
   }
   map_ = new QCPColorMap(plot_->xAxis, plot_->yAxis);
   QCPColorGradient g;
   g.clearColorStops();
-  for (int i = 0; i < 5; ++i) g.setColorStopAt(i / 4.0, kernelColor(i));
+  for (int i = 0; i < 5; ++i) g.setColorStopAt(i / 4.0, indexColor(i));
   g.setLevelCount(5);
   g.setNanHandling(QCPColorGradient::nhTransparent);
   map_->setGradient(g);

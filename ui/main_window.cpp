@@ -32,8 +32,11 @@
 #include "ui/chart_view.h"
 #include "ui/dispatch_view.h"
 #include "ui/memory_view.h"
+#include "ui/recording_list_model.h"
+#include "ui/recording_view.h"
 #include "ui/results_table_model.h"
 #include "ui/runs_panel.h"
+#include "ui/store_watcher.h"
 #include "ui/sweep_tree_model.h"
 #include "ui/sweep_panel.h"
 #include "ui/sweep_worker.h"
@@ -97,6 +100,10 @@ MainWindow::MainWindow(const QString& db_path, QWidget* parent)
   results_view_->horizontalHeader()->setStretchLastSection(true);
   results_view_->setSelectionBehavior(QAbstractItemView::SelectRows);
   tabs_->addTab(results_view_, tr("Results"));
+  recording_view_ = makeRecordingView(tabs_);
+  recording_view_->setBackgroundLoading(true);  // its source is set per database in openDatabase
+  tabs_->addTab(recording_view_, recording_view_->title());
+  connect(recording_view_, &RecordingView::sweepRequested, this, &MainWindow::sweepCall);
   setCentralWidget(tabs_);
   connect(results_view_, &QTableView::activated, this, [this](const QModelIndex& i) {
     if (const RunResult* r = results_model_->run(i.row())) Q_EMIT pointShown(r->id);
@@ -126,6 +133,8 @@ MainWindow::MainWindow(const QString& db_path, QWidget* parent)
   point_timer_ = new QTimer(this);
   point_timer_->setSingleShot(true);
   connect(point_timer_, &QTimer::timeout, this, &MainWindow::showPendingPoints);
+  watcher_ = new StoreWatcher(this);
+  connect(watcher_, &StoreWatcher::changed, this, &MainWindow::listStore);
 
   thread_ = new QThread(this);
   thread_->setObjectName("attnscope-sweep");
@@ -163,7 +172,8 @@ void MainWindow::buildDocks() {
   backends_panel_ = new BackendsPanel(backend_model_, notes);
   sweep_panel_ = new SweepPanel;
   sweep_model_ = new SweepTreeModel(this);
-  runs_panel_ = new RunsPanel(sweep_model_);
+  recording_model_ = new RecordingListModel(this);
+  runs_panel_ = new RunsPanel(sweep_model_, recording_model_);
   auto* wd = dock(this, tr("Workload"), "workloadDock", workload_, true);
   // Scrolled too: the reasons listed under the backends can run long, and unscrolled they would
   // claim the height the Workload form needs to show every field down to seed.
@@ -182,11 +192,24 @@ void MainWindow::buildDocks() {
   connect(workload_, &WorkloadForm::specChanged, this, &MainWindow::updateRunnable);
   connect(sweep_panel_, &SweepPanel::changed, this, &MainWindow::updateRunnable);
   connect(backend_model_, &BackendListModel::checkedChanged, this, &MainWindow::updateRunnable);
-  connect(runs_panel_, &RunsPanel::sweepSelected, this, [this](qint64 id) { showSweeps({id}); });
-  connect(runs_panel_, &RunsPanel::runSelected, this, &MainWindow::showRun);
+  connect(runs_panel_, &RunsPanel::sweepSelected, this, [this](qint64 id) {
+    leaveRecordingTab();
+    showSweeps({id});
+  });
+  connect(runs_panel_, &RunsPanel::runSelected, this, [this](qint64 sweep_id, qint64 run_id) {
+    leaveRecordingTab();
+    showRun(sweep_id, run_id);
+  });
+  connect(runs_panel_, &RunsPanel::recordingSelected, this, &MainWindow::showRecording);
   connect(runs_panel_, &RunsPanel::compareRequested, this, &MainWindow::compare);
   connect(runs_panel_, &RunsPanel::deleted, this, &MainWindow::refreshShown);
   connect(sweep_model_, &SweepTreeModel::storeError, this, &MainWindow::report);
+  connect(recording_model_, &RecordingListModel::storeError, this, &MainWindow::report);
+  // A recording deleted, here or elsewhere, is no longer shown in the Recording tab.
+  connect(recording_model_, &QAbstractItemModel::rowsRemoved, this, [this] {
+    const int64_t shown = recording_view_->recordingId();
+    if (shown > 0 && !recording_model_->recordingIndex(shown).isValid()) recording_view_->showRecording(0);
+  });
 }
 
 void MainWindow::updateRunnable() {
@@ -230,12 +253,17 @@ QString MainWindow::openDatabase(const QString& path, bool create) {
     return last_message_;
   }
   sweep_model_->setStore(store_.get());
+  recording_model_->setStore(store_.get());  // filled by the listing below
   // Traces load on a pool thread (TimelineView), through a connection of their own: a Store is
   // used by one thread at a time.
   if (timeline_view_)
     timeline_view_->setEventSource([db = path.toStdString()](int64_t run_id) { return Store(db, StoreMode::read).events(run_id); });
   if (breakdown_view_)
     breakdown_view_->setEventSource([db = path.toStdString()](int64_t run_id) { return Store(db, StoreMode::read).events(run_id); });
+  recording_view_->setRecordingSource([db = path.toStdString()](int64_t id) { return Store(db, StoreMode::read).recording(id); });
+  watcher_->setDatabase(path);
+  list_jobs_.invalidate();  // a listing of the previous database may be on its way
+  listStore();
   setShown({});
   setWindowTitle(tr("AttnScope - %1").arg(QFileInfo(path).fileName()));
   statusBar()->showMessage(tr("Opened %1%2").arg(path, note), note.isEmpty() ? 5000 : 0);
@@ -336,6 +364,7 @@ void MainWindow::onFinished(quint64 job, qint64 sweep_id, const QString& state, 
     showSweeps({sweep_id});
   }
   updateRunnable();
+  if (list_after_sweep_) listStore();
   Q_EMIT sweepFinished(sweep_id, state);
 }
 

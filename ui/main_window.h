@@ -1,6 +1,9 @@
 #pragma once
-// The main window: Workload, Backends, Sweep and Runs docks around the chart tabs. A sweep runs
-// on a worker thread; finished points arrive as value snapshots and appear in the charts.
+// The main window: Workload, Backends, Sweep and Runs docks around the chart tabs and the
+// Recording tab. A sweep runs on a worker thread; finished points arrive as value snapshots and
+// appear in the charts. What other processes write to the database (the CLI's sweeps, recordings
+// and deletes) reaches the Runs dock through a listing on a pool thread, made whenever the
+// database's files change (StoreWatcher).
 
 #include <memory>
 #include <vector>
@@ -31,10 +34,13 @@ class BreakdownView;
 class ChartView;
 class CompareView;
 class MemoryView;
+class RecordingListModel;
+class RecordingView;
 class ResultsTableModel;
 class RunsPanel;
 class SweepTreeModel;
 class SweepPanel;
+class StoreWatcher;
 class SweepWorker;
 class TimelineView;
 class WorkloadForm;
@@ -66,6 +72,10 @@ class MainWindow : public QMainWindow {
   BackendListModel* backendModel() const { return backend_model_; }
   RunsPanel* runsPanel() const { return runs_panel_; }
   SweepTreeModel* sweepTreeModel() const { return sweep_model_; }
+  RecordingListModel* recordingListModel() const { return recording_model_; }
+  RecordingView* recordingView() const { return recording_view_; }
+  // Opens a recording in the Recording tab.
+  void showRecording(qint64 recording_id);
   MemoryView* memoryView() const { return memory_view_; }
   QTabWidget* tabs() const { return tabs_; }
   const std::vector<ChartView*>& chartViews() const { return charts_; }
@@ -98,6 +108,13 @@ class MainWindow : public QMainWindow {
   void compare(const QList<qint64>& ids);
   void showRun(qint64 sweep_id, qint64 run_id);
   void refreshShown();
+  // Lists the database's sweeps and recordings on a pool thread, for the Runs dock (see
+  // main_window_recordings.cpp).
+  void listStore();
+  // "Sweep this call" of the Recording tab.
+  void sweepCall(const WorkloadSpec& spec, const QString& ref);
+  // Back from the Recording tab to the chart that was shown, when a sweep or run is picked.
+  void leaveRecordingTab();
 
   void onSweepStarted(quint64 job, qint64 sweep_id, const QString& name);
   void onProgress(quint64 job, const SweepProgress& p);
@@ -112,7 +129,13 @@ class MainWindow : public QMainWindow {
   BackendsPanel* backends_panel_ = nullptr;
   SweepTreeModel* sweep_model_ = nullptr;
   RunsPanel* runs_panel_ = nullptr;
+  RecordingListModel* recording_model_ = nullptr;
+  StoreWatcher* watcher_ = nullptr;
+  JobTracker list_jobs_;           // the latest listing counts; one of an older database is dropped
+  bool list_after_sweep_ = false;  // the database changed while our sweep ran
   QTabWidget* tabs_ = nullptr;
+  RecordingView* recording_view_ = nullptr;
+  QWidget* tab_before_recording_ = nullptr;  // the tab shown when a recording was opened
   MemoryView* memory_view_ = nullptr;
   TimelineView* timeline_view_ = nullptr;
   BreakdownView* breakdown_view_ = nullptr;

@@ -34,6 +34,20 @@ QColor variantColor(const std::string& id, int variant, int count) {
   return factor < 100 ? base.darker(100 * 100 / factor) : base.lighter(factor);
 }
 
+QColor kernelColor(std::optional<torch_dispatch::SdpaKernel> kernel) {
+  using torch_dispatch::SdpaKernel;
+  if (!kernel) return QColor(0x80, 0x80, 0x80);
+  switch (*kernel) {
+    case SdpaKernel::flash: return QColor(0x2e, 0x9e, 0x4f);
+    case SdpaKernel::efficient: return QColor(0x3b, 0x7d, 0xd8);
+    case SdpaKernel::cudnn: return QColor(0x8e, 0x5c, 0xc9);
+    case SdpaKernel::math: return QColor(0xd9, 0x48, 0x3b);
+  }
+  return QColor(0x80, 0x80, 0x80);
+}
+
+QColor kernelColor(std::string_view name) { return kernelColor(torch_dispatch::parseSdpaKernel(name)); }
+
 bool isDarkPalette(const QPalette& p) { return p.color(QPalette::Window).lightness() < 128; }
 
 QColor predictedShade(const QColor& color, bool dark_background) {

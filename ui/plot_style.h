@@ -1,12 +1,17 @@
 #pragma once
 // Colours and plot styling shared by every chart: a stable colour per backend (the same in the
-// memory, time, heatmap and breakdown views), shades for the variants of one backend, and a
-// theme that follows the application palette (light or dark).
+// memory, time, heatmap and breakdown views), shades for the variants of one backend, one colour
+// per SDPA kernel (the Dispatch view's grid and the Recording view's cells), and a theme that
+// follows the application palette (light or dark).
 
+#include <optional>
 #include <string>
+#include <string_view>
 
 #include <QColor>
 #include <QPalette>
+
+#include "core/torch_dispatch/sdpa_rules.h"
 
 class QCustomPlot;
 
@@ -16,6 +21,12 @@ namespace attnscope::ui {
 QColor backendColor(const std::string& backend_id);
 // The colour of series `variant` of `count` for one backend: shades from dark to light.
 QColor variantColor(const std::string& backend_id, int variant, int count);
+
+// flash green, efficient blue, cudnn purple, math red; nullopt (torch raises) grey.
+QColor kernelColor(std::optional<torch_dispatch::SdpaKernel> kernel);
+// By name as the explainer and the recorder write it ("flash", ...); grey for anything else (an
+// op's name, "raises", unknown).
+QColor kernelColor(std::string_view name);
 
 bool isDarkPalette(const QPalette& palette);
 // The predicted (dashed) line's shade of a series colour: deeper on a light background, paler on

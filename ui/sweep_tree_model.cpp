@@ -1,6 +1,7 @@
 #include "ui/sweep_tree_model.h"
 
 #include <algorithm>
+#include <unordered_set>
 
 #include <QColor>
 #include <QDateTime>
@@ -26,6 +27,7 @@ void SweepTreeModel::setStore(Store* store) {
 
 void SweepTreeModel::reload() {
   const ChangeInFlight change(changing_);
+  ++local_changes_;
   beginResetModel();
   sweeps_.clear();
   if (store_) {
@@ -67,6 +69,7 @@ SweepTreeModel::RunRow SweepTreeModel::rowOf(const RunResult& r) {
 
 void SweepTreeModel::refreshSweep(int64_t sweep_id) {
   if (!store_) return;
+  ++local_changes_;
   std::optional<SweepInfo> info;
   try {
     info = store_->sweep(sweep_id);
@@ -112,16 +115,83 @@ void SweepTreeModel::addRun(int64_t sweep_id, const RunResult& run) {
   countsChanged(row);
 }
 
-std::vector<SweepTreeModel::RunRow> SweepTreeModel::readRuns(int64_t sweep_id) {
+std::vector<SweepTreeModel::RunRow> SweepTreeModel::readRuns(int64_t sweep_id, bool* ok) {
   std::vector<RunRow> runs;
+  if (ok) *ok = store_ != nullptr;
   if (!store_) return runs;
   try {
     for (const RunResult& r : store_->runs(sweep_id)) runs.push_back(rowOf(r));
   } catch (const std::exception& e) {
+    if (ok) *ok = false;
     // Queued: fetchMore often runs inside a view's expand, and a dialog there would re-enter it.
     QMetaObject::invokeMethod(this, [this, m = qs(e.what())] { Q_EMIT storeError(m); }, Qt::QueuedConnection);
   }
   return runs;
+}
+
+void SweepTreeModel::updateSweeps(std::vector<SweepInfo> listed) {
+  std::unordered_set<int64_t> ids;
+  for (const SweepInfo& info : listed) ids.insert(info.id);
+  // From the last row up, so the rows above keep their numbers while others go.
+  for (int row = static_cast<int>(sweeps_.size()) - 1; row >= 0; --row) {
+    if (ids.count(sweeps_[static_cast<size_t>(row)].info.id)) continue;
+    const ChangeInFlight change(changing_);
+    beginRemoveRows({}, row, row);
+    sweeps_.erase(sweeps_.begin() + row);
+    reindex();
+    endRemoveRows();
+  }
+  for (SweepInfo& info : listed) {
+    const int row = sweepRow(info.id);
+    if (row < 0) {
+      const int n = static_cast<int>(sweeps_.size());
+      const ChangeInFlight change(changing_);
+      beginInsertRows({}, n, n);
+      sweeps_.push_back({std::move(info), {}, false});
+      reindex();
+      endInsertRows();
+      continue;
+    }
+    SweepNode& s = sweeps_[static_cast<size_t>(row)];
+    const SweepInfo& held = s.info;
+    const bool recount = s.read && info.run_count != static_cast<int64_t>(s.runs.size());
+    // A read sweep's counts come from its runs (countsChanged), an unread one's from the listing.
+    const bool same_counts = s.read ? !recount
+                                    : held.run_count == info.run_count && held.ok_count == info.ok_count &&
+                                          held.ok_every_row == info.ok_every_row;
+    if (same_counts && held.name == info.name && held.state == info.state && held.notes == info.notes &&
+        held.tags == info.tags && held.error == info.error)
+      continue;  // most rows of most listings: no signal, no repaint
+    s.info = std::move(info);
+    if (recount) rereadRuns(row);
+    countsChanged(row);
+  }
+}
+
+void SweepTreeModel::rereadRuns(int row) {
+  SweepNode& s = sweeps_[static_cast<size_t>(row)];
+  bool ok = false;
+  std::vector<RunRow> stored = readRuns(s.info.id, &ok);
+  if (!ok) return;  // the rows stay as they were; storeError says why
+  const QModelIndex parent = index(row, 0);
+  std::unordered_set<int64_t> stored_ids;
+  for (const RunRow& r : stored) stored_ids.insert(r.id);
+  for (int j = static_cast<int>(s.runs.size()) - 1; j >= 0; --j) {
+    if (stored_ids.count(s.runs[static_cast<size_t>(j)].id)) continue;
+    const ChangeInFlight change(changing_);
+    beginRemoveRows(parent, j, j);
+    s.runs.erase(s.runs.begin() + j);
+    endRemoveRows();
+  }
+  std::unordered_set<int64_t> held;
+  for (const RunRow& r : s.runs) held.insert(r.id);
+  std::erase_if(stored, [&](const RunRow& r) { return held.count(r.id) > 0; });
+  if (stored.empty()) return;
+  const int n = static_cast<int>(s.runs.size());
+  const ChangeInFlight change(changing_);
+  beginInsertRows(parent, n, n + static_cast<int>(stored.size()) - 1);
+  for (RunRow& r : stored) s.runs.push_back(std::move(r));
+  endInsertRows();
 }
 
 void SweepTreeModel::fetchRow(int row) {
@@ -178,6 +248,7 @@ bool SweepTreeModel::deleteSweeps(const std::vector<int64_t>& ids) {
   if (!store_) return false;
   bool ok = true;
   for (int64_t id : ids) {
+    ++local_changes_;
     try {
       store_->deleteSweep(id);
     } catch (const std::exception& e) {
@@ -200,6 +271,7 @@ bool SweepTreeModel::deleteRuns(const std::vector<int64_t>& ids) {
   if (!store_) return false;
   bool ok = true;
   for (int64_t id : ids) {
+    ++local_changes_;
     std::optional<int64_t> sweep_id;
     try {
       sweep_id = store_->sweepOfRun(id);
@@ -372,6 +444,7 @@ bool SweepTreeModel::setData(const QModelIndex& index, const QVariant& value, in
     return false;
   SweepInfo& s = sweeps_[static_cast<size_t>(index.row())].info;
   const QString text = value.toString().trimmed();
+  ++local_changes_;
   try {
     switch (index.column()) {
       case NameColumn:

@@ -6,7 +6,8 @@
 // rowCount, index and data never touch the store, so painting never waits on SQL. Until then
 // hasChildren answers from the sweep's stored run count. A running sweep's runs arrive through
 // addRun() as insertions. Name, tags and notes of a sweep are editable and written straight to
-// the store. The store connection is the GUI thread's.
+// the store. What other processes change (the CLI's sweeps and deletes) arrives as a listing made
+// on a pool thread (updateSweeps). The store connection is the GUI thread's.
 
 #include <string>
 #include <unordered_map>
@@ -45,6 +46,15 @@ class SweepTreeModel : public QAbstractItemModel {
   // A finished run of a sweep (from the worker, already stored): appended as a child unless
   // the sweep's runs, when read, already held it.
   void addRun(int64_t sweep_id, const RunResult& run);
+  // The sweeps as a listing of the store found them (another connection's sweeps()): sweeps no
+  // longer listed are removed, new ones added (their runs read when expanded), the others' rows
+  // updated in place, so expansion and selection stay. A sweep whose runs were read and whose
+  // stored count differs reads them again: runs were added or deleted elsewhere.
+  void updateSweeps(std::vector<SweepInfo> listed);
+  // Counts the changes this model made to the store, or read from it, itself (a delete, an edit,
+  // a sweep's row read again): a listing started before the count moved may be older than the
+  // rows, and is not applied.
+  quint64 localChanges() const { return local_changes_; }
 
   QModelIndex sweepIndex(int64_t sweep_id, int column = 0) const;
   // Reads the sweep's runs first when not read yet (see fetchMore).
@@ -93,14 +103,18 @@ class SweepTreeModel : public QAbstractItemModel {
   void reindex();
   // Reads the runs of the sweep in `row` unless read, signalling them as inserted rows.
   void fetchRow(int row);
-  std::vector<RunRow> readRuns(int64_t sweep_id);
+  std::vector<RunRow> readRuns(int64_t sweep_id, bool* ok = nullptr);  // ok: false when the read failed
   void countsChanged(int row);
+  // Brings a read sweep's runs to what the store holds now: rows of runs gone are removed, new
+  // runs appended.
+  void rereadRuns(int row);
   QVariant sweepData(const SweepNode& s, int column, int role) const;
   QVariant runData(const RunRow& r, int column, int role) const;
 
   Store* store_ = nullptr;
   std::vector<SweepNode> sweeps_;
   std::unordered_map<int64_t, int> rows_;  // sweep id -> row
+  quint64 local_changes_ = 0;
   // True from a begin*() to its end*(): listeners (views, proxies, a model tester) may react to
   // rowsAboutToBeInserted or modelReset by asking for more, and a fetch then would insert rows
   // inside another change; canFetchMore says no until the change is complete.

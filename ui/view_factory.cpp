@@ -4,6 +4,7 @@
 #include "ui/compare_view.h"
 #include "ui/dispatch_view.h"
 #include "ui/heatmap_view.h"
+#include "ui/recording_view.h"
 #include "ui/time_view.h"
 #include "ui/timeline_view.h"
 
@@ -13,5 +14,7 @@ std::vector<ChartView*> makeExtraChartViews(QWidget* parent) {
   return {new HeatmapView(parent), new TimeView(parent), new BreakdownView(parent), new TimelineView(parent),
           new CompareView(parent), new DispatchView(parent)};
 }
+
+RecordingView* makeRecordingView(QWidget* parent) { return new RecordingView(parent); }
 
 }  // namespace attnscope::ui
