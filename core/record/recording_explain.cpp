@@ -94,7 +94,8 @@ RecordedWorkload recordedWorkload(const RecordedCall& c, const TorchVersion& ver
     if (call.mask_shape.size() == 3) call.mask_shape.insert(call.mask_shape.begin(), 1);
     s.mask.kind = MaskKind::dense;
     const bool per_head = call.mask_shape.size() == 4 && call.mask_shape[0] == call.batch &&
-                          call.mask_shape[1] == call.q_heads && call.batch * call.q_heads > 1;
+                          call.mask_shape[1] == call.q_heads && call.mask_shape[2] == call.seq_q &&
+                          call.batch * call.q_heads > 1;
     s.mask_layout = per_head ? MaskLayout::per_head : MaskLayout::broadcast;
     if (c.mask.kind == "float")
       w.notes.push_back("a float mask is explained as a bool mask of the same shape (the rules were measured with bool "
@@ -173,7 +174,13 @@ CallVerdict explainRecordedCall(const RecordedCall& c, const TorchTarget& target
       break;
     }
   }
-  if (!x.suggestions.empty()) out.cheapest = x.suggestions.front();
+  // A mask of one row per batch and head ([B,1,1,S], [B,H,1,S]: key padding) is not a causal one:
+  // "is_causal instead of the mask" would be wrong advice for it.
+  const bool row_mask = call.hasMaskTensor() && call.mask_shape.size() >= 2 && call.mask_shape[call.mask_shape.size() - 2] == 1 &&
+                        call.seq_q > 1;
+  if (row_mask)
+    std::erase_if(out.x->suggestions, [](const SdpaSuggestion& g) { return g.change.starts_with("is_causal"); });
+  if (!out.x->suggestions.empty()) out.cheapest = out.x->suggestions.front();
   const std::string ran = ranKernel(c);
   out.mismatch = recorded_env && !ran.empty() && c.raised.empty() && ran != out.predicted;
   return out;

@@ -237,6 +237,18 @@ TEST(RecordedWorkload, MapsShapesMasksAndHeads) {
   EXPECT_EQ(w.call.mask_shape, (std::vector<int64_t>{1, 1, 1, 64}));
   EXPECT_FALSE(w.notes.empty()) << "a mask unlike the spec's layouts is said to be priced as given";
 
+  // Key padding [B,H,1,S] is not a per-head [B,H,L,S] mask, and not a causal one either.
+  json padding = call(4, 64, 16, boolMask({2, 4, 1, 64}));
+  padding["q"] = tensor({2, 4, 64, 16});
+  padding["k"] = padding["v"] = tensor({2, 4, 64, 16});
+  const RecordedCall pad_call = recordedCallFromJson(padding, 1);
+  w = recordedWorkload(pad_call, v);
+  ASSERT_TRUE(w.spec);
+  EXPECT_EQ(w.spec->mask_layout, MaskLayout::broadcast);
+  const CallVerdict pv = explainRecordedCall(pad_call, defaultTorchTarget(v, TorchDevice::cpu), false);
+  ASSERT_TRUE(pv.x);
+  for (const auto& g : pv.x->suggestions) EXPECT_FALSE(g.change.starts_with("is_causal")) << g.change;
+
   json f64 = call(8, 64, 8, {{"kind", "none"}});
   f64["q"] = f64["k"] = f64["v"] = tensor({1, 8, 64, 8}, "float64");
   w = recordedWorkload(recordedCallFromJson(f64, 1), v);
