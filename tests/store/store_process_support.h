@@ -12,6 +12,7 @@
 #include <exception>
 #include <functional>
 #include <string>
+#include <vector>
 
 namespace attnscope::test {
 
@@ -41,13 +42,27 @@ inline int inChild(const std::function<int()>& body, bool as_nobody = false) {
 }
 
 // Starts this test binary again with `env` added ("NAME=value"), as a separate program (exec:
-// no inherited SQLite state at all), and returns its exit status.
+// no inherited SQLite state at all), and returns its exit status. Safe to call from several
+// threads at once: everything the child needs is built before fork, and the child only calls
+// execve (a child of a multithreaded process that allocates can deadlock on a lock another
+// thread held at the fork: putenv did, under ASan's allocator).
 inline int inNewProcess(const std::vector<std::string>& env) {
+  std::vector<std::string> all;
+  for (char** e = environ; e && *e; ++e) all.emplace_back(*e);
+  for (const auto& e : env) {
+    const std::string name = e.substr(0, e.find('=') + 1);
+    std::erase_if(all, [&](const std::string& x) { return x.rfind(name, 0) == 0; });
+    all.push_back(e);
+  }
+  std::vector<char*> envp;
+  for (auto& e : all) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  char arg0[] = "store-test-child";
+  char* argv[] = {arg0, nullptr};
   std::fflush(nullptr);
   pid_t pid = fork();
   if (pid == 0) {
-    for (const auto& e : env) putenv(const_cast<char*>(e.c_str()));
-    execl("/proc/self/exe", "store-test-child", static_cast<char*>(nullptr));
+    execve("/proc/self/exe", argv, envp.data());
     _exit(92);
   }
   int status = 0;
