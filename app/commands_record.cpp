@@ -88,38 +88,15 @@ std::string mean(const RecordedStats& s) { return s.count > 0 ? formatDuration(s
 
 std::optional<TorchTarget> retarget(const Args& args, const Recording& r) {
   const auto torch_arg = args.value("torch"), gpu_arg = args.value("gpu"), cudnn_arg = args.value("cudnn");
-  if (!torch_arg && !gpu_arg && !cudnn_arg) return std::nullopt;
-  std::string problem;
-  const std::optional<TorchTarget> recorded = recordedTarget(r, &problem);
-  TorchVersion version = recorded ? recorded->version : kNewestTorch;
-  if (torch_arg) {
-    auto v = parseTorchVersion(*torch_arg);
-    if (!v) throw UsageError("--torch: unknown version '" + printable(*torch_arg) + "' (allowed: " + std::string(kTorchVersionChoices) + ")");
-    version = *v;
-  }
-  TorchDevice device = recorded ? recorded->device : TorchDevice::cpu;
-  ComputeCapability cc = recorded ? recorded->capability : ComputeCapability{8, 0};
-  std::string gpu_name = recorded ? recorded->gpu_name : std::string();
-  if (gpu_arg) {
-    if (*gpu_arg == "cpu") {
-      device = TorchDevice::cpu;
-    } else {
-      auto g = parseGpu(*gpu_arg);
-      if (!g) throw UsageError("--gpu: unknown GPU '" + printable(*gpu_arg) + "' (allowed: cpu, " + gpuChoices() + ")");
-      device = TorchDevice::cuda;
-      cc = g->capability;
-      gpu_name = g->name;
-    }
-  }
-  TorchTarget t = defaultTorchTarget(version, device, cc);
-  t.gpu_name = gpu_name;
-  if (recorded) t.cpu_threads = recorded->cpu_threads;
-  if (cudnn_arg) {
-    auto c = parseCudnnVersion(*cudnn_arg);
-    if (!c) throw UsageError("--cudnn: unknown version '" + printable(*cudnn_arg) + "' (allowed: " + std::string(kCudnnVersionChoices) + ")");
-    t.cudnn = *c;
-  }
-  return t;
+  std::optional<TorchVersion> version;
+  std::optional<CudnnVersion> cudnn;
+  if (torch_arg && !(version = parseTorchVersion(*torch_arg)))
+    throw UsageError("--torch: unknown version '" + printable(*torch_arg) + "' (allowed: " + std::string(kTorchVersionChoices) + ")");
+  if (gpu_arg && *gpu_arg != "cpu" && !parseGpu(*gpu_arg))
+    throw UsageError("--gpu: unknown GPU '" + printable(*gpu_arg) + "' (allowed: cpu, " + gpuChoices() + ")");
+  if (cudnn_arg && !(cudnn = parseCudnnVersion(*cudnn_arg)))
+    throw UsageError("--cudnn: unknown version '" + printable(*cudnn_arg) + "' (allowed: " + std::string(kCudnnVersionChoices) + ")");
+  return retargetRecording(r, version, gpu_arg, cudnn);
 }
 
 void printRecording(const Recording& r, const std::optional<TorchTarget>& target, std::ostream& out) {
@@ -164,9 +141,7 @@ void printRecording(const Recording& r, const std::optional<TorchTarget>& target
       const CallVerdict v = recorded ? explainRecordedCall(*c, *recorded, true) : CallVerdict{};
       std::string predicted = v.predicted.empty() ? "?" : v.predicted;
       if (v.mismatch) predicted += " (WRONG)";
-      const std::string mask = c->mask.kind == "none" ? (c->is_causal ? "is_causal" : "none")
-                                                      : c->mask.kind + " " + shapeText(c->mask.shape) +
-                                                            (c->mask.materialised ? " materialised" : c->mask.broadcast ? " broadcast" : "");
+      const std::string mask = recordedMaskText(*c);
       std::vector<std::string> row = {std::to_string(c->row), c->site, c->module.empty() ? "-" : c->module,
                                       std::to_string(c->forward.count), shapeText(c->q.shape)};
       if (any_kv) row.push_back(shapeText(c->k.shape));
@@ -177,15 +152,8 @@ void printRecording(const Recording& r, const std::optional<TorchTarget>& target
       if (any_backward) row.push_back(c->backward ? mean(*c->backward) : "-");
       if (target) {
         const CallVerdict tv = explainRecordedCall(*c, *target, false);
-        row.push_back(tv.predicted.empty() ? "?" : tv.predicted + " " + bytesCell(tv.predicted_bytes));
-        std::string change;
-        if (!tv.predicted.empty() && tv.predicted != v.predicted) {
-          change = v.predicted + " -> " + tv.predicted;
-          if (tv.predicted_bytes >= 0 && v.predicted_bytes >= 0) {
-            const int64_t d = tv.predicted_bytes - v.predicted_bytes;
-            change += concat(": ", d >= 0 ? "+" : "-", formatBytes(d >= 0 ? d : -d));
-          }
-        }
+        row.push_back(onTargetText(tv));
+        const std::string change = kernelChange(v, tv);
         row.push_back(change.empty() ? "-" : change);
         if (!tv.first_rejection.empty() && tv.predicted != v.predicted)
           details.push_back(r.idText() + ":" + std::to_string(c->row) + " on target: " + tv.first_rejection);

@@ -28,48 +28,4 @@ ExplainedRecording explainRecording(std::shared_ptr<const Recording> recording, 
   return out;
 }
 
-std::optional<TorchTarget> retargetRecording(const Recording& r, const std::optional<TorchVersion>& torch,
-                                             const std::optional<std::string>& gpu) {
-  if (!torch && !gpu) return std::nullopt;
-  const std::optional<TorchTarget> recorded = recordedTarget(r, nullptr);
-  const TorchVersion version = torch ? *torch : recorded ? recorded->version : kNewestTorch;
-  TorchDevice device = recorded ? recorded->device : TorchDevice::cpu;
-  ComputeCapability cc = recorded ? recorded->capability : ComputeCapability{8, 0};
-  std::string gpu_name = recorded ? recorded->gpu_name : std::string();
-  if (gpu && *gpu == "cpu") {
-    device = TorchDevice::cpu;
-  } else if (gpu) {
-    const auto g = parseGpu(*gpu);
-    if (!g) return std::nullopt;
-    device = TorchDevice::cuda;
-    cc = g->capability;
-    gpu_name = g->name;
-  }
-  TorchTarget t = defaultTorchTarget(version, device, cc);
-  t.gpu_name = gpu_name;
-  if (recorded) t.cpu_threads = recorded->cpu_threads;
-  return t;
-}
-
-std::string kernelChange(const CallVerdict& recorded, const CallVerdict& target) {
-  if (target.predicted.empty() || target.predicted == recorded.predicted) return {};
-  std::string change = recorded.predicted + " -> " + target.predicted;
-  if (target.predicted_bytes >= 0 && recorded.predicted_bytes >= 0) {
-    const int64_t d = target.predicted_bytes - recorded.predicted_bytes;
-    change += concat(": ", d >= 0 ? "+" : "-", formatBytes(d >= 0 ? d : -d));
-  }
-  return change;
-}
-
-std::string onTargetText(const CallVerdict& target) {
-  if (target.predicted.empty()) return "?";
-  return target.predicted + " " + (target.predicted_bytes < 0 ? std::string("-") : formatBytes(target.predicted_bytes));
-}
-
-std::string recordedMaskText(const RecordedCall& c) {
-  if (c.mask.kind == "none") return c.is_causal ? "is_causal" : "none";
-  return c.mask.kind + " " + shapeText(c.mask.shape) +
-         (c.mask.materialised ? " materialised" : c.mask.broadcast ? " broadcast" : "");
-}
-
 }  // namespace attnscope::ui

@@ -33,20 +33,4 @@ struct ExplainedRecording {
 ExplainedRecording explainRecording(std::shared_ptr<const Recording> recording,
                                     const std::optional<torch_dispatch::TorchTarget>& target);
 
-// The target `show REC --torch V --gpu G` explains for (retarget in app/commands_record.cpp): what
-// is not given stays as recorded (torch, device, capability, threads); a GPU brings its capability
-// and the release's PyPI CUDA and cuDNN. `gpu` is "cpu" or a name parseGpu knows. nullopt when
-// neither is given, or the GPU is unknown.
-std::optional<torch_dispatch::TorchTarget> retargetRecording(const Recording& recording,
-                                                             const std::optional<torch_dispatch::TorchVersion>& torch,
-                                                             const std::optional<std::string>& gpu);
-
-// The CLI's "change" column: "flash -> math: +70.6 MiB" when the target picks another kernel than
-// the recorded environment, "" when it picks the same one or nothing is known.
-std::string kernelChange(const CallVerdict& recorded, const CallVerdict& target);
-// The CLI's "on target" cell: "math 70.6 MiB", "?" when unknown.
-std::string onTargetText(const CallVerdict& target);
-// The CLI's mask cell: "none", "is_causal", "bool [1,1,1024,1024] broadcast".
-std::string recordedMaskText(const RecordedCall& call);
-
 }  // namespace attnscope::ui

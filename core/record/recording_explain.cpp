@@ -190,14 +190,6 @@ namespace {
 
 nlohmann::json nullable(int64_t v) { return v < 0 ? nlohmann::json(nullptr) : nlohmann::json(v); }
 
-std::string maskText(const RecordedCall& c) {
-  if (c.mask.kind == "none") return c.is_causal ? "is_causal" : "none";
-  std::string t = c.mask.kind + " " + shapeText(c.mask.shape);
-  if (c.mask.broadcast) t += " broadcast";
-  if (c.mask.materialised) t += " materialised";
-  return t;
-}
-
 nlohmann::json statsJson(const RecordedStats& s) {
   return {{"count", s.count},
           {"time_s", s.meanTime()},
@@ -209,6 +201,51 @@ nlohmann::json statsJson(const RecordedStats& s) {
 }
 
 }  // namespace
+
+std::optional<TorchTarget> retargetRecording(const Recording& r, const std::optional<TorchVersion>& torch,
+                                             const std::optional<std::string>& gpu, const std::optional<CudnnVersion>& cudnn) {
+  if (!torch && !gpu && !cudnn) return std::nullopt;
+  const std::optional<TorchTarget> recorded = recordedTarget(r, nullptr);
+  const TorchVersion version = torch ? *torch : recorded ? recorded->version : kNewestTorch;
+  TorchDevice device = recorded ? recorded->device : TorchDevice::cpu;
+  ComputeCapability cc = recorded ? recorded->capability : ComputeCapability{8, 0};
+  std::string gpu_name = recorded ? recorded->gpu_name : std::string();
+  if (gpu && *gpu == "cpu") {
+    device = TorchDevice::cpu;
+  } else if (gpu) {
+    const auto g = parseGpu(*gpu);
+    if (!g) return std::nullopt;
+    device = TorchDevice::cuda;
+    cc = g->capability;
+    gpu_name = g->name;
+  }
+  TorchTarget t = defaultTorchTarget(version, device, cc);
+  t.gpu_name = gpu_name;
+  if (recorded) t.cpu_threads = recorded->cpu_threads;
+  if (cudnn) t.cudnn = *cudnn;
+  return t;
+}
+
+std::string kernelChange(const CallVerdict& recorded, const CallVerdict& target) {
+  if (target.predicted.empty() || target.predicted == recorded.predicted) return {};
+  std::string change = recorded.predicted + " -> " + target.predicted;
+  if (target.predicted_bytes >= 0 && recorded.predicted_bytes >= 0) {
+    const int64_t d = target.predicted_bytes - recorded.predicted_bytes;
+    change += concat(": ", d >= 0 ? "+" : "-", formatBytes(d >= 0 ? d : -d));
+  }
+  return change;
+}
+
+std::string onTargetText(const CallVerdict& target) {
+  if (target.predicted.empty()) return "?";
+  return target.predicted + " " + (target.predicted_bytes < 0 ? std::string("-") : formatBytes(target.predicted_bytes));
+}
+
+std::string recordedMaskText(const RecordedCall& c) {
+  if (c.mask.kind == "none") return c.is_causal ? "is_causal" : "none";
+  return c.mask.kind + " " + shapeText(c.mask.shape) +
+         (c.mask.materialised ? " materialised" : c.mask.broadcast ? " broadcast" : "");
+}
 
 nlohmann::json recordingJson(const Recording& r, const std::optional<TorchTarget>& target) {
   std::string problem;
@@ -227,7 +264,7 @@ nlohmann::json recordingJson(const Recording& r, const std::optional<TorchTarget
                         {"q_stride", c.q.stride},
                         {"dtype", c.q.dtype},
                         {"device", c.q.device},
-                        {"mask", maskText(c)},
+                        {"mask", recordedMaskText(c)},
                         {"mask_kind", c.mask.kind},
                         {"mask_shape", c.mask.shape},
                         {"is_causal", c.is_causal},
@@ -263,13 +300,7 @@ nlohmann::json recordingJson(const Recording& r, const std::optional<TorchTarget
         const CallVerdict t = explainRecordedCall(c, *target, false);
         j["target_kernel"] = t.predicted;
         j["target_bytes"] = nullable(t.predicted_bytes);
-        std::string change;
-        if (!t.predicted.empty() && t.predicted != v.predicted)
-          change = v.predicted + " -> " + t.predicted;
-        if (!change.empty() && t.predicted_bytes >= 0 && v.predicted_bytes >= 0) {
-          const int64_t d = t.predicted_bytes - v.predicted_bytes;
-          change += concat(": ", d >= 0 ? "+" : "-", formatBytes(d >= 0 ? d : -d));
-        }
+        const std::string change = kernelChange(v, t);
         j["change"] = change;
         j["target_first_rejection"] = t.first_rejection;
       }

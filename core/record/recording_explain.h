@@ -46,6 +46,22 @@ CallVerdict explainRecordedCall(const RecordedCall& c, const torch_dispatch::Tor
 // The kernel name of a recorded `ran` ("flash", "efficient", "cudnn", "math") or the op's name.
 std::string ranKernel(const RecordedCall& c);
 
+// The target `show REC --torch V --gpu G --cudnn C` explains for: what is not given stays as
+// recorded (torch, device, capability, threads); a GPU brings its capability and the release's
+// PyPI CUDA and cuDNN. `gpu` is "cpu" or a name parseGpu knows. nullopt when none is given, or the
+// GPU is unknown.
+std::optional<torch_dispatch::TorchTarget> retargetRecording(const Recording& recording,
+                                                             const std::optional<torch_dispatch::TorchVersion>& torch,
+                                                             const std::optional<std::string>& gpu,
+                                                             const std::optional<torch_dispatch::CudnnVersion>& cudnn = std::nullopt);
+// The "change" column: "flash -> math: +70.6 MiB" when the target picks another kernel than the
+// recorded environment, "" when it picks the same one or nothing is known.
+std::string kernelChange(const CallVerdict& recorded, const CallVerdict& target);
+// The "on target" cell: "math 70.6 MiB", "?" when unknown.
+std::string onTargetText(const CallVerdict& target);
+// The mask cell: "none", "is_causal", "bool [1,1,1024,1024] broadcast".
+std::string recordedMaskText(const RecordedCall& call);
+
 // `record --json` and `show REC --json`: {id, name, program, exit_status, ..., calls: [...]} with
 // per call at least site, module, count, q_shape, k_shape, v_shape, dtype, mask, is_causal,
 // torch_ran, predicted_kernel, measured_bytes, predicted_bytes, time_s, suggestions. With a

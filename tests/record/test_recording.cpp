@@ -15,6 +15,7 @@
 #include "core/record/program_run.h"
 #include "core/record/recording_explain.h"
 #include "core/store/store.h"
+#include "tests/support/recorder_json.h"
 #include "tests/support/temp_dir.h"
 
 namespace attnscope {
@@ -24,53 +25,13 @@ using namespace torch_dispatch;
 using nlohmann::json;
 
 json tensor(std::vector<int64_t> shape, const std::string& dtype = "float16", const std::string& device = "cpu") {
-  std::vector<int64_t> stride(shape.size(), 1);
-  for (size_t i = shape.size(); i-- > 1;) stride[i - 1] = stride[i] * shape[i];
-  return {{"shape", shape}, {"stride", stride}, {"offset", 0}, {"dtype", dtype}, {"device", device}, {"contiguous", true}};
+  return test::recordedTensor(std::move(shape), dtype, device);
 }
-
-// One signature as the recorder writes it (python/attnscope_record.py).
 json call(int64_t heads, int64_t seq, int64_t d, json mask, const std::string& ran = "flash", int64_t kv_heads = 0) {
-  const int64_t hkv = kv_heads ? kv_heads : heads;
-  return {{"op", "scaled_dot_product_attention"},
-          {"site", "model.py:" + std::to_string(10 + heads)},
-          {"module", "Model.attn"},
-          {"q", tensor({1, heads, seq, d})},
-          {"k", tensor({1, hkv, seq, d})},
-          {"v", tensor({1, hkv, seq, d})},
-          {"mask", mask},
-          {"is_causal", false},
-          {"dropout_p", 0.0},
-          {"scale", nullptr},
-          {"enable_gqa", hkv != heads},
-          {"requires_grad", false},
-          {"fused_choice", ran},
-          {"aten_ops", {"_scaled_dot_product_flash_attention_for_cpu"}},
-          {"ran", ran},
-          {"notes", json::array()},
-          {"count", 3},
-          {"time_total_s", 0.03},
-          {"time_min_s", 0.009},
-          {"time_max_s", 0.011},
-          {"memory_method", "profiler"},
-          {"memory_measured", 3},
-          {"bytes_min", 1000},
-          {"bytes_max", 1200},
-          {"backward", nullptr},
-          {"samples", json::array()}};
+  return test::recordedCall(heads, seq, d, std::move(mask), ran, kv_heads);
 }
-
-json boolMask(std::vector<int64_t> shape) {
-  return {{"kind", "bool"}, {"shape", shape}, {"stride", json::array()}, {"broadcast", shape[0] == 1}, {"materialised", shape[0] != 1}};
-}
-
-json recorderFile(json calls, const std::string& torch = "2.15.0+cpu") {
-  return {{"format", 1},         {"complete", true},       {"error", ""},           {"python", "3.11.7"},
-          {"executable", "/x/python"}, {"torch", torch}, {"torch_cuda", ""},      {"torch_cudnn", ""},
-          {"cuda_available", false}, {"cuda_devices", json::array()}, {"threads", 2}, {"started_unix_ms", 1},
-          {"updated_unix_ms", 2}, {"calls_seen", 6},     {"calls_dropped", 0},    {"overhead_s", 0.001},
-          {"calls", calls}};
-}
+json boolMask(std::vector<int64_t> shape) { return test::recordedBoolMask(std::move(shape)); }
+using test::recorderFile;
 
 Recording cliffRecording() {
   const json mask = boolMask({1, 1, 1024, 1024});

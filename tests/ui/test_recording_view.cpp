@@ -31,6 +31,7 @@
 #include "ui/sweep_panel.h"
 #include "ui/sweep_tree_model.h"
 #include "ui/workload_form.h"
+#include "tests/support/recorder_json.h"
 #include "ui_test_support.h"
 
 using namespace attnscope;
@@ -40,53 +41,12 @@ using nlohmann::json;
 
 namespace {
 
-// The recorder's JSON (python/attnscope_record.py), as tests/record/test_recording.cpp writes it.
-json tensor(std::vector<int64_t> shape, const std::string& dtype = "float16", const std::string& device = "cpu") {
-  std::vector<int64_t> stride(shape.size(), 1);
-  for (size_t i = shape.size(); i-- > 1;) stride[i - 1] = stride[i] * shape[i];
-  return {{"shape", shape}, {"stride", stride}, {"offset", 0}, {"dtype", dtype}, {"device", device}, {"contiguous", true}};
-}
-
+// The recorder's JSON, written by hand (tests/support/recorder_json.h).
 json call(int64_t heads, int64_t seq, int64_t d, json mask, const std::string& ran, int64_t bytes_max) {
-  return {{"op", "scaled_dot_product_attention"},
-          {"site", "model.py:" + std::to_string(10 + heads)},
-          {"module", "Model.attn"},
-          {"q", tensor({1, heads, seq, d})},
-          {"k", tensor({1, heads, seq, d})},
-          {"v", tensor({1, heads, seq, d})},
-          {"mask", mask},
-          {"is_causal", false},
-          {"dropout_p", 0.0},
-          {"scale", nullptr},
-          {"enable_gqa", false},
-          {"requires_grad", false},
-          {"fused_choice", ran},
-          {"aten_ops", {"_scaled_dot_product_flash_attention_for_cpu"}},
-          {"ran", ran},
-          {"notes", json::array()},
-          {"count", 3},
-          {"time_total_s", 0.03},
-          {"time_min_s", 0.009},
-          {"time_max_s", 0.011},
-          {"memory_method", "profiler"},
-          {"memory_measured", 3},
-          {"bytes_min", bytes_max / 2},
-          {"bytes_max", bytes_max},
-          {"backward", nullptr},
-          {"samples", json::array()}};
+  return attnscope::test::recordedCall(heads, seq, d, std::move(mask), ran, 0, bytes_max);
 }
-
-json boolMask(std::vector<int64_t> shape) {
-  return {{"kind", "bool"}, {"shape", shape}, {"stride", json::array()}, {"broadcast", shape[0] == 1}, {"materialised", shape[0] != 1}};
-}
-
-json recorderFile(json calls) {
-  return {{"format", 1},         {"complete", true},       {"error", ""},           {"python", "3.11.7"},
-          {"executable", "/x/python"}, {"torch", "2.15.0+cpu"}, {"torch_cuda", ""},   {"torch_cudnn", ""},
-          {"cuda_available", false}, {"cuda_devices", json::array()}, {"threads", 2}, {"started_unix_ms", 1},
-          {"updated_unix_ms", 2}, {"calls_seen", 9},     {"calls_dropped", 0},    {"overhead_s", 0.001},
-          {"calls", calls}};
-}
+json boolMask(std::vector<int64_t> shape) { return attnscope::test::recordedBoolMask(std::move(shape)); }
+json recorderFile(json calls) { return attnscope::test::recorderFile(std::move(calls), "2.15.0+cpu", 9); }
 
 // Row 1: heads 8, head_dim 8 (flash everywhere). Row 2: heads 16, head_dim 4, the classic report
 // (math on a V100 with torch 2.1), the largest measured. Row 3: torch ran math where the rules
@@ -190,7 +150,7 @@ class TestRecordingView : public QObject {
   void sweepTreeFollowsAListing() {
     const std::string db = dir_.filePath("listing.sqlite").toStdString();
     Store mine(db);
-    const int64_t first = test::runSweepInto(mine, test::tinySweep());
+    const int64_t first = ui::test::runSweepInto(mine, ui::test::tinySweep());
     SweepTreeModel model;
     QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
     model.setStore(&mine);
@@ -198,10 +158,10 @@ class TestRecordingView : public QObject {
     QCOMPARE(model.rowCount(model.sweepIndex(first)), 8);
 
     Store other(db, StoreMode::existing);
-    auto spec = test::tinySweep();
+    auto spec = ui::test::tinySweep();
     spec.name = "from the CLI";
     spec.axes = {{"heads", {"4"}}};
-    const int64_t second = test::runSweepInto(other, spec);
+    const int64_t second = ui::test::runSweepInto(other, spec);
     const int64_t gone = other.runs(first).front().id;
     other.deleteRun(gone);
     model.updateSweeps(other.sweeps());
@@ -244,7 +204,7 @@ class TestRecordingView : public QObject {
     int64_t rec = 0, sweep = 0;
     {
       Store store(db.toStdString());
-      sweep = test::runSweepInto(store, test::tinySweep());
+      sweep = ui::test::runSweepInto(store, ui::test::tinySweep());
       rec = store.saveRecording(cliffRecording("heads_cliff.py"));
     }
     MainWindow w(db);
@@ -351,10 +311,10 @@ class TestRecordingView : public QObject {
       const int64_t cli = other.saveRecording(cliffRecording("made by the CLI"));
       QTRY_COMPARE_WITH_TIMEOUT(list->model()->rowCount(), 2, 10000);
       QVERIFY(w.recordingListModel()->recordingIndex(cli).isValid());
-      auto s = test::tinySweep();
+      auto s = ui::test::tinySweep();
       s.name = "cli sweep";
       s.axes = {{"heads", {"2"}}};
-      const int64_t cli_sweep = test::runSweepInto(other, s);
+      const int64_t cli_sweep = ui::test::runSweepInto(other, s);
       QTRY_VERIFY_WITH_TIMEOUT(w.sweepTreeModel()->sweepIndex(cli_sweep).isValid(), 10000);
       other.deleteRecording(cli);
       QTRY_COMPARE_WITH_TIMEOUT(list->model()->rowCount(), 1, 10000);
