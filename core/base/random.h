@@ -6,11 +6,12 @@
 
 namespace attnscope {
 
-// grad_out: G of the train pass's loss sum(O * G). x .. b_o: a kind = layer workload's input and
+// grad_out: G of the train pass's loss sum(O * G). mask_bias: an additive mask's values. x .. b_o: a kind = layer workload's input and
 // weights (docs/ARCHITECTURE.md, the layer contract).
 enum class RandomStream : uint64_t {
   q = 1, k = 2, v = 3, mask = 4, sample = 5, grad_out = 6,
-  x = 7, w_qkv = 8, b_qkv = 9, w_o = 10, b_o = 11
+  x = 7, w_qkv = 8, b_qkv = 9, w_o = 10, b_o = 11,
+  mask_bias = 12  // an additive mask's bias; which elements it drops is the mask stream's, as dense's
 };
 
 inline uint64_t splitmix64(uint64_t x) {

@@ -51,7 +51,8 @@ IndexRange keysSeenBy(const MaskSpec& m, int64_t i, int64_t Lq, int64_t Lkv) {
   const int64_t off = Lkv - Lq;
   switch (m.kind) {
     case MaskKind::none:
-    case MaskKind::dense: return clipped(0, Lkv - 1, Lkv);
+    case MaskKind::dense:
+    case MaskKind::additive: return clipped(0, Lkv - 1, Lkv);
     case MaskKind::causal: return clipped(0, i + off, Lkv);
     case MaskKind::window: return clipped(i + off - m.width + 1, i + off, Lkv);
     case MaskKind::block: return clipped(i / m.width * m.width, i / m.width * m.width + m.width - 1, Lkv);
@@ -63,7 +64,8 @@ IndexRange rowsSeeing(const MaskSpec& m, int64_t j, int64_t Lq, int64_t Lkv) {
   const int64_t off = Lkv - Lq;
   switch (m.kind) {
     case MaskKind::none:
-    case MaskKind::dense: return clipped(0, Lq - 1, Lq);
+    case MaskKind::dense:
+    case MaskKind::additive: return clipped(0, Lq - 1, Lq);
     case MaskKind::causal: return clipped(j - off, Lq - 1, Lq);
     case MaskKind::window: return clipped(j - off, j - off + m.width - 1, Lq);
     case MaskKind::block: return clipped(j / m.width * m.width, j / m.width * m.width + m.width - 1, Lq);
@@ -74,14 +76,14 @@ IndexRange rowsSeeing(const MaskSpec& m, int64_t j, int64_t Lq, int64_t Lkv) {
 double visiblePairsPerHead(const WorkloadSpec& s) {
   const int64_t Lq = s.seq_q, Lkv = s.seqKv();
   if (s.mask.kind == MaskKind::none) return static_cast<double>(Lq) * static_cast<double>(Lkv);
-  if (s.mask.kind == MaskKind::dense) return s.mask.keep_prob * static_cast<double>(Lq) * static_cast<double>(Lkv);
+  if (maskIsTensor(s.mask)) return s.mask.keep_prob * static_cast<double>(Lq) * static_cast<double>(Lkv);
   double pairs = 0;
   for (int64_t i = 0; i < Lq; ++i) pairs += static_cast<double>(keysSeenBy(s.mask, i, Lq, Lkv).size());
   return pairs;
 }
 
 std::vector<int64_t> maskEdges(const WorkloadSpec& s, bool keys) {
-  if (s.mask.kind == MaskKind::none || s.mask.kind == MaskKind::dense) return {};
+  if (s.mask.kind == MaskKind::none || maskIsTensor(s.mask)) return {};
   const int64_t Lq = s.seq_q, Lkv = s.seqKv();
   if (keys) return edgesOf(Lkv, [&](int64_t j) { return rowsSeeing(s.mask, j, Lq, Lkv); });
   return edgesOf(Lq, [&](int64_t i) { return keysSeenBy(s.mask, i, Lq, Lkv); });
@@ -97,6 +99,19 @@ std::vector<int64_t> denseMaskEdges(const WorkloadSpec& s, const std::vector<uin
       if (mask[base + static_cast<size_t>(i * Lkv + j)]) ++counts[static_cast<size_t>(keys ? j : i)];
   const auto [fewest, most] = std::minmax_element(counts.begin(), counts.end());
   return {fewest - counts.begin(), most - counts.begin()};
+}
+
+const std::vector<uint8_t>& keptByMaskTensor(const WorkloadSpec& s, const HostInputs& in, std::vector<uint8_t>& scratch) {
+  if (s.mask.kind == MaskKind::dense) return in.mask;  // not copied: it may be [B,H,Lq,Lkv]
+  scratch = keptByAdditiveMask(s, in);
+  return scratch;
+}
+
+std::vector<uint8_t> keptByAdditiveMask(const WorkloadSpec& s, const HostInputs& in) {
+  if (s.mask.kind != MaskKind::additive || s.mask.keep_prob >= 1.0) return {};
+  std::vector<uint8_t> kept(static_cast<size_t>(std::max<int64_t>(0, in.additive_mask.elements())));
+  for (size_t i = 0; i < kept.size(); ++i) kept[i] = std::isinf(in.additive_mask.at(static_cast<int64_t>(i))) ? 0 : 1;
+  return kept;
 }
 
 std::vector<double> rowNorms(const HostTensor& t, int64_t D, int64_t first, int64_t rows) {

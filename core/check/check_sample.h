@@ -29,8 +29,8 @@ namespace attnscope {
 inline constexpr int64_t kCheckBlock = 64;
 inline constexpr int64_t kCheckLargest = 8;
 
-// The visible keys of query i [lo, hi] (empty: lo > hi) under a structured mask (none and dense:
-// every key), and the rows that see key j.
+// The visible keys of query i [lo, hi] (empty: lo > hi) under a structured mask (none, dense and
+// additive: every key), and the rows that see key j.
 struct IndexRange {
   int64_t lo = 0, hi = -1;
   bool empty() const { return lo > hi; }
@@ -40,17 +40,24 @@ struct IndexRange {
 IndexRange keysSeenBy(const MaskSpec& mask, int64_t i, int64_t seq_q, int64_t seq_kv);
 IndexRange rowsSeeing(const MaskSpec& mask, int64_t j, int64_t seq_q, int64_t seq_kv);
 
-// Query pairs (i, j) a structured mask lets through, summed over one head; for a dense mask
-// keep_prob x Lq x Lkv.
+// Query pairs (i, j) a structured mask lets through, summed over one head; for a dense or additive
+// mask keep_prob x Lq x Lkv.
 double visiblePairsPerHead(const WorkloadSpec& spec);
 
 // The edges of a structured mask: query rows (keys = false) or key rows (keys = true), at most 4
-// per block of kCheckBlock; empty for none and dense.
+// per block of kCheckBlock; empty for none, dense and additive.
 std::vector<int64_t> maskEdges(const WorkloadSpec& spec, bool keys);
 // A dense mask's edges in one mask head (0 for a broadcast mask, b * H + h per head): the query
 // row (or key) with the fewest and the one with the most visible pairs.
 std::vector<int64_t> denseMaskEdges(const WorkloadSpec& spec, const std::vector<uint8_t>& mask, int64_t mask_head,
                                     bool keys);
+// What an additive mask that drops keys (keep_prob < 1) keeps, as denseMaskEdges reads a dense
+// mask: 1 byte per element in its layout, 1 where the value is not -inf. Empty for any other mask.
+std::vector<uint8_t> keptByAdditiveMask(const WorkloadSpec& spec, const HostInputs& inputs);
+// The bits denseMaskEdges reads for the spec's mask tensor: the dense mask's own, an additive
+// mask's from keptByAdditiveMask (held in `scratch`), empty when no element is dropped.
+const std::vector<uint8_t>& keptByMaskTensor(const WorkloadSpec& spec, const HostInputs& inputs,
+                                             std::vector<uint8_t>& scratch);
 
 // Squared norms of `rows` rows of D elements from row `first` (rows < 0: to the end).
 std::vector<double> rowNorms(const HostTensor& t, int64_t D, int64_t first = 0, int64_t rows = -1);

@@ -38,7 +38,8 @@ bool referenceAttends(const MaskSpec& mask, int64_t i, int64_t j, int64_t seq_q,
   const int64_t off = seq_kv - seq_q;
   switch (mask.kind) {
     case MaskKind::none:
-    case MaskKind::dense: return true;
+    case MaskKind::dense:
+    case MaskKind::additive: return true;
     case MaskKind::causal: return j <= i + off;
     case MaskKind::window: return j <= i + off && j > i + off - mask.width;
     case MaskKind::block: return i / mask.width == j / mask.width;
@@ -64,7 +65,7 @@ void referenceRows(const WorkloadSpec& s, const HostInputs& in, const std::vecto
   const int64_t H = s.heads, Hkv = s.kvHeads(), Lq = s.seq_q, Lkv = s.seqKv(), D = s.headDim();
   const int64_t group = H / Hkv;
   const double scale = s.effectiveScale();
-  const bool dense = s.mask.kind == MaskKind::dense;
+  const bool dense = s.mask.kind == MaskKind::dense, additive = s.mask.kind == MaskKind::additive;
   out.assign(rows.size() * static_cast<size_t>(D), 0.0);
   if (keyless) keyless->assign(rows.size(), 0);
   const FloatView K(in.k), V(in.v);
@@ -86,13 +87,15 @@ void referenceRows(const WorkloadSpec& s, const HostInputs& in, const std::vecto
       bool any = false;
       for (int64_t j = range.lo; j <= range.hi; ++j) {
         bool vis = referenceAttends(s.mask, i, j, Lq, Lkv);
-        if (vis && dense) {
-          const int64_t mi = s.mask_layout == MaskLayout::per_head ? ((b * H + h) * Lq + i) * Lkv + j : i * Lkv + j;
-          vis = in.mask[static_cast<size_t>(mi)] != 0;
-        }
+        const int64_t mi = s.mask_layout == MaskLayout::per_head ? ((b * H + h) * Lq + i) * Lkv + j : i * Lkv + j;
+        if (vis && dense) vis = in.mask[static_cast<size_t>(mi)] != 0;
+        // The bias as the mask tensor holds it (rounded to mask_dtype), added to the scaled score
+        // as torch adds attn_mask; -inf drops the key.
+        const double bias = additive ? static_cast<double>(in.additive_mask.at(mi)) : 0.0;
+        if (vis && additive) vis = bias != -INFINITY;
         visible[j] = vis;
         if (!vis) continue;
-        scores[j] *= scale;
+        scores[j] = scores[j] * scale + bias;
         // std::max would drop a NaN score; keep it so the row comes out NaN and the check fails.
         if (!any || std::isnan(scores[j]) || scores[j] > mx) mx = scores[j];
         any = true;
@@ -130,11 +133,12 @@ std::vector<int64_t> accuracyRows(const WorkloadSpec& s, const HostInputs& in, C
   }
   cs.everyBlock();
   cs.inEveryGroup(maskEdges(s, false));
-  if (s.mask.kind == MaskKind::dense) {
+  std::vector<uint8_t> scratch;
+  if (const std::vector<uint8_t>& kept = keptByMaskTensor(s, in, scratch); !kept.empty()) {
     if (s.mask_layout == MaskLayout::per_head)
-      for (int64_t g = 0; g < bh; ++g) cs.inGroup(g, denseMaskEdges(s, in.mask, g, false));
+      for (int64_t g = 0; g < bh; ++g) cs.inGroup(g, denseMaskEdges(s, kept, g, false));
     else
-      cs.inEveryGroup(denseMaskEdges(s, in.mask, 0, false));
+      cs.inEveryGroup(denseMaskEdges(s, kept, 0, false));
   }
   addNormRows(s, in, also, cs);
   cs.seeded(std::min(kAccuracySamples, affordable));

@@ -77,7 +77,7 @@ class GradReference {
         double* dvRow = dv.data() + n * D_;
         for (int64_t i = rows.lo; i <= rows.hi; ++i) {
           if (std::isinf(lse_[i]) || !attends(i, j)) continue;
-          const double p = std::exp(scale_ * sc[i] - lse_[i]);
+          const double p = std::exp(scale_ * sc[i] + bias(i, j) - lse_[i]);
           const double ds = p * (gv[i] - delta_[i]);
           for (int64_t d = 0; d < D_; ++d) {
             dkRow[d] += scale_ * ds * q_[i * D_ + d];
@@ -89,11 +89,18 @@ class GradReference {
   }
 
  private:
+  int64_t maskAt(int64_t i, int64_t j) const {
+    return s_.mask_layout == MaskLayout::per_head ? ((b_ * H_ + h_) * Lq_ + i) * Lkv_ + j : i * Lkv_ + j;
+  }
   bool attends(int64_t i, int64_t j) const {
     if (!referenceAttends(s_.mask, i, j, Lq_, Lkv_)) return false;
-    if (s_.mask.kind != MaskKind::dense) return true;
-    const int64_t at = s_.mask_layout == MaskLayout::per_head ? ((b_ * H_ + h_) * Lq_ + i) * Lkv_ + j : i * Lkv_ + j;
-    return in_.mask[static_cast<size_t>(at)] != 0;
+    if (s_.mask.kind == MaskKind::dense) return in_.mask[static_cast<size_t>(maskAt(i, j))] != 0;
+    if (s_.mask.kind == MaskKind::additive) return in_.additive_mask.at(maskAt(i, j)) != -INFINITY;
+    return true;
+  }
+  // An additive mask's bias on the scaled score (0 for every other mask; only asked where attends).
+  double bias(int64_t i, int64_t j) const {
+    return s_.mask.kind == MaskKind::additive ? static_cast<double>(in_.additive_mask.at(maskAt(i, j))) : 0.0;
   }
 
   // Row i's scores and G.V once, then lse, delta and (when asked) dQ from them.
@@ -107,7 +114,7 @@ class GradReference {
     for (int64_t j = keys.lo; j <= keys.hi; ++j) {
       vis[j] = attends(i, j);
       if (!vis[j]) continue;
-      sc[j] *= scale_;
+      sc[j] = sc[j] * scale_ + bias(i, j);
       if (!any || std::isnan(sc[j]) || sc[j] > mx) mx = sc[j];
       any = true;
     }
@@ -171,8 +178,9 @@ std::vector<int64_t> checkedKvHeads(const WorkloadSpec& s, const HostInputs& in,
 
 // Key rows of KV head x = b * Hkv + kvh to check: every key (norms null, or all fit), else a
 // sampled check's keys.
-std::vector<int64_t> checkedKeys(const WorkloadSpec& s, const HostInputs& in, const KvNorms* norms, int64_t x,
-                                 int64_t budget) {
+// kept: keptByMaskTensor's bits, read once for every KV head.
+std::vector<int64_t> checkedKeys(const WorkloadSpec& s, const HostInputs& in, const std::vector<uint8_t>& kept,
+                                 const KvNorms* norms, int64_t x, int64_t budget) {
   const int64_t Lkv = s.seqKv(), Lq = s.seq_q, D = s.headDim(), group = s.heads / s.kvHeads();
   const int64_t n = std::clamp<int64_t>(budget / std::max<int64_t>(1, group * Lq * D * 4), 2, kAccuracySamples);
   CheckSample keys(1, Lkv, s.seed ^ static_cast<uint64_t>(x), 0x6b6579ull);
@@ -182,8 +190,8 @@ std::vector<int64_t> checkedKeys(const WorkloadSpec& s, const HostInputs& in, co
   }
   keys.everyBlock();
   keys.inGroup(0, maskEdges(s, true));
-  if (s.mask.kind == MaskKind::dense)
-    keys.inGroup(0, denseMaskEdges(s, in.mask, s.mask_layout == MaskLayout::per_head ? x / s.kvHeads() * s.heads + x % s.kvHeads() * group : 0, true));
+  if (!kept.empty())
+    keys.inGroup(0, denseMaskEdges(s, kept, s.mask_layout == MaskLayout::per_head ? x / s.kvHeads() * s.heads + x % s.kvHeads() * group : 0, true));
   const std::vector<double> k = rowNorms(in.k, D, x * Lkv, Lkv);
   keys.largest(k);
   keys.largest(rowNorms(in.v, D, x * Lkv, Lkv));
@@ -239,6 +247,8 @@ Accuracy checkGradients(const WorkloadSpec& s, const HostInputs& in, const Atten
     heads = checkedKvHeads(s, in, *norms, headCost);
   }
   const int64_t keyBudget = kAccuracyBudget / static_cast<int64_t>(std::max<size_t>(1, heads.size()));
+  std::vector<uint8_t> scratch;
+  const std::vector<uint8_t>& kept = keptByMaskTensor(s, in, scratch);
   a.rows_checked = static_cast<int64_t>(rows.size());
   auto row = rows.begin();
   auto checkedHead = heads.begin();
@@ -252,7 +262,7 @@ Accuracy checkGradients(const WorkloadSpec& s, const HostInputs& in, const Atten
     const auto rowsEnd = std::lower_bound(row, rows.end(), endRow);
     if (!kv && row == rowsEnd) continue;
     const std::vector<int64_t> keys =
-        kv ? checkedKeys(s, in, norms ? &*norms : nullptr, x, keyBudget) : std::vector<int64_t>{};
+        kv ? checkedKeys(s, in, kept, norms ? &*norms : nullptr, x, keyBudget) : std::vector<int64_t>{};
     std::vector<double> wantK(keys.size() * static_cast<size_t>(D), 0.0), wantV(wantK.size(), 0.0);
     ref.loadKv(b, kvh);
     for (int64_t g = 0; g < group; ++g) {

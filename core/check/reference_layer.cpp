@@ -260,6 +260,7 @@ Accuracy checkLayer(const WorkloadSpec& s, const HostInputs& in, const std::vect
   ai.k = mid->k;
   ai.v = mid->v;
   ai.mask = in.mask;
+  ai.additive_mask = in.additive_mask;
   {
     std::string p;
     const Accuracy part = checkAccuracy(as, ai, o, cancel, &p, depth);

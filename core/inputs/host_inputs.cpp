@@ -76,6 +76,14 @@ HostTensor randomTensor(const WorkloadSpec& s, RandomStream stream, std::vector<
   }
   return t;
 }
+
+void addMask(const WorkloadSpec& s, HostInputs& in) {
+  if (s.mask.kind == MaskKind::dense) in.mask = makeDenseMask(s);
+  if (s.mask.kind != MaskKind::additive) return;
+  in.additive_mask = HostTensor::zeros(s.maskDType(), additiveMaskShape(s));
+  const std::vector<float> values = makeAdditiveMask(s);
+  for (size_t i = 0; i < values.size(); ++i) in.additive_mask.set(static_cast<int64_t>(i), values[i]);
+}
 }  // namespace
 
 HostInputs HostInputs::generate(const WorkloadSpec& s, const std::atomic<bool>* cancel) {
@@ -90,14 +98,14 @@ HostInputs HostInputs::generate(const WorkloadSpec& s, const std::atomic<bool>* 
     in.b_qkv = randomTensor(s, RandomStream::b_qkv, {rows}, cancel, in_bound);
     in.w_o = randomTensor(s, RandomStream::w_o, {e, hd}, cancel, out_bound);
     in.b_o = randomTensor(s, RandomStream::b_o, {e}, cancel, out_bound);
-    if (s.mask.kind == MaskKind::dense) in.mask = makeDenseMask(s);
+    addMask(s, in);
     if (s.pass == Pass::train) in.g = randomTensor(s, RandomStream::grad_out, {s.batch, s.seq_q, e}, cancel);
     return in;
   }
   in.q = randomTensor(s, RandomStream::q, {s.batch, s.heads, s.seq_q, d}, cancel);
   in.k = randomTensor(s, RandomStream::k, {s.batch, s.kvHeads(), s.seqKv(), d}, cancel);
   in.v = randomTensor(s, RandomStream::v, {s.batch, s.kvHeads(), s.seqKv(), d}, cancel);
-  if (s.mask.kind == MaskKind::dense) in.mask = makeDenseMask(s);
+  addMask(s, in);
   if (s.pass == Pass::train) in.g = randomTensor(s, RandomStream::grad_out, {s.batch, s.heads, s.seq_q, d}, cancel);
   return in;
 }

@@ -1,6 +1,6 @@
 #pragma once
 // The inputs of one run on the host, stored in the spec's dtype (fp32 as float, fp16/bf16 as
-// their 16-bit patterns), and the dense mask when there is one. kind = attention: Q [B,H,Lq,D],
+// their 16-bit patterns), and the dense or additive mask when there is one. kind = attention: Q [B,H,Lq,D],
 // K and V [B,Hkv,Lkv,D]. kind = layer: x [B,L,E] and the layer's weights (q, k, v empty; the
 // layer computes them). Generated from the seed (each tensor its own stream, rounded to the
 // dtype) or loaded from files.
@@ -31,6 +31,12 @@ struct HostTensor {
   static HostTensor zeros(DType d, std::vector<int64_t> shape);
 };
 
+// The shape of an additive mask tensor: [1,1,Lq,Lkv] (broadcast) or [B,H,Lq,Lkv] (per_head).
+inline std::vector<int64_t> additiveMaskShape(const WorkloadSpec& s) {
+  return s.mask_layout == MaskLayout::per_head ? std::vector<int64_t>{s.batch, s.heads, s.seq_q, s.seqKv()}
+                                               : std::vector<int64_t>{1, 1, s.seq_q, s.seqKv()};
+}
+
 struct HostInputs {
   HostTensor q, k, v;  // kind = attention
   // kind = layer, with E the model width (layerWidth) and Ht = H + 2 Hkv:
@@ -39,6 +45,9 @@ struct HostInputs {
   //   then Hkv*D value rows);  w_o [E, H D] and b_o [E] uniform in +-1/sqrt(H D).
   HostTensor x, w_qkv, b_qkv, w_o, b_o;
   std::vector<uint8_t> mask;  // dense masks only; layout per spec.mask_layout
+  // Additive masks only: the float mask in spec.maskDType(), [1,1,Lq,Lkv] or [B,H,Lq,Lkv] per
+  // spec.mask_layout, the values of additiveMaskValue (core/spec/mask.h); -inf drops a key.
+  HostTensor additive_mask;
   // pass = train only: the gradient of the loss sum(O * G) with respect to the output O
   // ([B,H,Lq,D]; a layer's output y: [B,L,E]), in the spec's dtype, uniform in [-1, 1) from its
   // own stream; empty for a forward pass.

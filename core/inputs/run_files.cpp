@@ -41,22 +41,24 @@ std::string elementText(const std::vector<int64_t>& shape, int64_t flat) {
   return "element " + npyShapeText(idx);
 }
 
-HostTensor npyToTensor(const std::string& path, const NpyArray& a, DType dtype, const std::vector<int64_t>& shape) {
+// Every value must be finite; an additive mask (`mask`) may also hold -inf, which drops a key.
+HostTensor npyToTensor(const std::string& path, const NpyArray& a, DType dtype, const std::vector<int64_t>& shape,
+                       bool mask = false) {
+  const auto allowed = [mask](float f) { return std::isfinite(f) || (mask && f == -INFINITY); };
+  const char* rule = mask ? "; an additive mask must be finite or -inf" : "; inputs must be finite";
   HostTensor t = HostTensor::zeros(dtype, shape);
   if (dtype == DType::fp16) {
     t.bytes = a.data;
     for (int64_t i = 0; i < t.elements(); ++i)
-      if (!std::isfinite(t.at(i)))
-        throw std::invalid_argument(path + ": " + elementText(shape, i) + " is " + std::to_string(t.at(i)) +
-                                    "; inputs must be finite");
+      if (!allowed(t.at(i)))
+        throw std::invalid_argument(path + ": " + elementText(shape, i) + " is " + std::to_string(t.at(i)) + rule);
     return t;
   }
   for (int64_t i = 0; i < t.elements(); ++i) {
     float f;
     std::memcpy(&f, a.data.data() + i * 4, 4);
-    if (!std::isfinite(f))
-      throw std::invalid_argument(path + ": " + elementText(shape, i) + " is " + std::to_string(f) +
-                                  "; inputs must be finite");
+    if (!allowed(f))
+      throw std::invalid_argument(path + ": " + elementText(shape, i) + " is " + std::to_string(f) + rule);
     if (dtype == DType::bf16 && bf16ToFloat(floatToBf16(f)) != f)
       throw std::invalid_argument(path + ": " + elementText(shape, i) + " (" + std::to_string(f) +
                                   ") is not a bf16 value; round the array to bfloat16 first");
@@ -84,6 +86,7 @@ NpyArray npyOf(const HostTensor& t) {
 }
 
 NpyArray maskNpy(const WorkloadSpec& s, const HostInputs& in) {
+  if (s.mask.kind == MaskKind::additive) return npyOf(in.additive_mask);
   NpyArray m;
   m.descr = "|b1";
   m.shape = maskShape(s);
@@ -125,7 +128,7 @@ std::vector<std::string> dumpFileNames(const WorkloadSpec& s) {
     names = {"q.npy", "k.npy", "v.npy", "out.npy"};
     if (train) names.insert(names.end(), {"g.npy", "dq.npy", "dk.npy", "dv.npy"});
   }
-  if (s.mask.kind == MaskKind::dense) names.push_back("mask.npy");
+  if (maskIsTensor(s.mask)) names.push_back("mask.npy");
   return names;
 }
 
@@ -143,7 +146,7 @@ void dumpRun(const std::string& dir, const WorkloadSpec& s, const HostInputs& in
     for (int64_t i = 0; i < t.elements() && i < static_cast<int64_t>(values.size()); ++i) t.set(i, values[static_cast<size_t>(i)]);
     writeNpy(fileIn(dir, name), npyOf(t));
   };
-  writeRunInputs(dir, s, in, s.mask.kind == MaskKind::dense, OutputUse::kept);
+  writeRunInputs(dir, s, in, maskIsTensor(s.mask), OutputUse::kept);
   const bool train = s.pass == Pass::train;
   if (s.kind == WorkloadKind::layer) {
     const LayerShapes z(s);
@@ -208,6 +211,22 @@ HostInputs loadInputs(const std::string& dir, const WorkloadSpec& s) {
     });
     in.mask = std::move(m.data);
     for (auto& b : in.mask) b = b ? 1 : 0;
+  }
+  if (s.mask.kind == MaskKind::additive) {
+    const std::string path = fileIn(dir, "mask.npy");
+    const DType dt = s.maskDType();
+    const std::vector<int64_t> want = additiveMaskShape(s);
+    const NpyArray a = read(path, [&](const NpyHeader& h) {
+      const std::string descr = tensorDescr(dt);
+      if (h.descr != descr)
+        throw NpyError(path + ": dtype " + h.descr + " does not match the additive mask's mask_dtype " +
+                       std::string(toString(dt)) + " (expected " + descr +
+                       (dt == DType::bf16 ? ", float32 holding bf16 values" : "") + ")");
+      if (want != h.shape)
+        throw NpyError(path + ": shape " + npyShapeText(h.shape) + " does not match the spec's " + npyShapeText(want) +
+                       " (mask layout " + std::string(toString(s.mask_layout)) + ")");
+    });
+    in.additive_mask = npyToTensor(path, a, dt, want, true);
   }
   return in;
 }

@@ -20,6 +20,7 @@ namespace attnscope {
 NpyArray npyOf(const HostTensor& t);
 // The spec's mask as booleans, [1,1,Lq,Lkv] or, for the per-head layout of a mask that differs per
 // head, [B,H,Lq,Lkv]: a dense mask's own bits, any other from the mask rules (core/spec/mask.h).
+// An additive mask is its float tensor instead (npyOf of inputs.additive_mask: <f4, or <f2 for fp16).
 NpyArray maskNpy(const WorkloadSpec& spec, const HostInputs& inputs);
 
 // Writes q.npy k.npy v.npy (kind = layer: x.npy w_qkv.npy b_qkv.npy w_o.npy b_o.npy), g.npy for a
@@ -33,13 +34,14 @@ std::vector<std::string> dumpFileNames(const WorkloadSpec& spec);
 // be replaced (checkOutput with OutputRule::entry: a link, FIFO, device, folder or database).
 void checkDumpEntries(const std::string& dir, const WorkloadSpec& spec, const std::string& db_path);
 
-// Writes the run's inputs, out.npy (kind = layer: y [B,L,E]) and mask.npy for dense masks into dir
+// Writes the run's inputs, out.npy (kind = layer: y [B,L,E]) and mask.npy for dense and additive masks into dir
 // (created); for a train pass also g.npy, and dq.npy, dk.npy, dv.npy when `gradients` holds them
 // (kind = layer: dx.npy dw_qkv.npy db_qkv.npy dw_o.npy db_o.npy from `layerGradients`).
 void dumpRun(const std::string& dir, const WorkloadSpec& spec, const HostInputs& inputs,
              const std::vector<float>& output, const AttentionGradients* gradients = nullptr,
              const LayerGradients* layerGradients = nullptr);
-// Reads q.npy, k.npy, v.npy (and mask.npy for dense masks; g.npy for a train pass) from dir
+// Reads q.npy, k.npy, v.npy (and mask.npy for dense masks, bool, and additive masks, in mask_dtype
+// with -inf allowed; g.npy for a train pass) from dir
 // (kind = layer: x.npy w_qkv.npy b_qkv.npy w_o.npy b_o.npy instead of q, k, v), checking each file's shape
 // and dtype against the spec, and that every value is finite (a NaN or Inf input would make the
 // reference itself meaningless). Throws std::invalid_argument with the file, expected and found.

@@ -1,6 +1,7 @@
 #include "core/spec/mask.h"
 
 #include <algorithm>
+#include <limits>
 
 #include "core/base/random.h"
 
@@ -28,13 +29,37 @@ bool maskAllows(const MaskSpec& mask, int64_t i, int64_t j, int64_t seq_q, int64
   return j >= r.begin && j < r.end;
 }
 
+namespace {
+// Element (b, h, i, j)'s index in the mask's layout.
+uint64_t maskIndex(const WorkloadSpec& s, int64_t b, int64_t h, int64_t i, int64_t j) {
+  const int64_t lkv = s.seqKv();
+  return s.mask_layout == MaskLayout::per_head ? static_cast<uint64_t>(((b * s.heads + h) * s.seq_q + i) * lkv + j)
+                                               : static_cast<uint64_t>(i * lkv + j);
+}
+}  // namespace
+
 bool denseMaskValue(const WorkloadSpec& s, int64_t b, int64_t h, int64_t i, int64_t j) {
   if (s.mask.keep_prob >= 1.0) return true;
-  const int64_t lkv = s.seqKv();
-  uint64_t index = s.mask_layout == MaskLayout::per_head
-                       ? static_cast<uint64_t>(((b * s.heads + h) * s.seq_q + i) * lkv + j)
-                       : static_cast<uint64_t>(i * lkv + j);
-  return uniform01(s.seed, RandomStream::mask, index) < s.mask.keep_prob;
+  return uniform01(s.seed, RandomStream::mask, maskIndex(s, b, h, i, j)) < s.mask.keep_prob;
+}
+
+float additiveMaskValue(const WorkloadSpec& s, int64_t b, int64_t h, int64_t i, int64_t j) {
+  const uint64_t index = maskIndex(s, b, h, i, j);
+  if (s.mask.keep_prob < 1.0 && !(uniform01(s.seed, RandomStream::mask, index) < s.mask.keep_prob))
+    return -std::numeric_limits<float>::infinity();
+  const double bias = 2.0 * uniform01(s.seed, RandomStream::mask_bias, index) - 1.0;
+  return roundTo(s.maskDType(), static_cast<float>(bias));
+}
+
+std::vector<float> makeAdditiveMask(const WorkloadSpec& s) {
+  std::vector<float> m(static_cast<size_t>(s.maskElements()));
+  const int64_t lq = s.seq_q, lkv = s.seqKv();
+  const int64_t planes = s.mask_layout == MaskLayout::per_head ? s.batch * s.heads : 1;
+  for (int64_t p = 0; p < planes; ++p)
+    for (int64_t i = 0; i < lq; ++i)
+      for (int64_t j = 0; j < lkv; ++j)
+        m[static_cast<size_t>((p * lq + i) * lkv + j)] = additiveMaskValue(s, p / s.heads, p % s.heads, i, j);
+  return m;
 }
 
 std::vector<uint8_t> makeDenseMask(const WorkloadSpec& s) {

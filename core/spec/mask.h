@@ -26,8 +26,19 @@ bool denseMaskValue(const WorkloadSpec& spec, int64_t b, int64_t h, int64_t i, i
 // The whole dense mask tensor, 1 byte per element (1 = attend), [1,1,Lq,Lkv] or [B,H,Lq,Lkv].
 std::vector<uint8_t> makeDenseMask(const WorkloadSpec& spec);
 
-// (query, key) pairs a kernel computes per (batch, head) for throughput: every pair for none and
-// dense, half for causal (the usual convention), the pairs actually visible for window and block.
+// The additive mask element for (b, h, i, j) as the mask tensor holds it: a bias uniform in
+// [-1, 1) from the seed, rounded to spec.maskDType(), or -inf where the element is dropped. An
+// element is dropped exactly where dense:p (same seed, same layout) would be false, so additive:p
+// hides the keys dense:p hides. Broadcast layouts ignore b and h. Deterministic, like
+// denseMaskValue.
+float additiveMaskValue(const WorkloadSpec& spec, int64_t b, int64_t h, int64_t i, int64_t j);
+
+// The whole additive mask as float values (each already rounded to maskDType()), [1,1,Lq,Lkv] or
+// [B,H,Lq,Lkv] flattened; core/inputs/host_inputs stores it in maskDType() itself.
+std::vector<float> makeAdditiveMask(const WorkloadSpec& spec);
+
+// (query, key) pairs a kernel computes per (batch, head) for throughput: every pair for none,
+// dense and additive, half for causal (the usual convention), the pairs actually visible for window and block.
 double computedPairsPerHead(const WorkloadSpec& spec);
 // Forward flops: 4 * B * H * pairs * D.
 double forwardFlops(const WorkloadSpec& spec);

@@ -160,7 +160,7 @@ std::vector<SpecField> buildTable() {
   // Choosing head_dim un-fixes the model width, so a head_dim axis over a fixed-width base sweeps
   // head_dim. JSON reads head_dim before width (table order), so a stored pair is kept as stored.
   t.push_back({.name = "head_dim", .aliases = {"head-dim"}, .cli = "head-dim", .metavar = "N",
-               .help = "head dimension 1..256 (default 64)", .label = "head_dim", .example = {"32", "128"},
+               .help = "head dimension 1..512 (default 64)", .label = "head_dim", .example = {"32", "128"},
                .csv_column = "head_dim", .table_header = "D",
                .parse = [](WorkloadSpec& s, std::string_view t) {
                  auto e = intInto("head_dim", t, s.head_dim);
@@ -210,10 +210,12 @@ std::vector<SpecField> buildTable() {
                .words = [](const WorkloadSpec& s) { return std::string(toString(s.dtype)); }});
   // The store keeps the mask's width and keep-probability in their own columns (the real exact).
   t.push_back({.name = "mask", .cli = "mask", .metavar = "M",
-               .help = "none, causal, window:W, block:W, dense[:p] (default none)", .label = "mask",
-               .widget = FieldWidget::open_choice,
-               .choices = {"none", "causal", "window:256", "block:128", "dense", "dense:0.5"},
-               .example = {"causal", "window:16", "dense:0.3"}, .csv_column = "mask", .table_header = "mask",
+               .help = "none, causal, window:W, block:W, dense[:p], additive[:p] (a float bias; alias float[:p]) "
+                       "(default none)",
+               .label = "mask", .widget = FieldWidget::open_choice,
+               .choices = {"none", "causal", "window:256", "block:128", "dense", "dense:0.5", "additive", "additive:0.5"},
+               .example = {"causal", "window:16", "dense:0.3", "additive", "additive:0.5"}, .csv_column = "mask",
+               .table_header = "mask",
                .parse = [](WorkloadSpec& s, std::string_view t) -> std::optional<SpecError> {
                  auto m = parseMask(t);
                  if (m.error) return m.error;
@@ -232,17 +234,17 @@ std::vector<SpecField> buildTable() {
                  s.mask.keep_prob = realOf(v[2]);
                  return std::nullopt;
                },
-               // The layout belongs to a dense mask and is said with it.
+               // The layout belongs to a mask tensor (dense, additive) and is said with it.
                .brief = [](const WorkloadSpec& s) {
-                 return s.mask.kind == MaskKind::dense ? concat(" ", toString(s.mask), "/", toString(s.mask_layout))
-                                                       : concat(" ", toString(s.mask));
+                 return maskIsTensor(s.mask) ? concat(" ", toString(s.mask), "/", toString(s.mask_layout))
+                                             : concat(" ", toString(s.mask));
                },
                .words = [](const WorkloadSpec& s) {
-                 return s.mask.kind == MaskKind::dense ? concat("mask ", toString(s.mask), " (", toString(s.mask_layout), ")")
-                                                       : concat("mask ", toString(s.mask));
+                 return maskIsTensor(s.mask) ? concat("mask ", toString(s.mask), " (", toString(s.mask_layout), ")")
+                                             : concat("mask ", toString(s.mask));
                }});
   t.push_back({.name = "mask_layout", .aliases = {"mask-layout"}, .cli = "mask-layout", .metavar = "L",
-               .help = "dense mask layout: broadcast [1,1,L,S] or per_head [B,H,L,S]", .label = "mask layout",
+               .help = "dense or additive mask layout: broadcast [1,1,L,S] or per_head [B,H,L,S]", .label = "mask layout",
                .widget = FieldWidget::choice, .choices = {"broadcast", "per_head"}, .example = {"per_head", "broadcast"},
                .example_context = {{"mask", "dense"}},
                .csv_column = "mask_layout",
@@ -267,6 +269,53 @@ std::vector<SpecField> buildTable() {
                },
                .brief = [](const WorkloadSpec&) { return std::string(); },  // said with the mask
                .words = [](const WorkloadSpec&) { return std::string(); }});
+  // The additive mask's element type. Empty (or "q") is q's dtype, which is what every spec without
+  // the field means; the store column is new in schema 5, older rows read ''.
+  t.push_back({.name = "mask_dtype", .aliases = {"mask-dtype"}, .cli = "mask-dtype", .metavar = "T",
+               .help = "additive mask element type: q (the same as dtype), fp32, fp16 or bf16; torch takes fp32 or "
+                       "q's dtype (default q)",
+               .label = "mask dtype", .widget = FieldWidget::choice, .choices = {"fp32", "fp16", "bf16"},
+               .zero_text = "same as dtype", .optional_value = true, .example = {"fp32", "fp16"},
+               .example_context = {{"mask", "additive"}, {"dtype", "fp16"}}, .csv_column = "mask_dtype",
+               .parse = [](WorkloadSpec& s, std::string_view t) -> std::optional<SpecError> {
+                 if (t.empty() || t == "q") {
+                   s.mask_dtype.reset();
+                   return std::nullopt;
+                 }
+                 auto d = parseDType(t);
+                 if (!d)
+                   return SpecError{"mask_dtype", std::string(t),
+                                    "unknown mask_dtype '" + std::string(t) + "' (allowed: " +
+                                        std::string(kMaskDTypeChoices) + ")"};
+                 s.mask_dtype = *d;
+                 return std::nullopt;
+               },
+               .format = [](const WorkloadSpec& s) { return s.mask_dtype ? std::string(toString(*s.mask_dtype)) : std::string(); },
+               .json = [](const WorkloadSpec& s) {
+                 return s.mask_dtype ? nlohmann::json(toString(*s.mask_dtype)) : nlohmann::json(nullptr);
+               },
+               .columns = {{"mask_dtype", "TEXT NOT NULL", 5, "''"}},
+               .store = [](const WorkloadSpec& s) {
+                 return Values{s.mask_dtype ? std::string(toString(*s.mask_dtype)) : std::string()};
+               },
+               .load = [](WorkloadSpec& s, const Values& v) -> Problem {
+                 const std::string t = textOf(v[0]);
+                 if (t.empty()) {
+                   s.mask_dtype.reset();
+                   return std::nullopt;
+                 }
+                 auto d = parseDType(t);
+                 if (!d) return "an unknown mask_dtype '" + t + "'";
+                 s.mask_dtype = *d;
+                 return std::nullopt;
+               },
+               // Said with the mask ("additive/broadcast/fp32"); q's dtype is not said.
+               .brief = [](const WorkloadSpec& s) {
+                 return s.mask_dtype ? concat("/", toString(*s.mask_dtype)) : std::string();
+               },
+               .words = [](const WorkloadSpec& s) {
+                 return s.mask_dtype ? concat("mask dtype ", toString(*s.mask_dtype)) : std::string();
+               }});
   t.push_back({.name = "scale", .cli = "scale", .metavar = "X", .help = "softmax scale (default 1/sqrt(head_dim))",
                .label = "scale", .widget = FieldWidget::number_text, .optional_value = true,
                .example = {"0.125", "0.5"}, .csv_column = "scale",
@@ -290,7 +339,7 @@ std::vector<SpecField> buildTable() {
                  else s.scale = realOf(v[0]);
                  return std::nullopt;
                }});
-  t.push_back({.name = "seed", .cli = "seed", .metavar = "S", .help = "seed for inputs and dense masks (default 0)",
+  t.push_back({.name = "seed", .cli = "seed", .metavar = "S", .help = "seed for inputs and dense or additive masks (default 0)",
                .label = "seed", .example = {"1", "7"}, .csv_column = "seed",
                .parse = [](WorkloadSpec& s, std::string_view t) -> std::optional<SpecError> {
                  int64_t x = 0;
@@ -324,6 +373,8 @@ WorkloadSpec resolvedSpec(const WorkloadSpec& s) {
   // for attention what the Workload form shows greyed).
   r.width = s.width > 0 ? s.width : s.heads * s.headDim();
   r.scale = s.effectiveScale();
+  // The additive mask's type as used; other masks have none (a mask_dtype there is invalid).
+  if (s.mask.kind == MaskKind::additive) r.mask_dtype = s.maskDType();
   return r;
 }
 

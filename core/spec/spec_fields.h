@@ -49,7 +49,9 @@ struct SpecField {
   std::string_view label{};                 // the form's row label
   FieldWidget widget = FieldWidget::count;
   std::vector<std::string_view> choices{};  // allowed values (choice) or suggestions (open_choice)
-  std::string_view zero_text{};             // count: what 0 means, e.g. "same as heads"
+  // count: what 0 means, e.g. "same as heads"; choice: a first item that stands for the empty
+  // text (the default), e.g. "same as dtype".
+  std::string_view zero_text{};
   bool optional_value = false;            // JSON null and empty text mean "the default"
   bool sweepable = true;                  // sweep takes a comma-separated list: --heads 8,16
   std::vector<std::string_view> example{};  // valid values, the first not the default (tests, docs)

@@ -137,6 +137,7 @@ std::string_view toString(MaskKind k) {
     case MaskKind::window: return "window";
     case MaskKind::block: return "block";
     case MaskKind::dense: return "dense";
+    case MaskKind::additive: return "additive";
   }
   return "?";
 }
@@ -147,7 +148,11 @@ std::string toString(const MaskSpec& m) {
   switch (m.kind) {
     case MaskKind::window:
     case MaskKind::block: return std::string(toString(m.kind)) + ":" + std::to_string(m.width);
-    case MaskKind::dense: return m.keep_prob == 1.0 ? "dense" : "dense:" + shortestText(m.keep_prob);
+    case MaskKind::dense:
+    case MaskKind::additive: {
+      const std::string name(toString(m.kind));
+      return m.keep_prob == 1.0 ? name : name + ":" + shortestText(m.keep_prob);
+    }
     default: return std::string(toString(m.kind));
   }
 }
@@ -158,9 +163,13 @@ double WorkloadSpec::effectiveScale() const {
   return d > 0 ? 1.0 / std::sqrt(static_cast<double>(d)) : 1.0;
 }
 
-int64_t WorkloadSpec::maskBytes() const {
-  if (mask.kind != MaskKind::dense) return 0;
+int64_t WorkloadSpec::maskElements() const {
+  if (!maskIsTensor(mask)) return 0;
   return mask_layout == MaskLayout::per_head ? batch * heads * seq_q * seqKv() : seq_q * seqKv();
+}
+
+int64_t WorkloadSpec::maskBytes() const {
+  return maskElements() * (mask.kind == MaskKind::additive ? bytesPerElement(maskDType()) : 1);
 }
 
 int64_t WorkloadSpec::ioBytes() const {
@@ -194,13 +203,16 @@ ParsedMask parseMask(std::string_view text) {
     m.width = w;
     return {m, std::nullopt};
   }
-  if (name == "dense") {
-    m.kind = MaskKind::dense;
+  // "float" is what torch calls it (a float attn_mask); it is read as additive and written so.
+  if (name == "dense" || name == "additive" || name == "float") {
+    m.kind = name == "dense" ? MaskKind::dense : MaskKind::additive;
+    const std::string kind(toString(m.kind));
     if (hasArg) {
       double p = 0;
-      if (!parseSpecDouble(arg, p)) return bad("dense mask keep-probability must be a number in (0, 1], e.g. dense:0.5");
+      if (!parseSpecDouble(arg, p))
+        return bad(kind + " mask keep-probability must be a number in (0, 1], e.g. " + kind + ":0.5");
       if (!(p > 0.0 && p <= 1.0))
-        return bad("dense mask keep-probability must be in (0, 1] (got " + std::string(arg) + ")");
+        return bad(kind + " mask keep-probability must be in (0, 1] (got " + std::string(arg) + ")");
       m.keep_prob = p;
     }
     return {m, std::nullopt};
@@ -256,10 +268,25 @@ std::vector<SpecError> validate(const WorkloadSpec& s) {
             "block masks need seq == seq_kv (got seq " + str(s.seq_q) + ", seq_kv " + str(s.seqKv()) + ")");
       break;
     case MaskKind::dense:
+    case MaskKind::additive:
       if (!(s.mask.keep_prob > 0.0 && s.mask.keep_prob <= 1.0))
-        add("mask", toString(s.mask), "dense mask keep-probability must be in (0, 1] (got " + shortestText(s.mask.keep_prob) + ")");
+        add("mask", toString(s.mask),
+            std::string(toString(s.mask.kind)) + " mask keep-probability must be in (0, 1] (got " +
+                shortestText(s.mask.keep_prob) + ")");
       break;
     default: break;
+  }
+  if (s.mask_dtype && s.mask.kind != MaskKind::additive) {
+    add("mask_dtype", std::string(toString(*s.mask_dtype)),
+        "mask_dtype " + std::string(toString(*s.mask_dtype)) + " is only for an additive mask (mask " +
+            toString(s.mask) + " has no float tensor); leave mask_dtype empty or use --mask additive");
+  } else if (s.mask_dtype && *s.mask_dtype != DType::fp32 && *s.mask_dtype != s.dtype) {
+    // torch's SDPA refuses any other float mask ("Expected attn_mask dtype to be bool or float or
+    // to match query dtype").
+    add("mask_dtype", std::string(toString(*s.mask_dtype)),
+        "mask_dtype " + std::string(toString(*s.mask_dtype)) + " does not fit dtype " + std::string(toString(s.dtype)) +
+            ": a float mask is fp32 or q's dtype (allowed: q, fp32" +
+            (s.dtype != DType::fp32 ? ", " + std::string(toString(s.dtype)) : std::string()) + ")");
   }
   if (s.scale && !(std::isfinite(*s.scale) && *s.scale > 0.0))
     add("scale", shortestText(*s.scale), "scale must be a finite number > 0 (got " + shortestText(*s.scale) + ")");

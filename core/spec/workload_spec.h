@@ -8,7 +8,11 @@
 //   block:W    floor(i / W) == floor(j / W); needs Lq == Lkv
 //   dense[:p]  an explicit boolean tensor, true = attend, drawn with keep-probability p from the
 //              seed (default p = 1: all true); [1,1,Lq,Lkv] (broadcast) or [B,H,Lq,Lkv] (per_head)
-// A query with no visible key outputs zeros.
+//   additive[:p]  a float tensor added to the scaled scores (an ALiBi-like bias), in mask_dtype
+//              (default: q's dtype), the layouts of dense; each element a bias in [-1, 1) drawn
+//              from the seed, or -inf where it is dropped with keep-probability p (default 1:
+//              nothing dropped). "float[:p]" is read as the same. Values: core/spec/mask.h.
+// A query with no visible key (every key masked, or every bias -inf) outputs zeros.
 
 #include <cstdint>
 #include <optional>
@@ -24,21 +28,26 @@
 
 namespace attnscope {
 
-enum class MaskKind { none, causal, window, block, dense };
+enum class MaskKind { none, causal, window, block, dense, additive };
 enum class MaskLayout { broadcast, per_head };
 
 struct MaskSpec {
   MaskKind kind = MaskKind::none;
   int64_t width = 0;       // W for window and block
-  double keep_prob = 1.0;  // dense only
+  double keep_prob = 1.0;  // dense and additive
   bool operator==(const MaskSpec&) const = default;
 };
 
-std::string toString(const MaskSpec& m);  // "none", "causal", "window:128", "dense:0.5"
+// "none", "causal", "window:128", "dense:0.5", "additive", "additive:0.5"
+std::string toString(const MaskSpec& m);
 std::string_view toString(MaskKind k);
 std::string_view toString(MaskLayout l);
-inline constexpr std::string_view kMaskChoices = "none, causal, window:W, block:W, dense[:p]";
+inline constexpr std::string_view kMaskChoices = "none, causal, window:W, block:W, dense[:p], additive[:p]";
 inline constexpr std::string_view kMaskLayoutChoices = "broadcast, per_head";
+// Whether the mask is a tensor the caller passes (dense: bool; additive: float), in mask_layout.
+inline bool maskIsTensor(const MaskSpec& m) { return m.kind == MaskKind::dense || m.kind == MaskKind::additive; }
+// mask_dtype as written: q (or empty) for q's dtype, or a dtype.
+inline constexpr std::string_view kMaskDTypeChoices = "q (the same as dtype), fp32, fp16, bf16";
 
 // A precise complaint about one field: names the field, the value and what is allowed.
 struct SpecError {
@@ -58,6 +67,9 @@ struct WorkloadSpec {
   DType dtype = DType::fp32;
   MaskSpec mask;
   MaskLayout mask_layout = MaskLayout::broadcast;
+  // The additive mask's element type; nullopt: q's dtype. Only an additive mask has one, and torch
+  // takes a float mask only in fp32 or in q's dtype (validate() says so).
+  std::optional<DType> mask_dtype;
   std::optional<double> scale;  // default 1 / sqrt(head_dim)
   uint64_t seed = 0;
   // What is computed (core/spec/workload_kind.h); checkpoint matters only with pass = train.
@@ -70,11 +82,14 @@ struct WorkloadSpec {
   int64_t seqKv() const { return seq_kv > 0 ? seq_kv : seq_q; }
   int64_t headDim() const { return width > 0 && heads > 0 ? width / heads : head_dim; }
   double effectiveScale() const;
+  DType maskDType() const { return mask_dtype.value_or(dtype); }
 
   int64_t qElements() const { return batch * heads * seq_q * headDim(); }
   int64_t kvElements() const { return batch * kvHeads() * seqKv() * headDim(); }
   int64_t scoreElements() const { return batch * heads * seq_q * seqKv(); }
-  // Bytes of the boolean mask tensor (0 unless dense): 1 byte per element.
+  // Elements of the mask tensor in its layout (0 unless dense or additive).
+  int64_t maskElements() const;
+  // Bytes of the mask tensor: dense 1 byte per element, additive maskDType()'s size; 0 otherwise.
   int64_t maskBytes() const;
   // Q + K + V + O + mask, the bytes any implementation must hold.
   int64_t ioBytes() const;
@@ -82,7 +97,9 @@ struct WorkloadSpec {
   bool operator==(const WorkloadSpec&) const = default;
 };
 
-inline constexpr int64_t kMaxHeadDim = 256;
+// torch runs head_dim far beyond this on the CPU; 512 covers the models people run (and cpu.*
+// computes it). Backends with compiled head_dim buckets refuse what they lack (cuda.flash: 256).
+inline constexpr int64_t kMaxHeadDim = 512;
 // The most elements any one tensor of a spec may have (2^50, i.e. 4 PiB of fp32): far beyond any
 // machine, and small enough that byte counts and sums of a few tensors never overflow int64.
 inline constexpr int64_t kMaxTensorElements = int64_t{1} << 50;

@@ -58,7 +58,7 @@ enum class StoreMode { create, existing, read };
 
 class Store {
  public:
-  static constexpr int kSchemaVersion = 4;
+  static constexpr int kSchemaVersion = 5;
 
   // create and existing open for writing (create makes the file when it does not exist) and
   // check up front that the file and its folder can be written (StoreError read_only otherwise);

@@ -195,6 +195,7 @@ const std::vector<Migration>& migrations() {
       {1, "record the process that owns each sweep", [](SqliteConnection& db) { db.exec(kSchemaV2); }},
       addSpecColumns(3),  // kind, pass, checkpoint
       {3, "add recordings of programs' attention calls", [](SqliteConnection& db) { db.exec(kSchemaV4); }},
+      addSpecColumns(5),  // mask_dtype
   };
   return steps;
 }

@@ -4,6 +4,7 @@
 // The one spec builder of the tests; areas wrap it with their own defaults where they have some.
 
 #include <cstdint>
+#include <optional>
 #include <ostream>
 #include <stdexcept>
 #include <string>
@@ -19,6 +20,7 @@ struct Shape {
   std::string mask = "none";
   MaskLayout layout = MaskLayout::broadcast;
   uint64_t seed = 1;
+  std::optional<DType> mask_dtype{};  // additive masks: nullopt is q's dtype
 };
 
 inline WorkloadSpec specOf(const Shape& s) {
@@ -35,6 +37,7 @@ inline WorkloadSpec specOf(const Shape& s) {
   spec.mask = *m.mask;
   spec.mask_layout = s.layout;
   spec.seed = s.seed;
+  spec.mask_dtype = s.mask_dtype;
   return spec;
 }
 
