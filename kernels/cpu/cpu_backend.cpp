@@ -20,6 +20,20 @@ void checkInputTensor(const char* name, const HostTensor& t, DType dtype, int64_
                                 " elements but the spec needs " + std::to_string(elements));
 }
 
+void checkMaskInput(const WorkloadSpec& spec, const HostInputs& in) {
+  if (spec.mask.kind == MaskKind::dense && static_cast<int64_t>(in.mask.size()) != spec.maskBytes())
+    throw std::invalid_argument("the dense mask has " + std::to_string(in.mask.size()) + " elements but the spec needs " +
+                                std::to_string(spec.maskBytes()));
+  if (spec.mask.kind == MaskKind::additive)
+    checkInputTensor("mask (additive)", in.additive_mask, spec.maskDType(), spec.maskElements());
+}
+
+Buffer<uint8_t> copyMask(RunContext& ctx, const WorkloadSpec& spec, const HostInputs& in) {
+  if (spec.mask.kind == MaskKind::dense) return copyToBuffer(ctx, in.mask, "mask");
+  if (spec.mask.kind == MaskKind::additive) return copyToBuffer(ctx, in.additive_mask.bytes, "mask");
+  return {};
+}
+
 Buffer<uint8_t> copyToBuffer(RunContext& ctx, const std::vector<uint8_t>& bytes, const char* tag) {
   constexpr size_t kSlice = size_t{8} << 20;
   Buffer<uint8_t> b(ctx.allocator(), static_cast<int64_t>(bytes.size()), tag);
@@ -34,14 +48,12 @@ RunTensors RunTensors::allocate(const WorkloadSpec& spec, const HostInputs& in, 
   checkInputTensor("q", in.q, spec.dtype, spec.qElements());
   checkInputTensor("k", in.k, spec.dtype, spec.kvElements());
   checkInputTensor("v", in.v, spec.dtype, spec.kvElements());
-  if (spec.mask.kind == MaskKind::dense && static_cast<int64_t>(in.mask.size()) != spec.maskBytes())
-    throw std::invalid_argument("the dense mask has " + std::to_string(in.mask.size()) + " elements but the spec needs " +
-                                std::to_string(spec.maskBytes()));
+  checkMaskInput(spec, in);
   RunTensors t;
   t.q = copyToBuffer(ctx, in.q.bytes, "q");
   t.k = copyToBuffer(ctx, in.k.bytes, "k");
   t.v = copyToBuffer(ctx, in.v.bytes, "v");
-  if (spec.mask.kind == MaskKind::dense) t.mask = copyToBuffer(ctx, in.mask, "mask");
+  t.mask = copyMask(ctx, spec, in);
   t.o = Buffer<uint8_t>(ctx.allocator(), spec.qElements() * bytesPerElement(spec.dtype), "o");
   if (spec.pass == Pass::train) {
     if (in.g.elements() == 0) throw std::invalid_argument("a train pass needs the output gradient g in the inputs");
@@ -60,7 +72,7 @@ void planRunTensors(MemoryPlan& plan, const WorkloadSpec& spec, int first, int l
   plan.add("q", spec.qElements() * e, first, last, BufferRole::input);
   plan.add("k", spec.kvElements() * e, first, last, BufferRole::input);
   plan.add("v", spec.kvElements() * e, first, last, BufferRole::input);
-  if (spec.mask.kind == MaskKind::dense) plan.add("mask", spec.maskBytes(), first, last, BufferRole::mask);
+  if (maskIsTensor(spec.mask)) plan.add("mask", spec.maskBytes(), first, last, BufferRole::mask);
   plan.add("o", spec.qElements() * e, first, last, BufferRole::output);
   if (spec.pass != Pass::train) return;
   plan.add("g", spec.qElements() * e, first, last, BufferRole::input);

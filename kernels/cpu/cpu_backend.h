@@ -12,7 +12,7 @@
 namespace attnscope::cpu {
 
 // The inputs and output of one run in tracked buffers, stored in the spec's dtype. Allocated in
-// the order q, k, v, mask (dense masks only), o, and for pass = train g (dO), dq, dk, dv; each
+// the order q, k, v, mask (dense and additive masks only; additive in mask_dtype), o, and for pass = train g (dO), dq, dk, dv; each
 // plan lists them under these names.
 struct RunTensors {
   Buffer<uint8_t> q, k, v, mask, o;
@@ -28,8 +28,13 @@ struct RunTensors {
 // std::invalid_argument when `t` is not `elements` values of `dtype`.
 void checkInputTensor(const char* name, const HostTensor& t, DType dtype, int64_t elements);
 Buffer<uint8_t> copyToBuffer(RunContext& ctx, const std::vector<uint8_t>& bytes, const char* tag);
+// The mask tensor: throws std::invalid_argument when a dense or additive mask does not match the
+// spec (size; an additive mask's dtype is maskDType()); copyMask puts it in the "mask" buffer
+// (an empty buffer when the mask is not a tensor).
+void checkMaskInput(const WorkloadSpec& spec, const HostInputs& inputs);
+Buffer<uint8_t> copyMask(RunContext& ctx, const WorkloadSpec& spec, const HostInputs& inputs);
 
-// Adds q, k, v, mask (dense only), o (and g, dq, dk, dv for train), live over steps [first, last].
+// Adds q, k, v, mask (dense and additive only), o (and g, dq, dk, dv for train), live over steps [first, last].
 void planRunTensors(MemoryPlan& plan, const WorkloadSpec& spec, int first, int last);
 
 // O ([B, H, Lq, D] in the spec's dtype) as float.

@@ -158,8 +158,11 @@ void FlashAttention::queryTile(float* scratch, int64_t task) const {
   const int64_t b = bh / H, h = bh % H;
   const int64_t kv_first = ((b * Hkv + h / (H / Hkv)) * Lkv) * D;  // element index of K/V row 0
   const int64_t elem = bytesPerElement(s_.dtype);
-  const bool dense = s_.mask.kind == MaskKind::dense;
+  const bool dense = s_.mask.kind == MaskKind::dense, additive = s_.mask.kind == MaskKind::additive;
   const uint8_t* keep = dense ? t_.mask.data() + (s_.mask_layout == MaskLayout::per_head ? bh * Lq : 0) * Lkv : nullptr;
+  // An additive mask's plane: element index of its row 0 in the mask buffer.
+  const int64_t bias_first = (s_.mask_layout == MaskLayout::per_head ? bh * Lq : 0) * Lkv;
+  const DType mask_dtype = s_.maskDType();
 
   float* q = scratch + tiles_.q;
   float* s = scratch + tiles_.s;
@@ -179,6 +182,9 @@ void FlashAttention::queryTile(float* scratch, int64_t task) const {
   // folded into Q (score_k = 1); bf16 pairs keep Q as stored and scale the scores instead.
   const float base2 = static_cast<float>(s_.effectiveScale()) * std::numbers::log2e_v<float>;
   const float score_k = pairs ? base2 : 1.0f;
+  // The scores' unit: the bias (natural units) is scaled so that (s + bias_k * bias) * score_k is
+  // base2 * q.k + log2(e) * bias. usesPairs holds the scale positive, so -inf stays -inf.
+  const float bias_k = pairs ? 1.0f / static_cast<float>(s_.effectiveScale()) : std::numbers::log2e_v<float>;
   if (pairs) {
     const uint16_t* q16 = reinterpret_cast<const uint16_t*>(t_.q.data()) + (bh * Lq + i0) * D;
     for (int64_t r = 0; r < nq; ++r) {
@@ -253,6 +259,8 @@ void FlashAttention::queryTile(float* scratch, int64_t task) const {
         const int64_t c0 = std::clamp(keys.begin - j0, int64_t{0}, nk);
         const int64_t c1 = std::clamp(keys.end - j0, int64_t{0}, nk);
         if (c0 < c1 && dense) applyKeepMask(srow + c0, keep + (i0 + r) * Lkv + j0 + c0, c1 - c0);
+        if (c0 < c1 && additive)
+          addToFloat(mask_dtype, t_.mask.data(), bias_first + (i0 + r) * Lkv + j0 + c0, c1 - c0, srow + c0, bias_k);
         const float mx = c0 < c1 ? kernels_.row_max(srow + c0, c1 - c0) : kNegInf;
         if (mx == kNegInf) {  // nothing visible for this row in this tile
           fillRow(srow, nk, 0.0f);

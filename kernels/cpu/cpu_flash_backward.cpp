@@ -161,9 +161,10 @@ class Backward {
     // Scores in base 2, so P = exp2(s - lse2) with the variant's exp2.
     kn_.gemmPacked(nq, nk, D_, scale_ * std::numbers::log2e_v<float>, w + x_.q, D_, w + x_.kt, 0.0f, s, nk);
     kn_.gemmPacked(nq, nk, D_, 1.0f, w + x_.g, D_, w + x_.vt, 0.0f, dp, nk);
-    const bool dense = s_.mask.kind == MaskKind::dense;
+    const bool dense = s_.mask.kind == MaskKind::dense, additive = s_.mask.kind == MaskKind::additive;
     const uint8_t* keep =
         dense ? t_.mask.data() + (s_.mask_layout == MaskLayout::per_head ? bh * Lq_ : 0) * Lkv_ : nullptr;
+    const int64_t bias_first = (s_.mask_layout == MaskLayout::per_head ? bh * Lq_ : 0) * Lkv_;
     for (int64_t r = 0; r < nq; ++r) {
       float* srow = s + r * nk;
       float* drow = dp + r * nk;
@@ -177,6 +178,10 @@ class Backward {
         continue;
       }
       if (dense) applyKeepMask(srow + c0, keep + (i0 + r) * Lkv_ + j0 + c0, c1 - c0);
+      // s is in base 2 (scale * log2(e) * q.k), as lse2 is: the bias is too.
+      if (additive)
+        addToFloat(s_.maskDType(), t_.mask.data(), bias_first + (i0 + r) * Lkv_ + j0 + c0, c1 - c0, srow + c0,
+                   std::numbers::log2e_v<float>);
       fillRow(srow, c0, 0.0f);
       fillRow(srow + c1, nk - c1, 0.0f);
       kn_.exp2_shifted(srow + c0, srow + c0, c1 - c0, lse2, 1.0f);

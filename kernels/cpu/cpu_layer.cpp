@@ -96,9 +96,7 @@ LayerExecution::LayerExecution(const CpuBackend& backend, TaskPool& pool, const 
   checkInputTensor("b_qkv", in.b_qkv, dt, d_.qkv);
   checkInputTensor("w_o", in.w_o, dt, d_.e * d_.hd);
   checkInputTensor("b_o", in.b_o, dt, d_.e);
-  if (spec.mask.kind == MaskKind::dense && static_cast<int64_t>(in.mask.size()) != spec.maskBytes())
-    throw std::invalid_argument("the dense mask has " + std::to_string(in.mask.size()) +
-                                " elements but the spec needs " + std::to_string(spec.maskBytes()));
+  checkMaskInput(spec, in);
   const bool train = spec.pass == Pass::train;
   if (train) {
     if (in.g.bytes.empty()) throw std::invalid_argument("a train pass needs the output gradient g in the inputs");
@@ -130,7 +128,7 @@ LayerExecution::LayerExecution(const CpuBackend& backend, TaskPool& pool, const 
     t_.dk = fresh("dk", spec.kvElements());
     t_.dv = fresh("dv", spec.kvElements());
   }
-  if (spec.mask.kind == MaskKind::dense) t_.mask = copyToBuffer(ctx, in.mask, "mask");
+  t_.mask = copyMask(ctx, spec, in);
   core_ = backend.makeCore(s_, t_, ctx);
 }
 
@@ -225,7 +223,7 @@ MemoryPlan planLayer(const CpuBackend& backend, const WorkloadSpec& spec) {
     tails.to_run_end.push_back(p.buffers.size());
     p.add(t.name, t.elements * elem, 0, 0, t.role);
   }
-  if (spec.mask.kind == MaskKind::dense) {
+  if (maskIsTensor(spec.mask)) {
     tails.to_run_end.push_back(p.buffers.size());
     p.add("mask", spec.maskBytes(), 0, 0, BufferRole::mask);
   }

@@ -121,8 +121,9 @@ Buffer<float> ReferenceAttention::forward(bool keep) {
   {
     PhaseScope phase(ctx_, "softmax");
     probs = Buffer<float>(alloc, s_.scoreElements(), "P = softmax(S)");
-    const bool dense = s_.mask.kind == MaskKind::dense;
+    const bool dense = s_.mask.kind == MaskKind::dense, additive = s_.mask.kind == MaskKind::additive;
     const bool per_head = s_.mask_layout == MaskLayout::per_head;
+    const DType mask_dtype = s_.maskDType();
     pool_.run(tasks, threads,
               [&](int, int64_t t) {
                 const Rows r = rowsOf(t);
@@ -135,6 +136,10 @@ Buffer<float> ReferenceAttention::forward(bool keep) {
                     const uint8_t* keep = t_.mask.data() + ((per_head ? r.bh * Lq : 0) + i) * Lkv;
                     applyKeepMask(srow + keys.begin, keep + keys.begin, n);
                   }
+                  // S holds scale * QK^T in natural units: the bias adds as it is (-inf drops).
+                  if (additive && n > 0)
+                    addToFloat(mask_dtype, t_.mask.data(), ((per_head ? r.bh * Lq : 0) + i) * Lkv + keys.begin, n,
+                               srow + keys.begin);
                   const float mx = kernels.row_max(srow + keys.begin, n);
                   if (n == 0 || std::isinf(mx)) {  // no visible key: the row of P is zero
                     fillRow(prow, Lkv, 0.0f);

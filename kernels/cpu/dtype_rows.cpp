@@ -27,6 +27,26 @@ void toFloat(DType dtype, const uint8_t* base, int64_t first, int64_t n, float* 
   }
 }
 
+void addToFloat(DType dtype, const uint8_t* base, int64_t first, int64_t n, float* x, float scale) {
+  switch (dtype) {
+    case DType::fp32: {
+      const float* src = reinterpret_cast<const float*>(base) + first;
+      for (int64_t i = 0; i < n; ++i) x[i] += scale * src[i];
+      return;
+    }
+    case DType::fp16: {
+      const uint16_t* src = reinterpret_cast<const uint16_t*>(base) + first;
+      for (int64_t i = 0; i < n; ++i) x[i] += scale * halfToFloat(src[i]);
+      return;
+    }
+    case DType::bf16: {
+      const uint16_t* src = reinterpret_cast<const uint16_t*>(base) + first;
+      for (int64_t i = 0; i < n; ++i) x[i] += scale * bf16ToFloat(src[i]);
+      return;
+    }
+  }
+}
+
 void fromFloat(DType dtype, const float* in, int64_t n, uint8_t* base, int64_t first) {
   switch (dtype) {
     case DType::fp32:

@@ -11,6 +11,10 @@ namespace attnscope::cpu {
 // out[i] = scale * element (first + i) of the tensor at base, for i in [0, n).
 void toFloat(DType dtype, const uint8_t* base, int64_t first, int64_t n, float* out, float scale = 1.0f);
 
+// x[i] += scale * element (first + i) of the tensor at base, for i in [0, n): an additive mask's
+// row on a row of scores (scale > 0, so a -inf element makes the score -inf).
+void addToFloat(DType dtype, const uint8_t* base, int64_t first, int64_t n, float* x, float scale = 1.0f);
+
 // Element (first + i) of the tensor at base = in[i] rounded to the dtype, for i in [0, n).
 void fromFloat(DType dtype, const float* in, int64_t n, uint8_t* base, int64_t first);
 

@@ -1,6 +1,7 @@
 // Both CPU backends against the float64 reference, over a combinatorial table of cases that
 // together cover every mask kind and layout, every dtype, GQA and MQA, Lq != Lkv both ways and
-// the awkward sizes (seq 1, 97, 1025; head_dim 1, 8, 59, 64, 128, 256). Every case also holds
+// the awkward sizes (seq 1, 97, 1025; head_dim 1, 8, 59, 64, 128, 256, and 257, 320, 512 above the
+// CUDA buckets). Additive masks in q's dtype and in fp32. Every case also holds
 // the measured peak to the plan.
 
 #include <gtest/gtest.h>
@@ -55,6 +56,21 @@ const Case kCases[] = {
     {"dense05_fp32_1025_d64", {1, 2, 0, 1025, 0, 64, f32, "dense:0.5", bcast, 25}},
     {"dense002_fp32_perhead_lq97_lkv20_d1", {1, 2, 0, 97, 20, 1, f32, "dense:0.02", per_head, 26}},
     {"dense05_fp16_perhead_seq1_d256", {2, 2, 0, 1, 0, 256, f16, "dense:0.5", per_head, 27}},
+    // Additive (float) masks, in q's dtype and in fp32, both layouts, p = 1 and 0.5.
+    {"additive1_fp32_97_d64", {1, 2, 0, 97, 0, 64, f32, "additive", bcast, 28}},
+    {"additive05_fp16_perhead_gqa_lq97_lkv150_d59_mfp32", {2, 4, 2, 97, 150, 59, f16, "additive:0.5", per_head, 29, f32}},
+    {"additive05_bf16_perhead_mqa_lq130_lkv97_d8", {1, 4, 1, 130, 97, 8, b16, "additive:0.5", per_head, 30}},
+    {"additive1_bf16_lq1_lkv1025_d128_mfp32", {1, 2, 0, 1, 1025, 128, b16, "additive", bcast, 31, f32}},
+    {"additive05_fp16_1025_d256", {1, 1, 0, 1025, 0, 256, f16, "additive:0.5", bcast, 32}},
+    {"additive002_fp32_perhead_lq97_lkv20_d1", {1, 2, 0, 97, 20, 1, f32, "additive:0.02", per_head, 33}},
+    // head_dim above 256: 257, 320, 512 with every dtype and a few masks.
+    {"none_fp32_97_d257", {1, 2, 0, 97, 0, 257, f32, "none", bcast, 34}},
+    {"causal_fp16_lq97_lkv130_d320", {1, 2, 1, 97, 130, 320, f16, "causal", bcast, 35}},
+    {"dense05_bf16_perhead_97_d512", {1, 2, 0, 97, 0, 512, b16, "dense:0.5", per_head, 36}},
+    {"additive05_bf16_perhead_lq130_lkv97_d320_mfp32", {1, 2, 0, 130, 97, 320, b16, "additive:0.5", per_head, 37, f32}},
+    {"additive1_fp32_lq300_lkv97_d512", {1, 2, 0, 300, 97, 512, f32, "additive", bcast, 38}},
+    {"window33_fp16_1025_d257", {1, 1, 0, 1025, 0, 257, f16, "window:33", bcast, 39}},
+    {"none_bf16_seq1_d512", {2, 2, 0, 1, 0, 512, b16, "none", bcast, 40}},
 };
 
 class CpuAccuracy : public ::testing::TestWithParam<std::tuple<int, Case>> {
@@ -96,6 +112,7 @@ TEST(CpuAccuracyTable, CoversEveryRequiredValue) {
   std::set<int64_t> seqs, dims;
   bool gqa = false, mqa = false, q_shorter = false, q_longer = false, window_q_shorter = false,
        window_q_longer = false, dense_p1 = false, dense_p05 = false, dense_bcast = false, dense_per_head = false;
+  std::set<std::string> additive;  // "p1", "p05", "broadcast", "per_head", "mask fp32", "mask q"
   for (const Case& c : kCases) {
     const WorkloadSpec s = specOf(c.shape);
     masks.insert(std::string(toString(s.mask.kind)));
@@ -115,12 +132,21 @@ TEST(CpuAccuracyTable, CoversEveryRequiredValue) {
       dense_bcast |= s.mask_layout == MaskLayout::broadcast;
       dense_per_head |= s.mask_layout == MaskLayout::per_head;
     }
+    if (s.mask.kind == MaskKind::additive) {
+      if (s.mask.keep_prob == 1.0) additive.insert("p1");
+      if (s.mask.keep_prob == 0.5) additive.insert("p05");
+      additive.insert(std::string(toString(s.mask_layout)));
+      additive.insert(s.mask_dtype ? "mask " + std::string(toString(*s.mask_dtype)) : "mask q");
+      additive.insert("q " + std::string(toString(s.dtype)));
+    }
   }
-  EXPECT_EQ(masks, (std::set<std::string>{"none", "causal", "window", "block", "dense"}));
+  EXPECT_EQ(masks, (std::set<std::string>{"none", "causal", "window", "block", "dense", "additive"}));
   EXPECT_EQ(dtypes, (std::set<DType>{DType::fp32, DType::fp16, DType::bf16}));
   for (int64_t seq : {1, 97, 1025}) EXPECT_TRUE(seqs.count(seq)) << seq;
-  for (int64_t d : {1, 8, 59, 64, 128, 256}) EXPECT_TRUE(dims.count(d)) << d;
+  for (int64_t d : {1, 8, 59, 64, 128, 256, 257, 320, 512}) EXPECT_TRUE(dims.count(d)) << d;
   EXPECT_TRUE(gqa && mqa && q_shorter && q_longer && window_q_shorter && window_q_longer);
+  EXPECT_EQ(additive, (std::set<std::string>{"p1", "p05", "broadcast", "per_head", "mask fp32", "mask q", "q fp32",
+                                             "q fp16", "q bf16"}));
   EXPECT_TRUE(dense_p1 && dense_p05 && dense_bcast && dense_per_head);
 }
 

@@ -1,6 +1,6 @@
 // Both CPU backends with each kernel variant forced in turn (setCpuIsaOverride, as
 // ATTNSCOPE_CPU_ISA does), against the float64 reference on the awkward sizes: seq 1, 97, 1025;
-// head_dim 1, 8, 59, 64, 128, 256; every mask kind; GQA and MQA; every dtype. The measured peak
+// head_dim 1, 8, 59, 64, 128, 256, 257, 320, 512; every mask kind (additive in q's dtype and fp32); GQA and MQA; every dtype. The measured peak
 // must still equal the plan, whose tile sizes depend on the variant. Variants this CPU lacks are
 // compiled but skipped, with a message.
 
@@ -47,6 +47,16 @@ const Case kCases[] = {
     {"dense1_bf16_perhead_mqa_1025_d8", {1, 4, 1, 1025, 0, 8, b16, "dense:1", per_head, 14}},
     // cpu.flash tasks of several score blocks whose key ranges differ (a block skips key tiles).
     {"window33_fp32_4h_1025_d64", {1, 4, 0, 1025, 0, 64, f32, "window:33", bcast, 15}},
+    // head_dim above 256 (the products' k blocks of 256 split it; bf16 pairs at odd 257) and
+    // additive masks (in q's dtype and in fp32; the bf16 pairs scale the bias by 1 / scale).
+    {"none_bf16_97_d257", {1, 2, 0, 97, 0, 257, b16, "none", bcast, 16}},
+    {"causal_fp32_lq97_lkv200_d320", {1, 2, 1, 97, 200, 320, f32, "causal", bcast, 17}},
+    {"dense05_fp16_perhead_97_d512", {1, 2, 0, 97, 0, 512, f16, "dense:0.5", per_head, 18}},
+    {"additive1_fp32_97_d64", {1, 2, 0, 97, 0, 64, f32, "additive", bcast, 19}},
+    {"additive05_bf16_perhead_gqa_lq130_lkv97_d59", {2, 4, 2, 130, 97, 59, b16, "additive:0.5", per_head, 20}},
+    {"additive05_bf16_lq97_lkv300_d512_mfp32", {1, 2, 0, 97, 300, 512, b16, "additive:0.5", bcast, 21, f32}},
+    {"additive05_fp16_perhead_1025_d320", {1, 1, 0, 1025, 0, 320, f16, "additive:0.5", per_head, 22}},
+    {"additive1_fp32_seq1_d257_mfp32", {1, 2, 0, 1, 0, 257, f32, "additive", bcast, 23, f32}},
 };
 
 // Forces a variant for one test and always restores the default.
@@ -102,10 +112,10 @@ TEST(CpuIsaAccuracyTable, CoversTheAwkwardSizes) {
     gqa |= s.kvHeads() > 1 && s.kvHeads() < s.heads;
     mqa |= s.kvHeads() == 1 && s.heads > 1;
   }
-  EXPECT_EQ(masks, (std::set<std::string>{"none", "causal", "window", "block", "dense"}));
+  EXPECT_EQ(masks, (std::set<std::string>{"none", "causal", "window", "block", "dense", "additive"}));
   EXPECT_EQ(dtypes, (std::set<DType>{f32, f16, b16}));
   for (int64_t seq : {1, 97, 1025}) EXPECT_TRUE(seqs.count(seq)) << seq;
-  for (int64_t d : {1, 8, 59, 64, 128, 256}) EXPECT_TRUE(dims.count(d)) << d;
+  for (int64_t d : {1, 8, 59, 64, 128, 256, 257, 320, 512}) EXPECT_TRUE(dims.count(d)) << d;
   EXPECT_TRUE(gqa && mqa);
 }
 

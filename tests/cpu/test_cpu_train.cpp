@@ -65,12 +65,28 @@ INSTANTIATE_TEST_SUITE_P(
                       Shape{1, 2, 0, 200, 300, 64, DType::fp32, "causal", MaskLayout::broadcast, 8},
                       // Lq > Lkv causal: the first rows see no key (zero output, zero dQ).
                       Shape{1, 2, 1, 90, 40, 16, DType::fp16, "causal", MaskLayout::broadcast, 9},
-                      Shape{2, 2, 0, 77, 150, 40, DType::bf16, "window:9", MaskLayout::broadcast, 10}));
+                      Shape{2, 2, 0, 77, 150, 40, DType::bf16, "window:9", MaskLayout::broadcast, 10},
+                      // Additive masks: the bias enters the backward's recomputed P too.
+                      Shape{1, 2, 0, 97, 0, 64, DType::fp32, "additive", MaskLayout::broadcast, 11},
+                      Shape{2, 4, 2, 70, 45, 24, DType::fp16, "additive:0.5", MaskLayout::per_head, 12, DType::fp32},
+                      Shape{1, 2, 1, 33, 80, 59, DType::bf16, "additive:0.5", MaskLayout::broadcast, 13},
+                      Shape{1, 2, 0, 40, 20, 8, DType::fp32, "additive:0.05", MaskLayout::per_head, 14},
+                      // head_dim above 256.
+                      Shape{1, 2, 0, 65, 0, 257, DType::fp32, "causal", MaskLayout::broadcast, 15},
+                      Shape{1, 1, 0, 40, 70, 512, DType::bf16, "additive:0.5", MaskLayout::per_head, 16, DType::fp32},
+                      Shape{1, 2, 1, 50, 0, 320, DType::fp16, "dense:0.5", MaskLayout::broadcast, 17}));
 
 // The two backends compute the same gradients by different algorithms: they agree closely.
 TEST(CpuTrainAgreement, ReferenceAndFlashAgree) {
   auto backends = cputest::cpuBackends(2);
   const WorkloadSpec spec = trainSpec({1, 4, 2, 190, 0, 64, DType::fp32, "causal", MaskLayout::broadcast, 9});
+  attnscope::testing::expectGradientsAgree(*backends[0], *backends[1], spec, 1e-4);
+}
+
+TEST(CpuTrainAgreement, ReferenceAndFlashAgreeUnderAnAdditiveMask) {
+  auto backends = cputest::cpuBackends(2);
+  const WorkloadSpec spec =
+      trainSpec({2, 4, 2, 130, 0, 48, DType::fp32, "additive:0.5", MaskLayout::per_head, 18});
   attnscope::testing::expectGradientsAgree(*backends[0], *backends[1], spec, 1e-4);
 }
 
