@@ -82,7 +82,9 @@ TEST(CudaRegistry, EnvironmentProbe) {
 // checkpoint without train, each with the reason, on any machine.
 TEST(CudaRegistry, TrainOnMathAndFlashLayerRefusedWithTheReason) {
   for (auto& b : makeCudaBackends()) {
-    WorkloadSpec train, ckptTrain, layer, ckpt;
+    WorkloadSpec train, ckptTrain, layer, ckpt, additive, wide;
+    additive.mask = parseMask("additive:0.5").mask.value();
+    wide.head_dim = 320;
     train.pass = Pass::train;
     ckptTrain.pass = Pass::train;
     ckptTrain.checkpoint = Checkpoint::attention;
@@ -93,12 +95,16 @@ TEST(CudaRegistry, TrainOnMathAndFlashLayerRefusedWithTheReason) {
                          [&](const std::string& r) { return r.find(why) != std::string::npos; });
     };
     for (const auto& [spec, why] : {std::pair<const WorkloadSpec*, const char*>{&layer, "kind layer is not implemented"},
-                                    {&ckpt, "needs pass train"}}) {
+                                    {&ckpt, "needs pass train"},
+                                    {&additive, "mask additive (a float attn_mask) is not implemented"}}) {
       const Support s = b->support(*spec);
       ASSERT_FALSE(s.ok()) << b->id();
       EXPECT_TRUE(says(s, why)) << b->id() << ": " << why;
     }
     EXPECT_FALSE(b->plan(layer).known) << b->id();
+    // head_dim above 256: cuda.flash's buckets end there and it says so; the cuBLAS paths take it.
+    EXPECT_EQ(says(b->support(wide), "head_dim a multiple of 8 between 8 and 256 (got 320)"), b->id() == "cuda.flash")
+        << b->id();
     const bool trains = b->id() != "cuda.chunked";
     for (const WorkloadSpec* spec : {&train, &ckptTrain}) {
       const Support s = b->support(*spec);
