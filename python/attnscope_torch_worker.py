@@ -190,13 +190,20 @@ def classify(exc):
 # ---------------------------------------------------------------------------------------------
 # One loaded workload.
 
+def _dtypes():
+    return {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16} if torch is not None else {}
+
+
+DTYPES = _dtypes()
+
+
 class Workload:
     def __init__(self, req):
         spec = req["spec"]
         self.kernel = req["kernel"]
         self.device = torch.device(req["device"])
         self.notes = []
-        dtype = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}[spec["dtype"]]
+        dtype = DTYPES[spec["dtype"]]
         d = req["dir"]
         load = lambda name: read_npy(os.path.join(d, name)).to(self.device, dtype).contiguous()
         # kind layer: x and the weights; the layer computes q, k, v in each call (the module
@@ -266,12 +273,19 @@ class Workload:
             self.notes.append("mask: causal_lower_right(%d, %d)" % (lq, lkv))
         elif mask in ("causal", "tensor"):
             self.mask = read_npy(os.path.join(d, "mask.npy")).to(self.device)
+            shape = "x".join(str(x) for x in self.mask.shape)
+            if self.mask.dtype != torch.bool:
+                # An additive mask: a float tensor added to the scaled scores, in mask_dtype (fp32 or
+                # q's dtype; bf16 arrives as float32 holding bf16 values, so the cast is exact).
+                mask_dtype = DTYPES[spec.get("mask_dtype") or spec["dtype"]]
+                self.mask = self.mask.to(mask_dtype).contiguous()
+                self.notes.append("mask: additive %s tensor [%s]" % (str(mask_dtype).replace("torch.", ""), shape))
+            else:
+                self.notes.append("mask: boolean tensor [%s]" % shape if mask == "tensor" else
+                                  "mask: causal as a boolean tensor [%s] (torch %s has no causal_lower_right)" % (
+                                      shape, torch.__version__))
             self.kwargs["attn_mask"] = self.mask
             self.choice_mask = self.mask
-            shape = "x".join(str(x) for x in self.mask.shape)
-            self.notes.append("mask: boolean tensor [%s]" % shape if mask == "tensor" else
-                              "mask: causal as a boolean tensor [%s] (torch %s has no causal_lower_right)" % (
-                                  shape, torch.__version__))
         self.input_bytes = sum(t.numel() * t.element_size() for _, t in self.input_tensors())
         self.choice = self.fused_choice()
 

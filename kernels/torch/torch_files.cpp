@@ -21,7 +21,7 @@ std::string maskPassing(const WorkloadSpec& spec) {
 std::string maskPassingNote() {
   return "torch.* backends pass masks as: causal -> is_causal=True (causal_lower_right when Lq != Lkv, torch >= 2.3; "
          "a boolean tensor before); dense -> boolean tensor in the spec's layout ([1,1,L,S] or [B,H,L,S]); "
-         "window, block -> boolean tensors; GQA -> enable_gqa=True (torch >= 2.5; K/V repeated before)";
+         "additive -> float tensor of mask_dtype in the same layouts; window, block -> boolean tensors; GQA -> enable_gqa=True (torch >= 2.5; K/V repeated before)";
 }
 
 RunFolder::RunFolder() {

@@ -13,7 +13,8 @@
 namespace attnscope::torch {
 
 // How the spec's mask reaches torch: "none", "causal" (is_causal=True, or causal_lower_right
-// when Lq != Lkv and torch has it) or "tensor" (mask.npy, a boolean tensor).
+// when Lq != Lkv and torch has it) or "tensor" (mask.npy: a boolean tensor; for an additive mask
+// a float one, <f4 or <f2, that the worker casts to mask_dtype).
 std::string maskPassing(const WorkloadSpec& spec);
 // The same, for people: the `backends` command and the README say it.
 std::string maskPassingNote();

@@ -10,6 +10,7 @@
 
 #include <csignal>
 #include <cstdio>
+#include <optional>
 #include <thread>
 
 #include "kernels/torch/torch_python.h"
@@ -79,6 +80,48 @@ TEST_F(TorchBackends, EveryCpuBackendMatchesTheFloat64Reference) {
       }
       EXPECT_EQ(r.facts["torch"].substr(0, 2), "2.");
       EXPECT_FALSE(r.trace.events.empty());
+    }
+  }
+}
+
+// Additive (float) masks reach torch as attn_mask of mask_dtype with our values (the worker
+// says so in torch.call), and head_dim above 256, which torch runs on the CPU: each backend
+// against the float64 reference, which adds the same bias rounded to mask_dtype.
+TEST_F(TorchBackends, AdditiveMasksAndHeadDimsAbove256MatchTheFloat64Reference) {
+  struct AdditiveCase {
+    WorkloadSpec spec;
+    const char* call;  // what the torch.call fact must say ("" for no mask)
+  };
+  auto additive = [](WorkloadSpec s, const char* mask, MaskLayout layout, std::optional<DType> md) {
+    s.mask = parseMask(mask).mask.value();
+    s.mask_layout = layout;
+    s.mask_dtype = md;
+    return s;
+  };
+  const std::vector<AdditiveCase> cases = {
+      {additive(spec(2, 97, 97, 16), "additive", MaskLayout::broadcast, std::nullopt), "additive float32 tensor [1x1x97x97]"},
+      {additive(spec(4, 64, 80, 8, "none", 2, DType::bf16), "additive:0.5", MaskLayout::per_head, DType::fp32),
+       "additive float32 tensor [1x4x64x80]"},
+      {additive(spec(2, 33, 97, 59, "none", 0, DType::fp16), "additive:0.5", MaskLayout::broadcast, std::nullopt),
+       "additive float16 tensor [1x1x33x97]"},
+      {additive(spec(2, 40, 72, 16, "none", 0, DType::bf16), "float", MaskLayout::per_head, std::nullopt),
+       "additive bfloat16 tensor [1x2x40x72]"},
+      {additive(spec(1, 65, 65, 320, "none", 0, DType::bf16), "additive:0.5", MaskLayout::per_head, DType::fp32),
+       "additive float32 tensor [1x1x65x65]"},
+      {spec(2, 33, 40, 512), ""},
+      {spec(2, 40, 40, 257, "causal", 0, DType::fp16), ""},
+  };
+  for (torch::TorchBackend* b : {&autoB, &mathB, &flashB}) {
+    for (const AdditiveCase& c : cases) {
+      ASSERT_TRUE(validate(c.spec).empty()) << describe(validate(c.spec));
+      RunResult r = runOnce(*b, c.spec);
+      SCOPED_TRACE(b->id() + " " + summary(c.spec) + ": " + r.message);
+      ASSERT_EQ(r.status, RunStatus::ok);
+      EXPECT_TRUE(r.accuracy.passed()) << r.accuracy.max_abs_error << " > " << r.accuracy.tolerance;
+      EXPECT_EQ(r.accuracy.rows_checked, r.accuracy.rows_total);
+      if (*c.call) {
+        EXPECT_NE(r.facts["torch.call"].find(c.call), std::string::npos) << r.facts["torch.call"];
+      }
     }
   }
 }

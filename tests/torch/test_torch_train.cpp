@@ -26,9 +26,15 @@ struct TorchTrain : RealTorchTest {};
 TEST_F(TorchTrain, GradientsMatchTheFloat64Reference) {
   WorkloadSpec dense = spec(4, 64, 80, 8, "dense:0.5", 2);
   dense.mask_layout = MaskLayout::per_head;
+  // An additive mask (fp32, per head) on bf16 inputs: the bias is a constant of the backward.
+  WorkloadSpec additive = spec(4, 64, 80, 8, "additive:0.5", 2, DType::bf16);
+  additive.mask_layout = MaskLayout::per_head;
+  additive.mask_dtype = DType::fp32;
   const std::vector<WorkloadSpec> specs = {train(spec(2, 97, 97, 59)), train(spec(4, 64, 64, 16, "causal", 2)),
                                            train(spec(2, 33, 97, 16, "window:8")), train(dense),
-                                           train(spec(2, 97, 97, 16, "causal"), Checkpoint::attention)};
+                                           train(spec(2, 97, 97, 16, "causal"), Checkpoint::attention),
+                                           train(additive), train(spec(2, 40, 50, 16, "additive")),
+                                           train(spec(1, 33, 33, 320))};
   for (torch::TorchBackend* b : {&autoB, &mathB})
     for (const WorkloadSpec& s : specs) {
       RunResult r = runOnce(*b, s);
