@@ -172,6 +172,68 @@ TEST_F(Cli, DumpAndInputsRoundTrip) {
                    {"k.npy", "truncated"});
 }
 
+// An additive (float) mask from the command line: both CPU backends run it with its mask_dtype,
+// --dump writes it as a float mask.npy in the layout and --inputs reads it back; a mask_dtype that
+// torch would refuse, one without an additive mask, an unknown one and head_dim 513 exit 2 naming
+// the field and what is allowed. head_dim 512 runs.
+TEST_F(Cli, AdditiveMaskRunsWithItsDTypeAndBadValuesExitTwo) {
+  const auto spec = cat(kSmall, {"--dtype", "bf16", "--mask", "additive:0.5", "--mask-dtype", "fp32", "--mask-layout",
+                                 "per_head", "--seq-kv", "40"});
+  for (const char* backend : {"cpu.reference", "cpu.flash"}) {
+    CliResult r = run(cat({"run", "--backend", backend, "--json"}, spec));
+    ASSERT_EQ(r.code, 0) << r.err;
+    auto j = nlohmann::json::parse(r.out);
+    EXPECT_EQ(j["status"], "ok") << j["message"];
+    EXPECT_TRUE(j["accuracy"]["passed"].get<bool>());
+    EXPECT_EQ(j["memory"]["measured_peak"], j["memory"]["predicted_peak"]);
+    EXPECT_EQ(j["spec"]["mask"], "additive:0.5");
+    EXPECT_EQ(j["spec"]["mask_dtype"], "fp32");
+    bool mask_planned = false;
+    for (const auto& b : j["plan"]["buffers"])
+      if (b["name"] == "mask") mask_planned = b["bytes"] == 2 * 33 * 40 * 4;  // [B,H,Lq,Lkv] fp32
+    EXPECT_TRUE(mask_planned) << j["plan"].dump();
+  }
+  // The plain form the brief names, in q's dtype by default ("float" is read as additive).
+  CliResult plain = run(cat({"run", "--backend", "cpu.flash", "--mask", "float", "--mask-dtype", "fp32"}, kSmall));
+  EXPECT_EQ(plain.code, 0) << plain.err;
+  EXPECT_NE(plain.out.find("additive/broadcast/fp32"), std::string::npos) << plain.out;
+
+  const std::string d1 = dir_ + "/additive1", d2 = dir_ + "/additive2";
+  ASSERT_EQ(run(cat({"run", "--backend", "cpu.flash", "--dump", d1}, spec)).code, 0);
+  const attnscope::NpyArray m = attnscope::readNpy(d1 + "/mask.npy");
+  EXPECT_EQ(m.descr, "<f4");
+  EXPECT_EQ(m.shape, (std::vector<int64_t>{1, 2, 33, 40}));
+  CliResult back = run(cat({"run", "--backend", "cpu.reference", "--inputs", d1, "--dump", d2, "--seed", "5"}, spec));
+  ASSERT_EQ(back.code, 0) << back.err;
+  EXPECT_EQ(readFile(d1 + "/mask.npy"), readFile(d2 + "/mask.npy"));
+  // The same file is not a bf16 mask (it is fp32), nor a broadcast one.
+  const auto other = [&](const char* mask_dtype, const char* layout) {
+    return cat(kSmall, {"--dtype", "bf16", "--mask", "additive:0.5", "--mask-dtype", mask_dtype, "--mask-layout", layout,
+                        "--seq-kv", "40"});
+  };
+  expectUsageError(run(cat({"run", "--backend", "cpu.flash", "--inputs", d1}, other("bf16", "per_head"))),
+                   {"mask.npy", "not a bf16 value"});
+  expectUsageError(run(cat({"run", "--backend", "cpu.flash", "--inputs", d1}, other("fp32", "broadcast"))),
+                   {"mask.npy", "shape", "(1, 2, 33, 40)", "(1, 1, 33, 40)"});
+
+  expectUsageError(run(cat({"run", "--backend", "cpu.flash", "--dtype", "bf16", "--mask", "additive", "--mask-dtype", "fp16"}, kSmall)),
+                   {"mask_dtype", "fp16", "allowed: q, fp32, bf16"});
+  expectUsageError(run(cat({"run", "--backend", "cpu.flash", "--mask", "causal", "--mask-dtype", "fp32"}, kSmall)),
+                   {"mask_dtype", "only for an additive mask"});
+  expectUsageError(run(cat({"run", "--backend", "cpu.flash", "--mask", "additive", "--mask-dtype", "fp64"}, kSmall)),
+                   {"mask_dtype", "fp64", "q (the same as dtype), fp32, fp16, bf16"});
+  expectUsageError(run(cat({"run", "--backend", "cpu.flash", "--mask", "additive:2"}, kSmall)), {"mask", "(0, 1]"});
+  expectUsageError(run({"run", "--backend", "cpu.flash", "--head-dim", "513"}), {"head_dim", "1..512", "513"});
+  CliResult wide = run({"run", "--backend", "cpu.flash", "--json", "--heads", "1", "--seq", "17", "--head-dim", "512",
+                        "--mask", "additive"});
+  ASSERT_EQ(wide.code, 0) << wide.err;
+  EXPECT_TRUE(nlohmann::json::parse(wide.out)["accuracy"]["passed"].get<bool>());
+  // A sweep over the mask's dtype: q's dtype and fp32.
+  CliResult sweep = run(cat({"sweep", "--backends", "cpu.flash", "--dtype", "fp16", "--mask", "additive", "--mask-dtype",
+                             "q,fp32", "--reps", "1", "--warmup", "0"}, kSmall));
+  EXPECT_EQ(sweep.code, 0) << sweep.err;
+}
+
 namespace {
 std::vector<float> npyFloats(const std::string& path) {
   attnscope::NpyArray a = attnscope::readNpy(path);
