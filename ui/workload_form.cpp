@@ -36,7 +36,10 @@ QWidget* makeWidget(const SpecField& f, QWidget* parent) {
     case FieldWidget::open_choice: {
       auto* c = new QComboBox(parent);
       c->setEditable(f.widget == FieldWidget::open_choice);
-      for (std::string_view v : f.choices) c->addItem(qs(v));
+      // A choice's zero_text is a first item standing for the empty text, the default
+      // ("same as dtype" for mask_dtype); its item data is that empty text.
+      if (f.widget == FieldWidget::choice && !f.zero_text.empty()) c->addItem(qs(f.zero_text), QString(""));
+      for (std::string_view v : f.choices) c->addItem(qs(v), qs(v));
       w = c;
       break;
     }
@@ -62,7 +65,11 @@ void setWidgetText(QWidget* w, const QString& text) {
     const int v = text.toInt(&ok);
     if (ok) s->setValue(v);
   } else if (auto* c = qobject_cast<QComboBox*>(w)) {
-    c->setCurrentText(text);
+    // A fixed choice is found by its text as the parser reads it (the item data), so the empty
+    // text selects the zero_text item.
+    const int at = c->isEditable() ? -1 : c->findData(text);
+    if (at >= 0) c->setCurrentIndex(at);
+    else c->setCurrentText(text);
   } else if (auto* e = qobject_cast<QLineEdit*>(w)) {
     e->setText(text);
   }
@@ -117,7 +124,10 @@ WorkloadForm::WorkloadForm(QWidget* parent) : QWidget(parent) {
 QString WorkloadForm::textOf(const std::string& field) const {
   QWidget* w = widgetFor(field);
   if (auto* s = qobject_cast<QSpinBox*>(w)) return QString::number(s->value());
-  if (auto* c = qobject_cast<QComboBox*>(w)) return c->currentText().trimmed();
+  if (auto* c = qobject_cast<QComboBox*>(w)) {
+    if (!c->isEditable() && c->currentData().isValid()) return c->currentData().toString();
+    return c->currentText().trimmed();
+  }
   if (auto* e = qobject_cast<QLineEdit*>(w)) return e->text().trimmed();
   return {};
 }

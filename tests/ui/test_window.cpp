@@ -128,6 +128,63 @@ class TestWindow : public QObject {
              qPrintable(scale->placeholderText()));
   }
 
+  // The additive mask is one of the mask's suggestions and mask_dtype a field of its own: "same as
+  // dtype" (the default) or a dtype; a mask_dtype torch would refuse, or one without an additive
+  // mask, is highlighted and named, and disables Run.
+  void additiveMaskAndItsDTypeInTheForm() {
+    MainWindow w(dir_.filePath("additive.sqlite"));
+    w.setInteractive(false);
+    fillTinySweep(w, "1, 2", "16", 1);
+    WorkloadForm* form = w.workloadForm();
+    auto* mask = form->findChild<QComboBox*>("mask");
+    auto* mask_dtype = form->findChild<QComboBox*>("mask_dtype");
+    QVERIFY(mask && mask_dtype);
+    QVERIFY(mask->findText("additive") >= 0);
+    QVERIFY(mask->findText("additive:0.5") >= 0);
+    QCOMPARE(mask_dtype->itemText(0), QString("same as dtype"));
+    QCOMPARE(mask_dtype->currentText(), QString("same as dtype"));
+    for (const char* d : {"fp32", "fp16", "bf16"}) QVERIFY(mask_dtype->findText(d) >= 0);
+
+    QVERIFY(form->setFieldText("mask", "additive:0.5"));
+    QVERIFY(form->setFieldText("mask_dtype", "fp32"));
+    QCOMPARE(mask_dtype->currentText(), QString("fp32"));
+    QVERIFY(form->spec().mask.kind == MaskKind::additive);
+    QVERIFY(form->spec().mask_dtype == DType::fp32);
+    QVERIFY(w.runAction()->isEnabled());
+    QVERIFY(mask_dtype->styleSheet().isEmpty());
+
+    auto* message = form->findChild<QLabel*>("workloadMessage");
+    QVERIFY(form->setFieldText("dtype", "bf16"));
+    QVERIFY(form->setFieldText("mask_dtype", "fp16"));  // torch takes fp32 or q's dtype
+    QVERIFY(!w.runAction()->isEnabled());
+    QVERIFY(mask_dtype->styleSheet().contains("#f8d0d0"));
+    QVERIFY(message->text().contains("mask_dtype"));
+    QVERIFY2(mask_dtype->toolTip().contains("allowed: q, fp32, bf16"), qPrintable(mask_dtype->toolTip()));
+    QVERIFY(form->setFieldText("mask_dtype", ""));  // back to "same as dtype"
+    QCOMPARE(mask_dtype->currentText(), QString("same as dtype"));
+    QVERIFY(!form->spec().mask_dtype);
+    QVERIFY(w.runAction()->isEnabled());
+    QVERIFY(mask_dtype->styleSheet().isEmpty());
+
+    QVERIFY(form->setFieldText("mask_dtype", "bf16"));
+    QVERIFY(form->setFieldText("mask", "causal"));  // a mask_dtype without a float mask
+    QVERIFY(!w.runAction()->isEnabled());
+    QVERIFY(mask_dtype->styleSheet().contains("#f8d0d0"));
+    QVERIFY(message->text().contains("only for an additive mask"));
+
+    // A spec put into the form shows its mask_dtype, the default as "same as dtype".
+    WorkloadSpec s = form->spec();
+    s.mask = parseMask("additive").mask.value();
+    s.mask_dtype = std::nullopt;
+    form->setSpec(s);
+    QCOMPARE(mask_dtype->currentText(), QString("same as dtype"));
+    QVERIFY(w.runAction()->isEnabled());
+    s.mask_dtype = DType::fp32;
+    form->setSpec(s);
+    QCOMPARE(mask_dtype->currentText(), QString("fp32"));
+    QVERIFY(form->spec() == s);
+  }
+
   void formShowsSweptAndDerivedFields() {
     MainWindow w(dir_.filePath("form.sqlite"));
     w.setInteractive(false);
