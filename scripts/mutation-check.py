@@ -275,6 +275,26 @@ MUTANTS = [
     ("record-stderr-not-kept", "core/record/program_run.cpp",
      "          tail.append(buf, static_cast<size_t>(n));\n", "",
      "test_recording", "tests/record/test_recording", "ProgramRun.*"),
+    # Additive (float) masks and head_dim up to 512 (issue 20 #3).
+    ("reference-additive-bias-ignored", "core/check/reference.cpp",
+     "scores[j] = scores[j] * scale + bias;", "scores[j] = scores[j] * scale;",
+     "test_additive_mask", "tests/core/test_additive_mask", "*Naive*"),
+    ("reference-grad-additive-bias-ignored", "core/check/reference_grad.cpp",
+     "sc[j] = sc[j] * scale_ + bias(i, j);", "sc[j] = sc[j] * scale_;",
+     "test_cpu_train", "tests/cpu/test_cpu_train", "*"),
+    ("flash-additive-bias-in-natural-units", "kernels/cpu/cpu_flash_backend.cpp",
+     ": std::numbers::log2e_v<float>;\n", ": 1.0f;\n",
+     "test_cpu_accuracy", "tests/cpu/test_cpu_accuracy", "*additive*"),
+    ("flash-backward-additive-bias-dropped", "kernels/cpu/cpu_flash_backward.cpp",
+     "      if (additive)\n        addToFloat(", "      if (false)\n        addToFloat(",
+     "test_cpu_train", "tests/cpu/test_cpu_train", "*"),
+    ("mask-dtype-any-float-accepted", "core/spec/workload_spec.cpp",
+     "} else if (s.mask_dtype && *s.mask_dtype != DType::fp32 && *s.mask_dtype != s.dtype) {",
+     "} else if (false) {",
+     "test_additive_mask", "tests/core/test_additive_mask", "*MaskDType*"),
+    ("additive-mask-bytes-as-bool", "core/spec/workload_spec.cpp",
+     "(mask.kind == MaskKind::additive ? bytesPerElement(maskDType()) : 1)", "1",
+     "test_additive_mask", "tests/core/test_additive_mask", "*Bytes*"),
 ]
 
 
