@@ -91,10 +91,8 @@ void explainCall(SdpaExplanation& x) {
 
 void finishNotes(SdpaExplanation& x) {
   const auto& t = x.target;
-  if (t.device == TorchDevice::cpu && x.chosen == SdpaKernel::math && x.call.dtype == DType::fp16 &&
-      t.version < TorchVersion{2, 5, 0}) {
-    if (t.version.minor == 1) x.error = "CPU math in fp16 fails in 2.1: \"baddbmm_with_gemm\" not implemented for 'Half'";
-    else x.notes.push_back("CPU math in fp16 failed in 2.1.0 (\"baddbmm_with_gemm\" not implemented for 'Half'); not checked for this version");
+  if (x.chosen) {
+    if (auto e = sdpaRunError(*x.chosen, x.call, t)) x.error = *e;
   }
   if (t.device == TorchDevice::cuda) {
     const WheelFacts w = pypiWheel(t.version);
@@ -192,6 +190,14 @@ void addSuggestions(SdpaExplanation& x) {
 }
 
 }  // namespace
+
+std::optional<std::string> sdpaRunError(SdpaKernel kernel, const SdpaCall& call, const TorchTarget& t) {
+  // Measured with each release's wheel (scripts/measure_torch_release.sh): CPU math in fp16
+  // raises in 2.0 and 2.1; from 2.2 the CPU has a Half GEMM.
+  if (t.device == TorchDevice::cpu && kernel == SdpaKernel::math && call.dtype == DType::fp16 && t.version < TorchVersion{2, 2, 0})
+    return "CPU math in fp16 fails in torch " + t.version.text() + ": \"baddbmm_with_gemm\" not implemented for 'Half'";
+  return std::nullopt;
+}
 
 std::string SdpaExplanation::headline() const {
   if (!chosen) return "torch would raise: " + error;

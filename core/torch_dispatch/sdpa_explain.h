@@ -79,6 +79,10 @@ struct ForcedSdpa {
 };
 ForcedSdpa explainForcedSdpa(const WorkloadSpec& spec, const TorchTarget& target, SdpaKernel kernel);
 
+// Why running `kernel` on this call fails although the dispatch allows it (the CPU math path in
+// fp16 on releases without a Half GEMM), or nullopt.
+std::optional<std::string> sdpaRunError(SdpaKernel kernel, const SdpaCall& call, const TorchTarget& target);
+
 nlohmann::json toJson(const SdpaExplanation& x);
 
 }  // namespace attnscope::torch_dispatch

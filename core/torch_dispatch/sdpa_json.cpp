@@ -15,6 +15,8 @@ nlohmann::json targetJson(const TorchTarget& t) {
     j["cudnn"] = t.cudnn.text();
   } else {
     j["cpu_threads"] = t.cpu_threads;
+    j["cpu_amx_bf16"] = t.cpu_amx_bf16;
+    j["cpu_amx_fp16"] = t.cpu_amx_fp16;
   }
   j["allow_fp16_bf16_reduction_math"] = t.allow_fp16_bf16_reduction_math;
   j["requires_grad"] = t.requires_grad;

@@ -19,8 +19,19 @@ struct SdpaMemory {
   MemoryPlan plan;
   int64_t input_bytes = 0;          // q, k, v and the user's bool mask: allocated before the call
   std::vector<std::string> notes;   // what is not modelled or uncertain
-  int64_t peakBytes() const { return plan.peakBytes(); }
+  // Training (the target's requires_grad): the plan goes on past the forward. Its first
+  // forward_steps steps are the forward; the next one holds grad_output, made by the caller; the
+  // backward's steps follow. 0: the plan is the forward alone.
+  int forward_steps = 0;
+  int64_t peakBytes() const { return plan.peakBytes(); }  // the whole plan: forward, and backward when training
   int64_t extraBytes() const { return plan.peakBytes() - input_bytes; }  // what the call adds at its peak
+  bool hasBackward() const { return forward_steps > 0; }
+  int64_t forwardPeakBytes() const;
+  int64_t forwardExtraBytes() const { return forwardPeakBytes() - input_bytes; }
+  // Allocated beyond the inputs when the forward returns: its output and what autograd saved.
+  int64_t keptBytes() const;
+  // The backward's peak beyond what was allocated when it started (inputs, kept, grad_output).
+  int64_t backwardExtraBytes() const;
 };
 
 // How a causal_lower_right bias reaches the kernel (torch/nn/attention/bias.py, CausalBias._dispatch):

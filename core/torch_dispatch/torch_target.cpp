@@ -1,5 +1,8 @@
 #include "core/torch_dispatch/torch_target.h"
 
+#include <fstream>
+#include <sstream>
+
 #include <algorithm>
 #include <cctype>
 #include <charconv>
@@ -250,9 +253,30 @@ WheelFacts pypiWheel(const TorchVersion& v) {
   }
 }
 
+CpuAmx localCpuAmx() {
+  CpuAmx a;
+  std::ifstream f("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(f, line)) {
+    if (!line.starts_with("flags")) continue;
+    std::istringstream words(line);
+    for (std::string w; words >> w;) {
+      if (w == "amx_bf16") a.bf16 = true;
+      if (w == "amx_fp16") a.fp16 = true;
+    }
+    break;
+  }
+  return a;
+}
+
 std::string TorchTarget::describe() const {
   std::string s = "torch " + version.text() + ", ";
-  if (device == TorchDevice::cpu) return s + "CPU (" + std::to_string(cpu_threads) + " threads)";
+  if (device == TorchDevice::cpu) {
+    s += "CPU (" + std::to_string(cpu_threads) + " threads";
+    if (cpu_amx_bf16 || cpu_amx_fp16)
+      s += std::string(", AMX ") + (cpu_amx_bf16 ? "bf16" : "") + (cpu_amx_bf16 && cpu_amx_fp16 ? "+" : "") + (cpu_amx_fp16 ? "fp16" : "");
+    return s + ")";
+  }
   s += "CUDA " + capability.text();
   if (!gpu_name.empty()) s += " (" + gpu_name + ")";
   return s + ", built with CUDA " + std::to_string(cuda_major) + ", cuDNN " + cudnn.text();

@@ -108,10 +108,21 @@ struct TorchTarget {
   bool deterministic = false;                   // torch.use_deterministic_algorithms(True)
   bool requires_grad = false;                   // inputs require grad (training)
   int cpu_threads = 1;                          // torch.get_num_threads(), for CPU flash buffers
+  // The CPU's AMX tiles (cpublas::could_pack): with them the CPU flash forward packs K and V for
+  // bf16 (AMX-BF16) or fp16 (AMX-FP16) on large enough calls (2.7+), which adds buffers.
+  bool cpu_amx_bf16 = false;
+  bool cpu_amx_fp16 = false;
 
   bool operator==(const TorchTarget&) const = default;
   std::string describe() const;  // "torch 2.15.0, CUDA sm80 (A100), CUDA 13, cuDNN 9.26.0"
 };
+
+struct CpuAmx {
+  bool bf16 = false;
+  bool fp16 = false;
+};
+// This machine's AMX, from the flags amx_bf16 and amx_fp16 of /proc/cpuinfo (none elsewhere).
+CpuAmx localCpuAmx();
 
 // A target with the PyPI wheel's CUDA and cuDNN versions for that release.
 TorchTarget defaultTorchTarget(const TorchVersion& v, TorchDevice device, ComputeCapability cc = {8, 0});

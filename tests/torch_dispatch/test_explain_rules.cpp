@@ -93,9 +93,14 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"cpu 2.1 mask: math", "2.1", "cpu", f32, 8, 0, 512, 0, 64, "dense", K::math, K::flash, "cpu_flash.attn_mask"},
         Case{"cpu 2.1 no mask: flash", "2.1", "cpu", f32, 8, 0, 512, 0, 64, "none", K::flash},
         Case{"cpu 2.1 fp16: math", "2.1", "cpu", f16, 8, 0, 512, 0, 64, "none", K::math, K::flash, "cpu_flash.dtype"},
-        // 2.4.1 measured (170 cases of test_explain_torch): masks and fp16 already go to flash.
-        Case{"cpu 2.3 mask: math (assumed like 2.1)", "2.3", "cpu", f32, 8, 0, 512, 0, 64, "dense", K::math, K::flash,
-             "cpu_flash.attn_mask"},
+        // Measured with each wheel (scripts/measure_torch_release.sh): 2.2 is like 2.1; masks and
+        // fp16 go to flash from 2.3; enable_gqa from 2.9.
+        Case{"cpu 2.2 mask: math", "2.2", "cpu", f32, 8, 0, 512, 0, 64, "dense", K::math, K::flash, "cpu_flash.attn_mask"},
+        Case{"cpu 2.2 fp16: math", "2.2", "cpu", f16, 8, 0, 512, 0, 64, "none", K::math, K::flash, "cpu_flash.dtype"},
+        Case{"cpu 2.3 mask: flash", "2.3", "cpu", f32, 8, 0, 512, 0, 64, "dense", K::flash},
+        Case{"cpu 2.3 fp16: flash", "2.3", "cpu", f16, 8, 0, 512, 0, 64, "none", K::flash},
+        Case{"cpu 2.8 GQA: math", "2.8", "cpu", f32, 8, 2, 512, 0, 64, "none", K::math, K::flash, "cpu_flash.heads"},
+        Case{"cpu 2.9 GQA: flash", "2.9", "cpu", f32, 8, 2, 512, 0, 64, "none", K::flash},
         Case{"cpu 2.4 fp16 mask: flash", "2.4", "cpu", f16, 8, 0, 512, 0, 64, "dense", K::flash},
         Case{"cpu 2.5.1 mask: flash", "2.5.1", "cpu", f32, 8, 0, 512, 0, 64, "dense", K::flash},
         Case{"cpu 2.15 fp16 block mask: flash", "2.15", "cpu", f16, 8, 0, 512, 0, 64, "block:64", K::flash}));
