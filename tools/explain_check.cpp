@@ -101,7 +101,7 @@ int main(int argc, char** argv) {
   target.cpu_amx_bf16 = amx.bf16;
   target.cpu_amx_fp16 = amx.fp16;
 
-  const auto grid = explainGrid(grid_name == "wide" ? GridSize::wide : GridSize::quick, *version);
+  const auto grid = explainGrid(grid_name == "wide" ? GridSize::wide : GridSize::quick);
   nlohmann::json cases = nlohmann::json::array();
   for (size_t i = 0; i < grid.size(); ++i) cases.push_back(measureCaseJson(grid[i], *version, threads, i));
   const std::string in = d + "/cases.json", out = d + "/results.json";

@@ -38,7 +38,7 @@ std::string kernelName(const std::optional<SdpaKernel>& k) { return k ? std::str
 
 }  // namespace
 
-std::vector<GridCase> explainGrid(GridSize size, const TorchVersion& version) {
+std::vector<GridCase> explainGrid(GridSize size) {
   std::vector<GridCase> out;
   const auto& sh = shapes(size);
   const size_t per_combo = size == GridSize::wide ? 2 : 1;
@@ -73,7 +73,6 @@ std::vector<GridCase> explainGrid(GridSize size, const TorchVersion& version) {
             if (n % 3 == 0) out.push_back({w, SdpaKernel::math, train == 1});
             if (n % 5 == 0) out.push_back({w, SdpaKernel::flash, train == 1});
           }
-  (void)version;
   return out;
 }
 

@@ -30,8 +30,8 @@ struct GridCase {
 };
 
 enum class GridSize { quick, wide };
-// The cases, without the ones explain cannot express. cpu_threads: torch.set_num_threads.
-std::vector<GridCase> explainGrid(GridSize size, const TorchVersion& version);
+// The cases, without the ones the spec cannot express.
+std::vector<GridCase> explainGrid(GridSize size);
 
 // The case as scripts/sdpa_measure.py reads it.
 nlohmann::json measureCaseJson(const GridCase& c, const TorchVersion& version, int threads, size_t id);

@@ -14,7 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/torch_dispatch/sdpa_explain.h"
+#include "core/torch_dispatch/explain_grid.h"
 
 using namespace attnscope;
 using namespace attnscope::torch_dispatch;
@@ -33,20 +33,7 @@ std::string python() {
   return p;
 }
 
-struct GridCase {
-  WorkloadSpec spec;
-  std::optional<SdpaKernel> force;
-};
-
-nlohmann::json caseJson(const GridCase& g, const TorchVersion& v, size_t id) {
-  const SdpaCall c = sdpaCallFor(g.spec, v);
-  nlohmann::json j{{"id", id},           {"device", "cpu"},   {"B", c.batch},     {"H", c.q_heads},
-                   {"Hkv", c.kv_heads},  {"L", c.seq_q},      {"S", c.seq_kv},    {"D", c.head_dim},
-                   {"dtype", toString(c.dtype)}, {"mask", toString(c.mask)}, {"mask_shape", c.mask_shape},
-                   {"enable_gqa", c.enable_gqa}, {"threads", kThreads}};
-  if (g.force) j["force"] = toString(*g.force);
-  return j;
-}
+nlohmann::json caseJson(const GridCase& g, const TorchVersion& v, size_t id) { return measureCaseJson(g, v, kThreads, id); }
 
 // Runs the measuring script on the cases; returns torch's version and one result per case.
 nlohmann::json measure(const std::vector<nlohmann::json>& cases) {
