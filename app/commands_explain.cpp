@@ -119,11 +119,7 @@ ResolvedTarget resolveTarget(const Args& args) {
   if (args.value("cuda")) r.target.cuda_major = args.intValue("cuda", 12, 11);
   const int hw = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   r.target.cpu_threads = args.value("threads") ? args.intValue("threads", 1, 1) : probe && probe->cpu_threads > 0 ? probe->cpu_threads : hw;
-  if (device == TorchDevice::cpu) {  // the CPU flash pack path: this machine's AMX (/proc/cpuinfo)
-    const CpuAmx amx = localCpuAmx();
-    r.target.cpu_amx_bf16 = amx.bf16;
-    r.target.cpu_amx_fp16 = amx.fp16;
-  }
+  if (device == TorchDevice::cpu) applyLocalCpu(r.target);  // the CPU flash pack path: this machine's AMX
   r.target.env_cudnn_sdpa_enabled = envTrue("TORCH_CUDNN_SDPA_ENABLED");
   r.target.env_cudnn_sdpa_preferred = !envFalse("TORCH_CUDNN_SDPA_PREFERRED");
   r.target.env_cudnn_sdpa_deprioritized = envTrue("TORCH_CUDNN_SDPA_DEPRIORITIZED");

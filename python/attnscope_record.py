@@ -143,6 +143,18 @@ def clean(obj):
     return obj
 
 
+def cpu_amx():
+    """The AMX flags of this machine's CPU (/proc/cpuinfo): torch's CPU flash packs K and V with them."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    return sorted(set(line.split()) & {"amx_bf16", "amx_fp16"})
+    except OSError:
+        pass
+    return []
+
+
 def version_tuple(s):
     parts = []
     for piece in s.split("+")[0].split(".")[:2]:
@@ -1116,7 +1128,7 @@ class Recorder:
                 pass
         doc = {"format": FORMAT, "complete": final, "error": self.error}
         doc.update(self.header)
-        doc.update({"cuda_available": available, "cuda_devices": devices, "threads": threads,
+        doc.update({"cuda_available": available, "cuda_devices": devices, "threads": threads, "cpu_amx": cpu_amx(),
                     "started_unix_ms": self.started_ms, "updated_unix_ms": int(time.time() * 1000),
                     "calls_seen": self.calls_seen, "calls_dropped": self.calls_dropped,
                     "overhead_s": self.overhead, "program": self.program, "cwd": self.cwd,

@@ -24,8 +24,9 @@
 # still-warm machine) inside the 15 minutes of device time, machine start included. Everything
 # printed is also written to $OUT/gpu-check.log (with build.log and the overhead TSVs) so it comes
 # back even when the command is stopped at its time limit.
-# The explain check (scripts/explain_gpu_check.py; it also builds the attnscope binary) adds an
-# estimated 1-2 minutes; --skip-explain leaves it out.
+# The explain check (scripts/explain_gpu_check.py; it also builds the attnscope binary) and the
+# CUDA run of the releases' grid (tools/attnscope_explain_check --device cuda, 898 cases, written
+# to $OUT/explain-grid-cuda.md) add an estimated 2-4 minutes; --skip-explain leaves them out.
 #
 # Dependencies: .gpu-deps/ when present (static libraries: the binaries need nothing from it at run
 # time), else the system's packages; the script stops before configuring, naming what is missing.
@@ -194,7 +195,7 @@ configure=(cmake -S "$ROOT" -B "$BUILD" "${generator[@]}" -DCMAKE_BUILD_TYPE=Rel
 # gradients against float64, plan == allocation) and bench_cuda. --full builds everything.
 wanted=(test_cuda_host_logic test_cuda_train_host test_cuda_backward_serial test_cuda_registry test_cuda_backends test_cuda_train
         test_cuda_plan_sizes test_plan_buffers_cuda test_cupti_adapter test_cupti_unavailable
-        test_cupti_gpu bench_cuda attnscope)
+        test_cupti_gpu bench_cuda attnscope attnscope_explain_check)
 
 if ((dry_run)); then
   echo "# $dep_note"
@@ -305,6 +306,20 @@ if ((run_explain)); then
     timeout 240 python3 "$ROOT/scripts/explain_gpu_check.py" --attnscope "$BUILD/app/attnscope" "${explain_args[@]}" || status=1
   else
     echo "python3 with a CUDA-enabled torch not found; explain check skipped"
+  fi
+fi
+if ((run_explain)); then
+  # The CPU releases' grid (tools/attnscope_explain_check, issue 20) on this GPU: every CUDA rule
+  # and memory formula held against torch's own choice and the allocator's peaks, forward and
+  # training, so the [src] rules become measured the first time a GPU is lent.
+  section "explain grid on CUDA: attnscope_explain_check --device cuda (kernel and memory per case)"
+  if [[ ! -x $BUILD/tools/attnscope_explain_check ]]; then
+    echo "attnscope_explain_check not built; CUDA grid skipped"
+  elif python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' >/dev/null 2>&1; then
+    timeout 300 "$BUILD/tools/attnscope_explain_check" --python python3 --device cuda --grid wide --show 80 \
+        --markdown "$LOGDIR/explain-grid-cuda.md" --json "$LOGDIR/explain-grid-cuda.json" || status=1
+  else
+    echo "python3 with a CUDA-enabled torch not found; CUDA grid skipped"
   fi
 fi
 if ((run_explain)); then

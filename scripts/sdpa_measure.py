@@ -25,7 +25,8 @@ A result: {"id", "choice": torch._fused_sdp_choice's integer or null where torch
 Peak memory (shared reference §6): CPU, the profiler's memory events (peak of the running total
 minus its base); CUDA, max_memory_allocated() - memory_allocated() after reset_peak_memory_stats(),
 after one warm-up call (so cuBLAS/cuDNN workspaces are excluded and reported separately as
-"first_call_extra_bytes").
+"first_call_extra_bytes"), the kernel that ran from the CPU profiler's op names, and with
+requires_grad the same kept and backward figures from the allocator's counters.
 """
 import contextlib
 import json
@@ -208,6 +209,47 @@ def cuda_peak(fn):
     return peak
 
 
+def ops_of(fn):
+    """fn's value and the op events of one call under the CPU profiler (no memory events: on
+    CUDA the allocator's counters give the peaks)."""
+    from torch.profiler import ProfilerActivity, profile
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        value = fn()
+    return value, [{"name": e.name} for e in prof.events()]
+
+
+def run_cuda(c, res, q, k, v, call):
+    """Peaks from the caching allocator: the first call apart (cuBLAS/cuDNN workspaces), then a
+    warm call; with requires_grad also what the forward leaves allocated (kept) and the
+    backward's peak beyond what was allocated when it started."""
+    grad = bool(c.get("requires_grad"))
+    res["first_call_extra_bytes"] = cuda_peak(call)
+    if grad:
+        out = call()
+        out.backward(torch.ones_like(out))
+        for t in (q, k, v):
+            t.grad = None
+        del out
+    _, ops = ops_of(call)
+    res["ran"] = kernel_ran(ops)
+    torch.cuda.synchronize()
+    torch.cuda.reset_peak_memory_stats()
+    base = torch.cuda.memory_allocated()
+    out = call()
+    torch.cuda.synchronize()
+    res["extra_bytes"] = torch.cuda.max_memory_allocated() - base
+    if grad:
+        res["kept_bytes"] = torch.cuda.memory_allocated() - base
+        g = torch.ones_like(out)
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+        start = torch.cuda.memory_allocated()
+        out.backward(g)
+        torch.cuda.synchronize()
+        res["backward_extra_bytes"] = torch.cuda.max_memory_allocated() - start
+    del out
+
+
 def run_cpu(c, res, q, k, v, call):
     grad = bool(c.get("requires_grad"))
 
@@ -245,8 +287,7 @@ def run(c):
         call = lambda: F.scaled_dot_product_attention(q, k, v, **kwargs)  # noqa: E731
         with forced(c.get("force")):
             if c["device"] == "cuda":
-                res["first_call_extra_bytes"] = cuda_peak(call)
-                res["extra_bytes"] = cuda_peak(call)
+                run_cuda(c, res, q, k, v, call)
             else:
                 run_cpu(c, res, q, k, v, call)
     except Exception as e:  # a forced kernel that cannot run, an OOM: reported per case

@@ -6,8 +6,12 @@
 #   3. asan: the suite without CUDA and GUI under ASan+UBSan, stopping at the first report;
 #   4. tsan: the concurrency tests (ctest label tsan) under ThreadSanitizer;
 #   5. fuzz: each libFuzzer target in fuzz/ for FUZZ_SECONDS (default 45) from its seed corpus;
-#      any crash, leak or sanitizer report fails.
-# STAGES="cpu-only default asan tsan fuzz" picks stages; timings: docs/RELIABILITY.md.
+#      any crash, leak or sanitizer report fails;
+#   6. releases: `explain` held against real torch releases on the CPU
+#      (scripts/measure_torch_release.sh, the wide grid), for TORCH_RELEASES (default 2.3.1 and
+#      2.9.1: between them most of the CPU rule changes; 2.15 is the default stage's own torch);
+#      any case that disagrees fails.
+# STAGES="cpu-only default releases asan tsan fuzz" picks stages; timings: docs/RELIABILITY.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
@@ -19,7 +23,8 @@ export QT_QPA_PLATFORM=${QT_QPA_PLATFORM:-offscreen}
 ATTNSCOPE_TEST_PYTHON=$(bash scripts/torch-venv.sh)
 export ATTNSCOPE_TEST_PYTHON
 
-STAGES=${STAGES:-cpu-only default asan tsan fuzz}
+STAGES=${STAGES:-cpu-only default releases asan tsan fuzz}
+TORCH_RELEASES=${TORCH_RELEASES:-2.3.1 2.9.1}
 FUZZ_SECONDS=${FUZZ_SECONDS:-45}
 
 stage_start() {
@@ -98,12 +103,24 @@ fuzz_stage() {
   stage_end fuzz
 }
 
+# Uses the default stage's build (configured and built here when that stage did not run).
+releases_stage() {
+  stage_start "releases: explain against torch $TORCH_RELEASES on the CPU"
+  local r
+  for r in $TORCH_RELEASES; do
+    echo "=== releases: torch $r"
+    JOBS=$JOBS ATTNSCOPE_BUILD=build/test-default bash scripts/measure_torch_release.sh "$r" --show 60
+  done
+  stage_end releases
+}
+
 for stage in $STAGES; do
   case $stage in
     cpu-only | default) plain_config "$stage" ;;
     asan) asan_stage ;;
     tsan) tsan_stage ;;
     fuzz) fuzz_stage ;;
-    *) echo "unknown stage '$stage' (allowed: cpu-only default asan tsan fuzz)" >&2; exit 2 ;;
+    releases) releases_stage ;;
+    *) echo "unknown stage '$stage' (allowed: cpu-only default releases asan tsan fuzz)" >&2; exit 2 ;;
   esac
 done

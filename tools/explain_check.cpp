@@ -1,12 +1,13 @@
 // attnscope_explain_check: holds `attnscope explain` against one real torch release on the CPU.
-//   attnscope_explain_check --python PY [--grid wide|quick] [--threads N] [--show N]
-//                           [--markdown FILE] [--json FILE]
-// Asks PY's torch for its version, builds the grid (core/torch_dispatch/explain_grid.h), runs it
-// through scripts/sdpa_measure.py, and prints per kernel and pass how many cases agree: the
-// kernel torch ran (and torch._fused_sdp_choice where the release has one) in every case, and
-// memory within kGridToleranceBytes (forward peak; with training also what the forward keeps
-// and the backward's peak). Exit 0: every case agrees; 1: some disagree (listed); 2: bad
-// arguments; 3: PY has no torch, or a torch outside the explainer's range.
+//   attnscope_explain_check --python PY [--device cpu|cuda] [--grid wide|quick] [--threads N]
+//                           [--show N] [--markdown FILE] [--json FILE]
+// Asks PY's torch for its version (and, with --device cuda, its GPU, CUDA and cuDNN), builds the
+// grid (core/torch_dispatch/explain_grid.h), runs it through scripts/sdpa_measure.py, and prints
+// per kernel and pass how many cases agree: the kernel torch ran (and torch._fused_sdp_choice
+// where the release has one) in every case, and memory within kGridToleranceBytes on the CPU,
+// kGridCudaToleranceBytes on CUDA (forward peak; with training also what the forward keeps and
+// the backward's peak). Exit 0: every case agrees; 1: some disagree (listed); 2: bad arguments;
+// 3: PY has no torch, a torch outside the explainer's range, or (cuda) no usable GPU.
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
@@ -28,8 +29,8 @@ namespace {
 
 int usage(const std::string& why) {
   std::cerr << "attnscope_explain_check: " << why << "\n"
-            << "usage: attnscope_explain_check --python PY [--grid wide|quick] [--threads N] [--show N]\n"
-               "                               [--markdown FILE] [--json FILE]\n";
+            << "usage: attnscope_explain_check --python PY [--device cpu|cuda] [--grid wide|quick] [--threads N]\n"
+               "                               [--show N] [--markdown FILE] [--json FILE]\n";
   return 2;
 }
 
@@ -54,7 +55,7 @@ struct Group {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string python, markdown, json_out, grid_name = "wide";
+  std::string python, markdown, json_out, grid_name = "wide", device_name = "cpu";
   int threads = 2, show = 40;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -65,6 +66,7 @@ int main(int argc, char** argv) {
     try {
       if (a == "--python") python = value("--python");
       else if (a == "--grid") grid_name = value("--grid");
+      else if (a == "--device") device_name = value("--device");
       else if (a == "--threads") threads = std::stoi(value("--threads"));
       else if (a == "--show") show = std::stoi(value("--show"));
       else if (a == "--markdown") markdown = value("--markdown");
@@ -78,6 +80,8 @@ int main(int argc, char** argv) {
   if (python.empty()) return usage("--python is required (a Python with torch; scripts/torch-release-venv.sh X.Y.Z makes one)");
   if (grid_name != "wide" && grid_name != "quick") return usage("--grid must be wide or quick (got '" + grid_name + "')");
   if (threads < 1 || threads > 256) return usage("--threads must be in 1..256");
+  if (device_name != "cpu" && device_name != "cuda") return usage("--device must be cpu or cuda (got '" + device_name + "')");
+  const TorchDevice device = device_name == "cuda" ? TorchDevice::cuda : TorchDevice::cpu;
 
   char dir_template[] = "/tmp/attnscope-explain-check-XXXXXX";
   const char* dir = mkdtemp(dir_template);
@@ -97,13 +101,44 @@ int main(int argc, char** argv) {
   }
   TorchTarget target = defaultTorchTarget(*version, TorchDevice::cpu);
   target.cpu_threads = threads;
-  const CpuAmx amx = localCpuAmx();  // torch runs here: its CPU flash packs for this CPU's AMX
-  target.cpu_amx_bf16 = amx.bf16;
-  target.cpu_amx_fp16 = amx.fp16;
+  applyLocalCpu(target);  // torch runs here: its CPU flash packs for this CPU's AMX
+  std::string gpu_text;
+  if (device == TorchDevice::cuda) {
+    // The GPU torch sees (device 0) and the CUDA and cuDNN its build carries.
+    const std::string gpu_file = d + "/gpu.txt";
+    const std::string probe =
+        "import torch\n"
+        "assert torch.cuda.is_available(), 'torch.cuda.is_available() is False'\n"
+        "p = torch.cuda.get_device_properties(0)\n"
+        "print('%d.%d' % (p.major, p.minor)); print(p.name); print(torch.version.cuda or '')\n"
+        "print(torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else '')\n";
+    std::ofstream(d + "/gpu.py") << probe;
+    if (std::system((shellQuoted(python) + " " + shellQuoted(d + "/gpu.py") + " > " + shellQuoted(gpu_file) + " 2>&1").c_str()) != 0) {
+      std::cerr << "attnscope_explain_check: no usable GPU in " << python << "'s torch:\n" << slurp(gpu_file);
+      return 3;
+    }
+    std::istringstream lines(slurp(gpu_file));
+    std::string cc, name, cuda, cudnn;
+    std::getline(lines, cc);
+    std::getline(lines, name);
+    std::getline(lines, cuda);
+    std::getline(lines, cudnn);
+    const auto gpu = parseGpu(cc);
+    if (!gpu) {
+      std::cerr << "attnscope_explain_check: the explainer does not know compute capability " << cc << " (" << name << ")\n";
+      return 3;
+    }
+    target = defaultTorchTarget(*version, TorchDevice::cuda, gpu->capability);
+    target.gpu_name = name;
+    if (auto c = parseCudnnVersion(cudnn)) target.cudnn = *c;
+    if (int major = std::atoi(cuda.c_str()); major > 0) target.cuda_major = major;
+    gpu_text = " " + name + " (sm" + std::to_string(gpu->capability.number()) + ", CUDA " + cuda + ", cuDNN " + cudnn + ")";
+  }
+  const int64_t tolerance = device == TorchDevice::cuda ? kGridCudaToleranceBytes : kGridToleranceBytes;
 
   const auto grid = explainGrid(grid_name == "wide" ? GridSize::wide : GridSize::quick);
   nlohmann::json cases = nlohmann::json::array();
-  for (size_t i = 0; i < grid.size(); ++i) cases.push_back(measureCaseJson(grid[i], *version, threads, i));
+  for (size_t i = 0; i < grid.size(); ++i) cases.push_back(measureCaseJson(grid[i], *version, threads, i, device));
   const std::string in = d + "/cases.json", out = d + "/results.json";
   std::ofstream(in) << cases.dump();
   std::cerr << "attnscope_explain_check: torch " << version_text << ", " << grid.size() << " cases through sdpa_measure.py\n";
@@ -132,7 +167,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> failures;
   for (size_t i = 0; i < grid.size(); ++i) {
     const GridPrediction p = predictGridCase(grid[i], target);
-    const GridVerdict v = compareGridCase(grid[i], p, measured["results"][i]);
+    const GridVerdict v = compareGridCase(grid[i], p, measured["results"][i], tolerance);
     std::string key = (p.kernel ? std::string(toString(*p.kernel)) : std::string("raises")) + " | " +
                       (grid[i].training ? "train" : "forward") + " | " + (grid[i].force ? "forced" : "chosen");
     for (Group* g : {&groups[key], &all}) {
@@ -148,8 +183,9 @@ int main(int argc, char** argv) {
   const time_t now = time(nullptr);
   strftime(date, sizeof date, "%Y-%m-%d", gmtime(&now));
   std::ostringstream table;
-  table << "torch " << version_text << " on the CPU (" << threads << " threads), " << grid.size() << " cases (" << grid_name
-        << " grid), measured " << date << " in " << seconds << " s; memory tolerance " << kGridToleranceBytes << " B\n\n"
+  table << "torch " << version_text << (device == TorchDevice::cuda ? " on CUDA" + gpu_text : " on the CPU (" + std::to_string(threads) + " threads)")
+        << ", " << grid.size() << " cases (" << grid_name << " grid), measured " << date << " in " << seconds
+        << " s; memory tolerance " << tolerance << " B\n\n"
         << "| explain predicts | pass | kernel | cases | kernel agrees | memory agrees | largest difference (B) |\n"
         << "|---|---|---|---:|---:|---:|---:|\n";
   for (const auto& [key, g] : groups) {

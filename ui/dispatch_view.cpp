@@ -147,6 +147,7 @@ std::optional<TorchTarget> DispatchView::target() const {
   if (gpu == "cpu") {
     t = defaultTorchTarget(*version, TorchDevice::cpu);
     t.cpu_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    applyLocalCpu(t);
   } else {
     auto parsed = parseGpu(gpu);
     if (!parsed) return std::nullopt;

@@ -97,9 +97,14 @@ RecordedWorkload recordedWorkload(const RecordedCall& c, const TorchVersion& ver
                           call.mask_shape[1] == call.q_heads && call.mask_shape[2] == call.seq_q &&
                           call.batch * call.q_heads > 1;
     s.mask_layout = per_head ? MaskLayout::per_head : MaskLayout::broadcast;
-    if (c.mask.kind == "float")
-      w.notes.push_back("a float mask is explained as a bool mask of the same shape (the rules were measured with bool "
-                        "masks; a float mask skips torch's bool -> float conversion)");
+    if (c.mask.kind == "float") {
+      // An additive mask: added as it is. The recording does not carry its float type.
+      call.mask = SdpaMaskPassing::float_tensor;
+      call.mask_dtype = call.dtype;
+      s.mask.kind = MaskKind::additive;
+      w.notes.push_back("a float mask is priced in q's dtype (" + std::string(toString(call.dtype)) +
+                        "); the recording does not say its type");
+    }
     const bool spec_shape = call.mask_shape == std::vector<int64_t>{1, 1, call.seq_q, call.seq_kv} ||
                             call.mask_shape == std::vector<int64_t>{call.seq_q, call.seq_kv} || per_head;
     if (!spec_shape)
@@ -134,6 +139,11 @@ std::optional<TorchTarget> recordedTarget(const Recording& r, std::string* probl
   TorchTarget t = defaultTorchTarget(*v, cuda ? TorchDevice::cuda : TorchDevice::cpu);
   if (auto it = r.torch.find("threads"); it != r.torch.end() && it->is_number_integer() && it->get<int>() > 0)
     t.cpu_threads = it->get<int>();
+  if (auto it = r.torch.find("cpu_amx"); it != r.torch.end() && it->is_array())  // the recording machine's AMX
+    for (const auto& f : *it) {
+      if (f == "amx_bf16") t.cpu_amx_bf16 = true;
+      if (f == "amx_fp16") t.cpu_amx_fp16 = true;
+    }
   if (cuda) {
     if (auto d = r.torch.find("cuda_devices"); d != r.torch.end() && d->is_array() && !d->empty() && (*d)[0].is_object()) {
       const auto& dev = (*d)[0];

@@ -30,7 +30,8 @@ struct MaskCase {
 };
 const std::vector<MaskCase> kMasks{{"none", MaskLayout::broadcast},      {"causal", MaskLayout::broadcast},
                                    {"dense", MaskLayout::broadcast},     {"dense:0.5", MaskLayout::per_head},
-                                   {"window:16", MaskLayout::broadcast}, {"block:8", MaskLayout::broadcast}};
+                                   {"window:16", MaskLayout::broadcast}, {"block:8", MaskLayout::broadcast},
+                                   {"additive", MaskLayout::broadcast},  {"additive:0.5", MaskLayout::per_head}};
 
 const DType kDTypes[] = {DType::fp32, DType::fp16, DType::bf16};
 
@@ -63,6 +64,8 @@ std::vector<GridCase> explainGrid(GridSize size) {
             w.dtype = kDTypes[di];
             w.mask = *parseMask(kMasks[mi].mask).mask;
             w.mask_layout = kMasks[mi].layout;
+            // Additive masks alternate between q's dtype and fp32 (the two torch accepts).
+            if (w.mask.kind == MaskKind::additive && w.dtype != DType::fp32 && (pick + train) % 2 == 1) w.mask_dtype = DType::fp32;
             w.pass = train ? Pass::train : Pass::forward;
             if (!validate(w).empty()) continue;  // block needs Lq == Lkv; head_dim beyond the spec's limit
             GridCase c{w, std::nullopt, train == 1};
@@ -76,10 +79,10 @@ std::vector<GridCase> explainGrid(GridSize size) {
   return out;
 }
 
-nlohmann::json measureCaseJson(const GridCase& g, const TorchVersion& version, int threads, size_t id) {
+nlohmann::json measureCaseJson(const GridCase& g, const TorchVersion& version, int threads, size_t id, TorchDevice device) {
   const SdpaCall c = sdpaCallFor(g.spec, version);
   nlohmann::json j{{"id", id},
-                   {"device", "cpu"},
+                   {"device", device == TorchDevice::cuda ? "cuda" : "cpu"},
                    {"B", c.batch},
                    {"H", c.q_heads},
                    {"Hkv", c.kv_heads},
@@ -93,6 +96,7 @@ nlohmann::json measureCaseJson(const GridCase& g, const TorchVersion& version, i
                    {"enable_gqa", c.enable_gqa},
                    {"threads", threads},
                    {"requires_grad", g.training}};
+  if (c.hasFloatMask()) j["mask_dtype"] = toString(c.mask_dtype);
   if (g.force) j["force"] = toString(*g.force);
   return j;
 }
@@ -132,7 +136,7 @@ GridPrediction predictGridCase(const GridCase& g, const TorchTarget& target) {
   return p;
 }
 
-GridVerdict compareGridCase(const GridCase& g, const GridPrediction& p, const nlohmann::json& r) {
+GridVerdict compareGridCase(const GridCase& g, const GridPrediction& p, const nlohmann::json& r, int64_t tolerance) {
   GridVerdict v;
   const bool measured_error = r.contains("error");
   if (measured_error || !p.kernel) {
@@ -164,7 +168,7 @@ GridVerdict compareGridCase(const GridCase& g, const GridPrediction& p, const nl
     const int64_t measured = r[key].get<int64_t>();
     const int64_t diff = std::llabs(measured - predicted);
     v.worst_diff = std::max(v.worst_diff, diff);
-    if (diff > kGridToleranceBytes) {
+    if (diff > tolerance) {
       v.memory_ok = false;
       problem += std::string(problem.empty() ? "" : "; ") + key + ": measured " + std::to_string(measured) + " predicted " +
                  std::to_string(predicted) + " (" + (measured > predicted ? "+" : "") + std::to_string(measured - predicted) + ")";

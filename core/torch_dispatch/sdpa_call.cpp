@@ -16,6 +16,7 @@ std::string_view toString(SdpaMaskPassing m) {
     case SdpaMaskPassing::is_causal: return "is_causal";
     case SdpaMaskPassing::causal_lower_right: return "causal_lower_right";
     case SdpaMaskPassing::bool_tensor: return "bool_tensor";
+    case SdpaMaskPassing::float_tensor: return "float_tensor";
   }
   return "?";
 }
@@ -26,6 +27,8 @@ int64_t SdpaCall::maskNumel() const {
   for (int64_t d : mask_shape) n *= d;
   return n;
 }
+
+int64_t SdpaCall::maskBytes() const { return maskNumel() * (hasFloatMask() ? bytesPerElement(mask_dtype) : 1); }
 
 std::string SdpaCall::describe() const {
   std::string s = "q " + shapeText({batch, q_heads, seq_q, head_dim}) + " " + std::string(toString(dtype)) +
@@ -39,6 +42,9 @@ std::string SdpaCall::describe() const {
       s += ", attn_mask=causal_lower_right(" + std::to_string(seq_q) + ", " + std::to_string(seq_kv) + ")";
       break;
     case SdpaMaskPassing::bool_tensor: s += ", attn_mask bool " + shapeText(mask_shape); break;
+    case SdpaMaskPassing::float_tensor:
+      s += ", attn_mask " + std::string(toString(mask_dtype)) + " " + shapeText(mask_shape) + " (additive)";
+      break;
   }
   if (enable_gqa) s += ", enable_gqa=True";
   return s;
@@ -50,7 +56,8 @@ std::string SdpaCall::pythonCall() const {
     case SdpaMaskPassing::none: break;
     case SdpaMaskPassing::is_causal: s += ", is_causal=True"; break;
     case SdpaMaskPassing::causal_lower_right: s += ", attn_mask=causal_lower_right(Lq, Lkv)"; break;
-    case SdpaMaskPassing::bool_tensor: s += ", attn_mask=mask"; break;
+    case SdpaMaskPassing::bool_tensor:
+    case SdpaMaskPassing::float_tensor: s += ", attn_mask=mask"; break;
   }
   if (enable_gqa) s += ", enable_gqa=True";
   return s + ")";
@@ -93,6 +100,11 @@ SdpaCall sdpaCallFor(const WorkloadSpec& spec, const TorchVersion& version) {
     case MaskKind::dense:
       c.mask = SdpaMaskPassing::bool_tensor;
       c.mask_shape = layout;
+      break;
+    case MaskKind::additive:
+      c.mask = SdpaMaskPassing::float_tensor;
+      c.mask_shape = layout;
+      c.mask_dtype = spec.maskDType();
       break;
   }
   return c;

@@ -70,7 +70,9 @@ void explainCall(SdpaExplanation& x) {
       }
       x.verdicts.push_back(std::move(v));
     }
-    x.notes.push_back("causal_lower_right dispatch read from torch/nn/attention/bias.py of the 2.15 wheel; assumed the same since 2.3");
+    x.notes.push_back(t.device == TorchDevice::cpu
+                          ? "causal_lower_right on the CPU: a materialised bool mask through SDPA (measured on every release 2.3-2.15)"
+                          : "causal_lower_right dispatch read from torch/nn/attention/bias.py of the 2.15 wheel; assumed the same since 2.3");
     if (x.chosen) {
       x.order = {{SdpaKernel::flash, SdpaKernel::efficient}, "causal_lower_right bias: flash, then efficient, else a materialised mask",
                  "torch/nn/attention/bias.py [bin]", {}};
@@ -194,6 +196,12 @@ void addSuggestions(SdpaExplanation& x) {
 std::optional<std::string> sdpaRunError(SdpaKernel kernel, const SdpaCall& call, const TorchTarget& t) {
   // Measured with each release's wheel (scripts/measure_torch_release.sh): CPU math in fp16
   // raises in 2.0 and 2.1; from 2.2 the CPU has a Half GEMM.
+  // validate_sdpa_input: a float mask in q's dtype, or (from 2.4) fp32 (measured on 2.3.1 and 2.4.1).
+  if (call.hasFloatMask() && call.mask_dtype != call.dtype && t.version < TorchVersion{2, 4, 0})
+    return "Expected attn_mask dtype to be bool or to match query dtype, but got attn_mask.dtype: " +
+           std::string(call.mask_dtype == DType::fp32 ? "float" : call.mask_dtype == DType::fp16 ? "c10::Half" : "c10::BFloat16") +
+           " and  query.dtype: " + (call.dtype == DType::fp32 ? "float" : call.dtype == DType::fp16 ? "c10::Half" : "c10::BFloat16") +
+           " instead.";
   if (t.device == TorchDevice::cpu && kernel == SdpaKernel::math && call.dtype == DType::fp16 && t.version < TorchVersion{2, 2, 0})
     return "CPU math in fp16 fails in torch " + t.version.text() + ": \"baddbmm_with_gemm\" not implemented for 'Half'";
   return std::nullopt;

@@ -111,7 +111,9 @@ struct Builder {
     const int64_t ec = bytesPerElement(cdt);
     const bool gqa = call.enable_gqa && z.Hkv != z.Hq;
     std::vector<size_t> dying;  // made by the forward, not saved for the backward
-    if (has_mask) dying.push_back(convertMask(mask_numel, z.e, call.dtype, "bool mask"));
+    // A bool mask becomes q's dtype; a float mask is added as it is, in its own dtype.
+    if (has_mask && !call.hasFloatMask()) dying.push_back(convertMask(mask_numel, z.e, call.dtype, "bool mask"));
+    const DType mdt = call.hasFloatMask() ? call.mask_dtype : call.dtype;
     size_t q32 = SIZE_MAX, k32 = SIZE_MAX, v32 = SIZE_MAX;
     if (upcast) {
       p.step("fp32 copies of q, k, v");
@@ -145,9 +147,15 @@ struct Builder {
                                  : p.transient("k·√scale " + dt(cdt), kbytes);
     const size_t scores = p.alloc("scores " + dt(cdt) + " [B,H,L,S]", z.N() * ec, BufferRole::workspace);
     if (cuda()) p.alloc("cuBLAS workspace", cublasWorkspaceBytes(t), BufferRole::library);
-    if (has_mask && ec != z.e) {
+    if (has_mask && cdt == DType::fp32 && mdt != DType::fp32) {
       p.step("scores += mask");
       p.transient("mask copy fp32 (add_ into fp32 scores)", mask_numel * 4);
+    } else if (has_mask && cdt != DType::fp32 && mdt == DType::fp32) {
+      // An fp32 mask into half scores (2.4: no upcast yet): add_ computes in fp32 through a copy
+      // of the scores and an fp32 result, then casts back (measured on 2.4.1).
+      p.step("scores += fp32 mask");
+      p.transient("scores copy fp32 (add_ with an fp32 mask)", z.N() * 4);
+      p.transient("add_ result fp32", z.N() * 4);
     }
     p.step("softmax");
     size_t attn = SIZE_MAX;  // the attention weights attn·v reads (and autograd saves)
@@ -240,7 +248,7 @@ struct Builder {
   void cpuFlash(bool has_mask, int64_t mask_numel) {
     std::vector<size_t> dying;
     // The kernel keeps the converted mask for its backward.
-    const size_t conv = has_mask ? convertMask(mask_numel, z.e, call.dtype, "bool mask") : SIZE_MAX;
+    const size_t conv = has_mask && !call.hasFloatMask() ? convertMask(mask_numel, z.e, call.dtype, "bool mask") : SIZE_MAX;
     p.step("flash kernel (CPU)");
     const int64_t T = std::max(1, t.cpu_threads);
     const int64_t qsplit = cpuFlashQSplit(z.L), kvs = cpuFlashKvSplit(z.S);
@@ -269,6 +277,10 @@ struct Builder {
     const int64_t ekvs = pack && kvs % 2 ? kvs + 1 : kvs;
     if (call.dtype != DType::fp32)
       p.transient("per-thread buffer " + dt(call.dtype) + " T·qS·kvS", T * qsplit * ekvs * z.e);
+    // 2.3's kernel reads the mask in fp32 for bf16/fp16 inputs: a copy, forward and backward
+    // (measured on 2.3.1; 2.4 reads it in its own type).
+    const bool mask_fp32_copy = has_mask && call.dtype != DType::fp32 && t.version >= V(3) && t.version < V(4);
+    if (mask_fp32_copy) p.transient("mask copy fp32 (2.3)", mask_numel * 4);
     if (pack) {
       const int64_t tail = (z.S - 1) % kvs + 1;
       const int64_t kv_pad = (z.S - 1) / kvs * ekvs + (tail % 2 ? tail + 1 : tail);
@@ -289,6 +301,7 @@ struct Builder {
     p.transient("per-thread buffer fp32 T·2·qS·kvS (attn, grad_attn)", T * 2 * qsplit * kvs * 4);
     if (call.dtype != DType::fp32) p.transient("per-thread buffer " + dt(call.dtype) + " T·2·qS·kvS", T * 2 * qsplit * kvs * z.e);
     p.transient("dsum fp32 [qS] (the calling thread's; other threads' are not seen by the profiler)", qsplit * 4);
+    if (mask_fp32_copy) p.transient("mask copy fp32 (2.3)", mask_numel * 4);
     p.free(lse);
     p.free(conv);
     // AccumulateGrad copies each gradient from the kernel's [B,L,H,D] layout to the input's
@@ -307,17 +320,18 @@ struct Builder {
   void efficient(bool has_mask, int64_t mask_numel, const std::vector<int64_t>& mask_shape) {
     const auto& v = t.version;
     if (has_mask) {
-      convertMask(mask_numel, z.e, call.dtype, "bool mask");
+      if (!call.hasFloatMask()) convertMask(mask_numel, z.e, call.dtype, "bool mask");
+      const int64_t me = call.hasFloatMask() ? bytesPerElement(call.mask_dtype) : z.e;
       const int64_t S = mask_shape.back();
       if (v < V(2)) {
         if (S % 16 != 0) {
           p.step("pad expanded mask [B,H,L,S] to a multiple of 16 columns (2.1)");
-          p.alloc("padded mask " + dt(call.dtype) + " [B,H,L,S16]", z.B * z.Hq * z.L * roundUp(S, 16) * z.e, BufferRole::workspace);
+          p.alloc("padded mask [B,H,L,S16]", z.B * z.Hq * z.L * roundUp(S, 16) * me, BufferRole::workspace);
           m.notes.push_back("2.1's mask padding (expand, then pad to 16) is reconstructed from PR #114173's diff, not the release tree; 2.1.2 may already pad only the unexpanded mask");
         }
       } else if (S % 8 != 0) {
         p.step("pad mask to a multiple of 8 columns");
-        p.alloc("padded mask " + dt(call.dtype), mask_numel / S * (S + 8 - S % 8) * z.e, BufferRole::workspace);
+        p.alloc("padded mask", mask_numel / S * (S + 8 - S % 8) * me, BufferRole::workspace);
       }
     }
     p.step("efficient kernel");
@@ -347,7 +361,7 @@ struct Builder {
   }
 
   void cudnn(bool has_mask, int64_t mask_numel) {
-    if (has_mask) convertMask(mask_numel, z.e, call.dtype, "bool mask");
+    if (has_mask && !call.hasFloatMask()) convertMask(mask_numel, z.e, call.dtype, "bool mask");
     p.step("cudnn kernel");
     p.alloc("output " + dt(call.dtype) + " [B,H,L,Dv]", z.B * z.Hq * z.L * z.Dv * z.e, BufferRole::output);
     if (t.requires_grad) p.alloc("stats fp32 [B,H,L,1]", z.B * z.Hq * z.L * 4, BufferRole::workspace);
@@ -381,8 +395,9 @@ SdpaMemory sdpaMemory(SdpaKernel kernel, const SdpaCall& call, const TorchTarget
   int64_t mask_numel = call.maskNumel();
   std::vector<int64_t> mask_shape = call.mask_shape;
   if (has_mask) {
-    p.alloc("attn_mask bool (input)", mask_numel, BufferRole::mask);
-    m.input_bytes += mask_numel;
+    p.alloc(call.hasFloatMask() ? "attn_mask " + dt(call.mask_dtype) + " (input, additive)" : "attn_mask bool (input)",
+            call.maskBytes(), BufferRole::mask);
+    m.input_bytes += call.maskBytes();
   }
   if (materialised) {
     p.step("causal_lower_right materialises a bool [Lq,Lkv] mask");

@@ -269,6 +269,12 @@ CpuAmx localCpuAmx() {
   return a;
 }
 
+void applyLocalCpu(TorchTarget& t) {
+  const CpuAmx amx = localCpuAmx();
+  t.cpu_amx_bf16 = amx.bf16;
+  t.cpu_amx_fp16 = amx.fp16;
+}
+
 std::string TorchTarget::describe() const {
   std::string s = "torch " + version.text() + ", ";
   if (device == TorchDevice::cpu) {

@@ -123,6 +123,9 @@ struct CpuAmx {
 };
 // This machine's AMX, from the flags amx_bf16 and amx_fp16 of /proc/cpuinfo (none elsewhere).
 CpuAmx localCpuAmx();
+// Sets t's CPU facts that the explainer reads (AMX) to this machine's: for targets that describe
+// torch running here (the worker, `explain` on the CPU, the Dispatch view's "cpu").
+void applyLocalCpu(TorchTarget& t);
 
 // A target with the PyPI wheel's CUDA and cuDNN versions for that release.
 TorchTarget defaultTorchTarget(const TorchVersion& v, TorchDevice device, ComputeCapability cc = {8, 0});

@@ -55,6 +55,7 @@ std::optional<td::TorchTarget> targetFor(const TorchHello& h, bool cuda, std::st
   if (!cuda) {
     t = td::defaultTorchTarget(*version, td::TorchDevice::cpu);
     t.cpu_threads = h.threads > 0 ? h.threads : 1;
+    td::applyLocalCpu(t);  // the worker runs on this machine: its CPU flash packs for this CPU's AMX
     return t;
   }
   auto gpu = detectedGpu(h, why);

@@ -3,6 +3,8 @@
 // taken for this explainer. "extra" is what the call allocates at its peak beyond the caller's
 // q, k, v and mask: the profiler's peak of the running total minus its base (reference §6.2).
 // The 4-byte scalar tensors torch allocates (scalar_tensor) are not modelled: tolerance 16 bytes.
+#include <optional>
+
 #include <gtest/gtest.h>
 
 #include "core/torch_dispatch/sdpa_explain.h"
@@ -22,6 +24,13 @@ WorkloadSpec spec(int64_t heads, int64_t seq, int64_t d, DType dt, MaskKind mask
   return s;
 }
 
+// An additive (float) mask [1,1,64,64] on B1 H2 L64 D16, in mask_dtype (empty: q's dtype).
+WorkloadSpec additive(DType dt, std::optional<DType> mask_dtype) {
+  WorkloadSpec s = spec(2, 64, 16, dt, MaskKind::additive);
+  s.mask_dtype = mask_dtype;
+  return s;
+}
+
 TorchTarget cpu(TorchVersion v, int threads = 2) {
   auto t = defaultTorchTarget(v, TorchDevice::cpu);
   t.cpu_threads = threads;
@@ -34,7 +43,7 @@ int64_t forcedExtra(const WorkloadSpec& s, const TorchTarget& t, SdpaKernel k) {
   return f.memory.extraBytes();
 }
 
-constexpr TorchVersion v2_1{2, 1, 0}, v2_5_1{2, 5, 1}, v2_15{2, 15, 0};
+constexpr TorchVersion v2_1{2, 1, 0}, v2_3_1{2, 3, 1}, v2_4_1{2, 4, 1}, v2_5_1{2, 5, 1}, v2_15{2, 15, 0};
 
 }  // namespace
 
@@ -79,7 +88,36 @@ INSTANTIATE_TEST_SUITE_P(
         MeasuredCase{"2.15 cpu flash fp32 none", v2_15, spec(16, 2048, 4, DType::fp32, MaskKind::none), SdpaKernel::flash, false, 1716224},
         MeasuredCase{"2.15 cpu flash fp16 mask", v2_15, spec(16, 1024, 4, DType::fp16, MaskKind::dense), SdpaKernel::flash, false, 3878912},
         MeasuredCase{"2.15 cpu flash bf16 mask D8", v2_15, spec(16, 1024, 8, DType::bf16, MaskKind::dense), SdpaKernel::flash, false, 4018176},
-        MeasuredCase{"2.15 cpu flash fp32 causal", v2_15, spec(16, 1024, 4, DType::fp32, MaskKind::causal), SdpaKernel::flash, false, 1388544}));
+        MeasuredCase{"2.15 cpu flash fp32 causal", v2_15, spec(16, 1024, 4, DType::fp32, MaskKind::causal), SdpaKernel::flash, false, 1388544},
+        // Additive masks, profiler traces of each wheel (2 threads): no bool -> float conversion;
+        // the math path copies a non-fp32 mask to fp32 when it computes in fp32 (2.5+ upcast), an
+        // fp32 mask into half scores goes through two fp32 score-sized buffers (2.4), and 2.3's CPU
+        // flash reads a half mask through an fp32 copy.
+        MeasuredCase{"2.15 math fp32 additive", v2_15, additive(DType::fp32, {}), SdpaKernel::math, false, 82052},
+        MeasuredCase{"2.15 math bf16 additive fp32", v2_15, additive(DType::bf16, DType::fp32), SdpaKernel::math, false, 106628},
+        MeasuredCase{"2.15 math bf16 additive bf16", v2_15, additive(DType::bf16, {}), SdpaKernel::math, false, 106628},
+        MeasuredCase{"2.15 cpu flash bf16 additive fp32", v2_15, additive(DType::bf16, DType::fp32), SdpaKernel::flash, false, 33792},
+        MeasuredCase{"2.5.1 math bf16 additive fp32", v2_5_1, additive(DType::bf16, DType::fp32), SdpaKernel::math, false, 139400},
+        MeasuredCase{"2.4.1 math bf16 additive fp32", v2_4_1, additive(DType::bf16, DType::fp32), SdpaKernel::math, false, 86016},
+        MeasuredCase{"2.3.1 math bf16 additive bf16", v2_3_1, additive(DType::bf16, {}), SdpaKernel::math, false, 36864},
+        MeasuredCase{"2.3.1 cpu flash bf16 additive bf16", v2_3_1, additive(DType::bf16, {}), SdpaKernel::flash, false, 50176},
+        MeasuredCase{"2.3.1 cpu flash fp32 additive", v2_3_1, additive(DType::fp32, {}), SdpaKernel::flash, false, 29696}));
+
+TEST(AdditiveMask, AnFp32MaskWithHalfInputsRaisesBefore2_4) {
+  // Measured: 2.0.1 and 2.3.1 raise in validate_sdpa_input; 2.4.1 onwards take an fp32 mask.
+  for (TorchVersion v : {TorchVersion{2, 0, 1}, v2_3_1}) {
+    const auto x = explainSdpa(additive(DType::bf16, DType::fp32), cpu(v), ExplainOptions{false});
+    EXPECT_NE(x.error.find("Expected attn_mask dtype to be bool or to match query dtype"), std::string::npos) << v.text() << ": " << x.error;
+  }
+  for (TorchVersion v : {v2_4_1, v2_15}) {
+    const auto x = explainSdpa(additive(DType::bf16, DType::fp32), cpu(v), ExplainOptions{false});
+    EXPECT_TRUE(x.error.empty()) << v.text() << ": " << x.error;
+  }
+  const auto same = explainSdpa(additive(DType::bf16, {}), cpu(v2_3_1), ExplainOptions{false});
+  EXPECT_TRUE(same.error.empty()) << same.error;
+  EXPECT_EQ(same.call.mask, SdpaMaskPassing::float_tensor);
+  EXPECT_EQ(same.call.maskBytes(), 64 * 64 * 2);
+}
 
 TEST(CpuFlashBuffers, ReferenceWorkedExample) {
   // reference §4.6: T = 2, qS = 256, kvS = 512, D = 4: buf = 2·(131072+512+1024)·4 = 1,060,864 B

@@ -66,9 +66,7 @@ TorchVersion installedVersion() {
 TorchTarget cpuTarget() {
   auto t = defaultTorchTarget(installedVersion(), TorchDevice::cpu);
   t.cpu_threads = kThreads;
-  const CpuAmx amx = localCpuAmx();  // the CPU flash pack path depends on this machine's AMX
-  t.cpu_amx_bf16 = amx.bf16;
-  t.cpu_amx_fp16 = amx.fp16;
+  applyLocalCpu(t);  // the CPU flash pack path depends on this machine's AMX
   return t;
 }
 
