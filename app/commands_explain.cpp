@@ -223,9 +223,10 @@ int cmdExplain(const std::vector<std::string>& argv) {
     const ForcedSdpa f = explainForcedSdpa(spec, r.target, *k);
     x = explainSdpa(spec, r.target, ExplainOptions{false});
     x.verdicts = {f.verdict};
-    x.chosen = f.verdict.usable ? std::optional<SdpaKernel>(*k) : std::nullopt;
+    x.chosen = f.verdict.usable ? std::optional<SdpaKernel>(f.verdict.kernel) : std::nullopt;
     x.memory = f.memory;
     x.notes = f.memory.notes;
+    if (f.verdict.kernel != *k) x.notes.insert(x.notes.begin(), f.verdict.via);
     x.error = f.verdict.usable ? "" : "No available kernel. Aborting execution.";
   } else {
     x = explainSdpa(spec, r.target);

@@ -112,9 +112,9 @@ GridPrediction predictGridCase(const GridCase& g, const TorchTarget& target) {
       p.error = "No available kernel. Aborting execution.";
       return p;
     }
-    p.kernel = *g.force;
+    p.kernel = f.verdict.kernel;  // the forced kernel, or what runs instead (math on 2.0's CPU)
     memory = std::move(f.memory);
-    if (auto e = sdpaRunError(*g.force, sdpaCallFor(g.spec, t.version), t)) {
+    if (auto e = sdpaRunError(*p.kernel, sdpaCallFor(g.spec, t.version), t)) {
       p.kernel.reset();
       p.error = *e;
       return p;

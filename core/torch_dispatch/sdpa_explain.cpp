@@ -239,6 +239,15 @@ SdpaExplanation explainSdpa(const WorkloadSpec& spec, const TorchTarget& target,
 ForcedSdpa explainForcedSdpa(const WorkloadSpec& spec, const TorchTarget& target, SdpaKernel kernel) {
   const SdpaCall call = sdpaCallFor(spec, target.version);
   ForcedSdpa f;
+  if (target.device == TorchDevice::cpu && target.version < TorchVersion{2, 1, 0} && kernel != SdpaKernel::math) {
+    // torch 2.0 has no CPU dispatch: sdp_kernel's switches are not read and math runs whatever
+    // is forced (measured on 2.0.1 with flash forced).
+    f.verdict.kernel = SdpaKernel::math;
+    f.verdict.usable = f.verdict.chosen = true;
+    f.verdict.via = "torch 2.0 on the CPU ignores the forced " + std::string(toString(kernel)) + " and runs math";
+    f.memory = sdpaMemory(SdpaKernel::math, call, target);
+    return f;
+  }
   if (call.mask == SdpaMaskPassing::causal_lower_right) {
     // With only `kernel` enabled the bias still tries flash/efficient directly, then SDPA with
     // the materialised mask.

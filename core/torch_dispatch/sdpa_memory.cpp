@@ -254,7 +254,9 @@ struct Builder {
     const int64_t qsplit = cpuFlashQSplit(z.L), kvs = cpuFlashKvSplit(z.S);
     p.alloc("output " + dt(call.dtype) + " [B,L,H,Dv]", z.B * z.L * z.Hq * z.Dv * z.e, BufferRole::output);
     const size_t lse = p.alloc("logsumexp fp32 [B,L,H]", z.B * z.L * z.Hq * 4, BufferRole::workspace);
-    if (t.version < V(3)) p.alloc("cum_seq_q, cum_seq_k, philox seed and offset: 4 int64 scalars (2.1-2.2)", 32, BufferRole::workspace);
+    const size_t scalars =
+        t.version < V(3) ? p.alloc("cum_seq_q, cum_seq_k, philox seed and offset: 4 int64 scalars (2.1-2.2)", 32, BufferRole::workspace)
+                         : SIZE_MAX;
     p.transient("per-thread buffer fp32 T·(qS·kvS + 2·qS + qS·D), T=" + std::to_string(T) + " qS=" + std::to_string(qsplit) +
                     " kvS=" + std::to_string(kvs),
                 T * (qsplit * kvs + 2 * qsplit + qsplit * z.D) * 4);
@@ -297,13 +299,17 @@ struct Builder {
     const size_t gq = p.alloc("grad_q " + dt(call.dtype) + " [B,L,H,D]", z.B * z.L * z.Hq * z.D * z.e, BufferRole::workspace);
     const size_t gk = p.alloc("grad_k " + dt(call.dtype) + " [B,S,Hkv,D]", z.B * z.S * z.Hkv * z.D * z.e, BufferRole::workspace);
     const size_t gv = p.alloc("grad_v " + dt(call.dtype) + " [B,S,Hkv,Dv]", z.B * z.S * z.Hkv * z.Dv * z.e, BufferRole::workspace);
-    if (t.version >= V(5)) p.transient("grad_output copy " + dt(call.dtype) + " [B,L,H,Dv] (2.5+)", z.B * z.L * z.Hq * z.Dv * z.e);
+    // grad_output transposed to [B,L,H,Dv] and made contiguous: a copy unless heads or the
+    // sequence is 1 (then the transpose is already contiguous; measured on 2.9.1).
+    if (t.version >= V(5) && z.Hq > 1 && z.L > 1)
+      p.transient("grad_output copy " + dt(call.dtype) + " [B,L,H,Dv] (2.5+)", z.B * z.L * z.Hq * z.Dv * z.e);
     p.transient("per-thread buffer fp32 T·2·qS·kvS (attn, grad_attn)", T * 2 * qsplit * kvs * 4);
     if (call.dtype != DType::fp32) p.transient("per-thread buffer " + dt(call.dtype) + " T·2·qS·kvS", T * 2 * qsplit * kvs * z.e);
     p.transient("dsum fp32 [qS] (the calling thread's; other threads' are not seen by the profiler)", qsplit * 4);
     if (mask_fp32_copy) p.transient("mask copy fp32 (2.3)", mask_numel * 4);
     p.free(lse);
     p.free(conv);
+    p.free(scalars);  // released with the saved tensors, before AccumulateGrad (measured on 2.1.2)
     // AccumulateGrad copies each gradient from the kernel's [B,L,H,D] layout to the input's
     // (where heads and sequence are both > 1; otherwise the two layouts are the same memory).
     for (auto [g, name, bytes, h, l] : {std::tuple{gq, "q.grad", z.B * z.L * z.Hq * z.D * z.e, z.Hq, z.L},
@@ -392,6 +398,7 @@ SdpaMemory sdpaMemory(SdpaKernel kernel, const SdpaCall& call, const TorchTarget
   // A materialised causal_lower_right mask is made inside the call, not by the caller.
   const bool materialised = lower_right == LowerRightPath::materialised;
   bool has_mask = call.hasMaskTensor() && !materialised;
+  size_t lower_right_mask = SIZE_MAX;
   int64_t mask_numel = call.maskNumel();
   std::vector<int64_t> mask_shape = call.mask_shape;
   if (has_mask) {
@@ -402,7 +409,7 @@ SdpaMemory sdpaMemory(SdpaKernel kernel, const SdpaCall& call, const TorchTarget
   if (materialised) {
     p.step("causal_lower_right materialises a bool [Lq,Lkv] mask");
     p.transient("ones(Lq,Lkv) bool", z.L * z.S);
-    p.alloc("causal_lower_right mask bool [Lq,Lkv]", z.L * z.S, BufferRole::workspace);
+    lower_right_mask = p.alloc("causal_lower_right mask bool [Lq,Lkv]", z.L * z.S, BufferRole::workspace);
     has_mask = true;
     mask_numel = z.L * z.S;
     mask_shape = {z.L, z.S};
@@ -419,6 +426,10 @@ SdpaMemory sdpaMemory(SdpaKernel kernel, const SdpaCall& call, const TorchTarget
     case SdpaKernel::cudnn: b.cudnn(has_mask, mask_numel); break;
   }
   m.plan = p.finish();
+  // Training: the materialised mask is the bias's own temporary; autograd does not keep it (the
+  // kernel keeps what it converted), so it dies with the forward (measured on 2.3.1 and 2.9.1).
+  if (lower_right_mask < m.plan.buffers.size() && m.hasBackward())
+    m.plan.buffers[lower_right_mask].last_step = std::min(m.plan.buffers[lower_right_mask].last_step, m.forward_steps - 1);
   return m;
 }
 

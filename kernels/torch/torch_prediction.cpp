@@ -91,7 +91,7 @@ TorchPrediction predictTorch(const WorkloadSpec& spec, const TorchHello& hello, 
   }
   td::ForcedSdpa f = td::explainForcedSdpa(spec, *target, *k);
   if (f.verdict.usable) {
-    p.hint = "torch would run " + kernel;
+    p.hint = f.verdict.kernel == *k ? "torch would run " + kernel : f.verdict.via;
     p.plan = f.memory.plan;
   } else {
     p.hint = "torch would refuse " + kernel + ": " + f.verdict.torch_message;

@@ -157,3 +157,46 @@ TEST(FlashPadding, HeadDimIsPaddedToAMultipleOf8From2_2) {
     EXPECT_EQ(output, 1 * 256 * 4 * d8 * 2);
   }
 }
+
+TEST(TrainingMemory, TheMaterialisedLowerRightMaskDiesWithTheForward) {
+  // Measured on 2.3.1 and 2.9.1 (B1 H3 L33x77 D64 fp16 causal, training): autograd keeps the
+  // kernel's converted mask, not causal_lower_right's bool [Lq,Lkv], so kept has no L·S bytes.
+  WorkloadSpec s = spec(3, 33, 64, DType::fp16, MaskKind::causal);
+  s.seq_kv = 77;
+  for (TorchVersion v : {v2_3_1, TorchVersion{2, 9, 1}}) {
+    auto t = cpu(v);
+    t.requires_grad = true;
+    const auto x = explainSdpa(s, t, ExplainOptions{false});
+    ASSERT_TRUE(x.chosen && *x.chosen == SdpaKernel::flash) << v.text();
+    EXPECT_EQ(x.memory.keptBytes(), 18150) << v.text();  // the profiler's figure on both releases
+  }
+}
+
+TEST(TrainingMemory, CpuFlashCopiesGradOutputOnlyWhenHeadsAndSeqExceedOne) {
+  // 2.5+: grad_output.transpose(1, 2) is already contiguous at L = 1 (MQA decode, measured on
+  // 2.9.1: B2 H4/1 L1x40 D64 fp16 backward 22468 B, no q-sized copy).
+  WorkloadSpec s = spec(4, 1, 64, DType::fp16, MaskKind::none);
+  s.batch = 2;
+  s.kv_heads = 1;
+  s.seq_kv = 40;
+  auto t = cpu(TorchVersion{2, 9, 1});
+  t.requires_grad = true;
+  const auto x = explainSdpa(s, t, ExplainOptions{false});
+  ASSERT_TRUE(x.chosen && *x.chosen == SdpaKernel::flash);
+  EXPECT_NEAR(x.memory.backwardExtraBytes(), 22468, 32);
+  for (const auto& b : x.memory.plan.buffers) EXPECT_FALSE(b.name.starts_with("grad_output copy")) << b.name;
+  s.seq_q = 8;  // L > 1: the copy is there
+  const auto y = explainSdpa(s, t, ExplainOptions{false});
+  bool copy = false;
+  for (const auto& b : y.memory.plan.buffers) copy = copy || b.name.starts_with("grad_output copy");
+  EXPECT_TRUE(copy);
+}
+
+TEST(ForcedKernel, Torch2_0OnTheCpuRunsMathWhateverIsForced) {
+  // Measured on 2.0.1: sdp_kernel(enable_flash only) on CPU tensors runs the math ops.
+  const auto f = explainForcedSdpa(spec(4, 64, 64, DType::fp32, MaskKind::none), cpu(TorchVersion{2, 0, 1}), SdpaKernel::flash);
+  EXPECT_TRUE(f.verdict.usable);
+  EXPECT_EQ(f.verdict.kernel, SdpaKernel::math);
+  const auto g = explainForcedSdpa(spec(4, 64, 64, DType::fp32, MaskKind::none), cpu(TorchVersion{2, 1, 2}), SdpaKernel::flash);
+  EXPECT_EQ(g.verdict.kernel, SdpaKernel::flash);
+}
