@@ -125,7 +125,8 @@ void addSuggestions(SdpaExplanation& x) {
     return n;
   };
   for (int64_t a : {int64_t(8), int64_t(4)})
-    if (d % a != 0 && roundUp(d, a) <= kMaxHeadDim)
+    // (4 only where it gives another size than 8: 6 rounds to 8 either way.)
+    if (d % a != 0 && roundUp(d, a) <= kMaxHeadDim && (a == 8 || roundUp(d, 4) != roundUp(d, 8)))
       cands.push_back({"pad head_dim " + std::to_string(d) + " -> " + std::to_string(roundUp(d, a)) +
                            " with zeros (q, k, v; pass scale=1/sqrt(" + std::to_string(d) + "), slice the output)",
                        withHeadDim(roundUp(d, a)), t});

@@ -1,6 +1,8 @@
 // Table-driven tests of the dispatch rules against shared/reference/torch-sdpa.md §2-§3: alignment
 // per dtype and arch, masks per backend and version, head_dim limits, GQA, the priority order with
 // cuDNN's version gates, the causal non-square rule, and how a spec becomes an SDPA call.
+#include <map>
+
 #include <gtest/gtest.h>
 
 #include "core/torch_dispatch/sdpa_explain.h"
@@ -399,3 +401,21 @@ TEST(Cliff, Width64Heads8To16Fp16BoolMaskOnSm70AndSm80) {
 }
 
 }  // namespace
+
+TEST(Suggestions, EachPaddingIsOfferedOnce) {
+  // head_dim 6 rounds to 8 for both alignments: one "pad head_dim 6 -> 8", not two. head_dim 5
+  // offers 8 and, separately, no 4-alignment (8 again): once; head_dim 2 offers 8 and 4.
+  WorkloadSpec s;
+  s.heads = 4;
+  s.seq_q = 512;
+  s.dtype = DType::fp32;
+  s.mask = MaskSpec{MaskKind::dense};
+  const TorchTarget t = defaultTorchTarget({2, 15, 0}, TorchDevice::cuda, {8, 0});
+  for (int64_t d : {5, 6, 7, 2}) {
+    s.head_dim = d;
+    const auto x = explainSdpa(s, t);
+    std::map<std::string, int> seen;
+    for (const auto& g : x.suggestions) ++seen[g.change];
+    for (const auto& [change, n] : seen) EXPECT_EQ(n, 1) << "head_dim " << d << ": " << change;
+  }
+}
