@@ -128,6 +128,55 @@ TEST(CpuTrainCheck, AWrongGradientFails) {
   EXPECT_EQ(runPoint(*backends[0], spec, opt).status, RunStatus::error);
 }
 
+// Over the budget (each KV head's float64 forward over its group of 2 query heads costs
+// 2·Lq·Lkv·D·2 = 282M products > 2^26) the gradient check samples KV heads, keys and query rows. What it must always hold, whatever the
+// seed: the last KV head, the last key and the last query row (the sample's first and last), and
+// the documented tolerance. An error planted in each of them fails the check.
+TEST(CpuTrainCheck, TheSampledCheckHoldsTheLastHeadKeyAndRowAndTheDocumentedTolerance) {
+  const WorkloadSpec spec = trainSpec({1, 4, 2, 1000, 1100, 64, DType::fp32, "none", MaskLayout::broadcast, 5});
+  const HostInputs in = HostInputs::generate(spec);
+  auto backends = cputest::cpuBackends(2);
+  auto alloc = backends[1]->makeAllocator();
+  RunContext ctx(*alloc);
+  AttentionGradients good;
+  {
+    auto exec = backends[1]->prepare(spec, in, ctx);
+    exec->run();
+    ASSERT_TRUE(exec->gradients(good));
+  }
+  const Accuracy ok = checkGradients(spec, in, good);
+  ASSERT_TRUE(ok.passed()) << ok.max_abs_error;
+  ASSERT_LT(ok.rows_checked, ok.rows_total) << "the shape must reach the sampled path";
+  EXPECT_EQ(ok.tolerance, 1e-4);  // README: fp32 1e-4 (fp16 4e-3, bf16 3e-2)
+  // dK/dV sum over the group: an error in the last KV head's keys must be seen through both of
+  // its query heads' contributions; dq's last row is query head 3's.
+  const int64_t D = 64, Lq = 1000, Lkv = 1100, lastHead = 1, lastQueryHead = 3;
+  struct Case {
+    std::vector<float> AttentionGradients::*member;
+    int64_t at;
+    const char* name;
+  };
+  for (const Case& c : {Case{&AttentionGradients::dk, ((lastHead * Lkv) + Lkv - 1) * D + 3, "dk"},
+                        Case{&AttentionGradients::dv, ((lastHead * Lkv) + Lkv - 1) * D + 60, "dv"},
+                        Case{&AttentionGradients::dq, ((lastQueryHead * Lq) + Lq - 1) * D + 7, "dq"}}) {
+    AttentionGradients bad = good;
+    (bad.*c.member)[static_cast<size_t>(c.at)] += 0.05f;
+    std::string problem;
+    const Accuracy a = checkGradients(spec, in, bad, nullptr, &problem);
+    EXPECT_FALSE(a.passed()) << c.name << " at " << c.at << ": the sampled check missed it (error " << a.max_abs_error << ")";
+  }
+  // The tolerance is the dtype's documented one at every dtype (a looser one would pass more).
+  for (auto [dt, tol] : {std::pair{DType::fp16, 4e-3}, std::pair{DType::bf16, 3e-2}}) {
+    WorkloadSpec small = trainSpec({1, 1, 0, 8, 8, 8, dt, "none", MaskLayout::broadcast, 1});
+    const HostInputs sin = HostInputs::generate(small);
+    AttentionGradients zero;
+    zero.dq.assign(static_cast<size_t>(small.qElements()), 0.0f);
+    zero.dk.assign(static_cast<size_t>(small.kvElements()), 0.0f);
+    zero.dv.assign(static_cast<size_t>(small.kvElements()), 0.0f);
+    EXPECT_EQ(checkGradients(small, sin, zero).tolerance, tol) << toString(dt);
+  }
+}
+
 int64_t plannedAt(const MemoryPlan& p, const std::string& buffer, const std::string& step) {
   int s = -1;
   for (int i = 0; i < p.stepCount(); ++i)
