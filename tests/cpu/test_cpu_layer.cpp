@@ -139,6 +139,42 @@ TEST(CpuLayerAgreement, ReferenceAndFlashAgree) {
     EXPECT_LT(worst(g[0].*m, g[1].*m), 1e-4);
 }
 
+// Over the budget (B·L = 4200 rows > kAccuracyAllRows, each row's float64 cost well past what the
+// budget affords) the layer check samples rows of y, dx and the weight gradients' rows; the last
+// row of each (the sample's last) and a middle one near the end must still be held: an error
+// planted there fails the check.
+TEST(CpuLayerCheck, TheSampledCheckHoldsTheLastRowOfEveryTensor) {
+  const WorkloadSpec spec = layerSpec({3, 4, 2, 1400, 0, 16, DType::fp32, "causal", MaskLayout::broadcast, 4}, Pass::train);
+  const HostInputs in = HostInputs::generate(spec);
+  auto backends = cputest::cpuBackends(2);
+  auto alloc = backends[1]->makeAllocator();
+  RunContext ctx(*alloc);
+  std::vector<float> y;
+  LayerGradients grads;
+  LayerIntermediates mid;
+  {
+    auto exec = backends[1]->prepare(spec, in, ctx);
+    exec->run();
+    exec->output(y);
+    ASSERT_TRUE(exec->layerGradients(grads));
+    ASSERT_TRUE(exec->layerIntermediates(mid));
+  }
+  const Accuracy ok = checkLayer(spec, in, y, &grads, &mid);
+  ASSERT_TRUE(ok.passed()) << ok.max_abs_error;
+  ASSERT_LT(ok.rows_checked, ok.rows_total) << "the shape must reach the sampled path";
+  {
+    std::vector<float> bad = y;
+    bad[y.size() - 1] += 0.05f;  // the last row of the last batch
+    EXPECT_FALSE(checkLayer(spec, in, bad, &grads, &mid).passed()) << "y's last row";
+  }
+  for (auto [member, name] : {std::pair{&LayerGradients::dx, "dx"}, std::pair{&LayerGradients::dw_qkv, "dw_qkv"},
+                              std::pair{&LayerGradients::dw_o, "dw_o"}}) {
+    LayerGradients bad = grads;
+    (bad.*member).back() += 0.05f;
+    EXPECT_FALSE(checkLayer(spec, in, y, &bad, &mid).passed()) << name << "'s last element";
+  }
+}
+
 // The check is not vacuous: a wrong element of y, of any gradient or of any intermediate stage
 // fails it and names the tensor; through the engine that is status wrong.
 TEST(CpuLayerCheck, AWrongElementAnywhereFails) {
