@@ -84,3 +84,19 @@ TEST(PhaseSummary, MatrixUnitesTopLevelNamesInFirstSeenOrder) {
   EXPECT_NEAR(m.cells[1][4]->share, 0.8, 1e-12);
   EXPECT_TRUE(phaseMatrix({}).names.empty());
 }
+
+// A phase whose range equals another's (a layer's "attention" wrapping exactly one "sdpa", both
+// stamped at the same nanoseconds) nests in the one that began first: one top-level row, the
+// share of the total counted once.
+TEST(PhaseSummary, EqualRangesNestInTheEarlierPhase) {
+  const std::vector<TraceEvent> ev{phase("attention", 10, 50), phase("sdpa", 10, 50), phase("out_proj", 50, 60)};
+  const auto rows = summarizePhases(ev);
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_EQ(rows[0].name, "attention");
+  EXPECT_EQ(rows[0].depth, 0);
+  EXPECT_EQ(rows[1].name, "attention/sdpa");
+  EXPECT_EQ(rows[1].depth, 1);
+  EXPECT_EQ(rows[2].name, "out_proj");
+  EXPECT_DOUBLE_EQ(rows[0].share, 0.8);  // 40 of the top level's 50 ns, not 40 of 90
+  EXPECT_DOUBLE_EQ(rows[2].share, 0.2);
+}
