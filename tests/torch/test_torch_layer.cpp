@@ -86,6 +86,21 @@ TEST_F(TorchLayer, ForwardAndTrainMatchTheFloat64Check) {
       const bool train = s.pass == Pass::train;
       for (const char* p : {"out_proj_backward", "attention_backward", "qkv_proj_backward"})
         EXPECT_EQ(phases.count(p), train ? 1u : 0u) << p;
+      if (train) {
+        // The backward's three phases follow each other without overlap (their boundaries are
+        // the gradient hooks), so none is counted twice in the phase breakdown.
+        auto range = [&](const char* name) {
+          for (const TraceEvent& e : r.trace.events)
+            if (e.kind == EventKind::phase && e.name == name) return std::pair{e.start_ns, e.end_ns};
+          return std::pair<int64_t, int64_t>{0, -1};
+        };
+        const auto out = range("out_proj_backward"), att = range("attention_backward"), qkv = range("qkv_proj_backward");
+        EXPECT_LT(out.first, out.second);
+        EXPECT_LE(out.second, att.first);
+        EXPECT_LT(att.first, att.second);
+        EXPECT_LE(att.second, qkv.first);
+        EXPECT_LE(qkv.first, qkv.second);
+      }
       // torch.utils.checkpoint runs the attention again inside its backward.
       EXPECT_EQ(nestedIn(r, "recompute", "attention_backward"), s.checkpoint == Checkpoint::attention);
     }
