@@ -100,3 +100,13 @@ TEST(PhaseSummary, EqualRangesNestInTheEarlierPhase) {
   EXPECT_DOUBLE_EQ(rows[0].share, 0.8);  // 40 of the top level's 50 ns, not 40 of 90
   EXPECT_DOUBLE_EQ(rows[2].share, 0.2);
 }
+
+// A phase nests in the innermost one holding it: three levels name the path through the middle.
+TEST(PhaseSummary, APhaseNestsInTheInnermostPhaseHoldingIt) {
+  const std::vector<TraceEvent> ev{phase("layer", 0, 100), phase("attention", 10, 90), phase("scores", 20, 30)};
+  const auto rows = summarizePhases(ev);
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_EQ(rows[1].name, "layer/attention");
+  EXPECT_EQ(rows[2].name, "layer/attention/scores");
+  EXPECT_EQ(rows[2].depth, 2);
+}

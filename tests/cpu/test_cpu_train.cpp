@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include "core/check/reference.h"
+#include "core/check/check_sample.h"
 #include "core/check/reference_grad.h"
 #include "core/engine/run_engine.h"
 #include "tests/cpu/cpu_test_support.h"
@@ -174,6 +175,34 @@ TEST(CpuTrainCheck, TheSampledCheckHoldsTheLastHeadKeyAndRowAndTheDocumentedTole
     zero.dk.assign(static_cast<size_t>(small.kvElements()), 0.0f);
     zero.dv.assign(static_cast<size_t>(small.kvElements()), 0.0f);
     EXPECT_EQ(checkGradients(small, sin, zero).tolerance, tol) << toString(dt);
+  }
+}
+
+// The sampled check also holds the mask's key edges (where the rows that see a key change their
+// step: a window's clipped end, a block's bounds), whatever the seed picks: an error planted in dK
+// at each edge key of the last KV head fails it.
+TEST(CpuTrainCheck, TheSampledCheckHoldsTheMasksKeyEdges) {
+  const WorkloadSpec spec = trainSpec({1, 4, 2, 1100, 0, 64, DType::fp32, "window:300", MaskLayout::broadcast, 6});
+  const HostInputs in = HostInputs::generate(spec);
+  auto backends = cputest::cpuBackends(2);
+  auto alloc = backends[1]->makeAllocator();
+  RunContext ctx(*alloc);
+  AttentionGradients good;
+  {
+    auto exec = backends[1]->prepare(spec, in, ctx);
+    exec->run();
+    ASSERT_TRUE(exec->gradients(good));
+  }
+  const Accuracy ok = checkGradients(spec, in, good);
+  ASSERT_TRUE(ok.passed()) << ok.max_abs_error;
+  ASSERT_LT(ok.rows_checked, ok.rows_total) << "the shape must reach the sampled path";
+  const std::vector<int64_t> edges = maskEdges(spec, true);
+  ASSERT_FALSE(edges.empty());
+  const int64_t D = 64, Lkv = 1100, lastHead = 1;
+  for (int64_t key : edges) {
+    AttentionGradients bad = good;
+    bad.dk[static_cast<size_t>((lastHead * Lkv + key) * D + 1)] += 0.05f;
+    EXPECT_FALSE(checkGradients(spec, in, bad).passed()) << "an error in dK at edge key " << key << " passed";
   }
 }
 
