@@ -107,22 +107,24 @@ std::vector<SdpaRule> cudaRules() {
          return "Flash attention currently doesn't support training with head_dim greater than 64 on sm86 or newer.";
        }},
       {"flash.training_sm86_89", F, cuda, between(2, 7),
-       "training on sm86-sm89 needs head_dim <= 192, or <= 224 without dropout",
+       "training on sm86-sm89: not head_dim in (192, 224], nor head_dim > 224 with dropout",
        "cuda/sdp_utils.cpp check_requires_grad_and_head_dim_gt192_constraints_on_sm86_89 [src][bin]",
        [](const R& in) -> Msg {
          const int64_t d = in.call.head_dim;
          if (!in.target.requires_grad || !inRange(in.target.capability, 86, 89)) return std::nullopt;
-         if (d <= 192 || (d <= 224 && in.call.dropout_p == 0.0)) return std::nullopt;
+         // cond1: D in (192, 224]; cond2: D > 224 with dropout (the upstream check's own two).
+         if (!((d > 192 && d <= 224) || (d > 224 && in.call.dropout_p > 0.0))) return std::nullopt;
          return "Flash attention currently doesn't support training with head_dim ∈ (192, 224] or (head_dim ∈ (224, 256] and dropout > 0.0) on SM86-SM89.";
        }},
       {"flash.training_sm86_89", F, cuda, from(8),
-       "training on sm86-sm89 or sm120-sm121 needs head_dim <= 192, or <= 224 without dropout",
+       "training on sm86-sm89 or sm120-sm121: not head_dim in (192, 224], nor head_dim > 224 with dropout",
        "cuda/sdp_utils.cpp check_requires_grad_and_head_dim_gt192_constraints_on_sm86_89_or_120_121 [src][bin]",
        [](const R& in) -> Msg {
          const int64_t d = in.call.head_dim;
          const auto cc = in.target.capability;
          if (!in.target.requires_grad || !(inRange(cc, 86, 89) || inRange(cc, 120, 121))) return std::nullopt;
-         if (d <= 192 || (d <= 224 && in.call.dropout_p == 0.0)) return std::nullopt;
+         // cond1: D in (192, 224]; cond2: D > 224 with dropout (the upstream check's own two).
+         if (!((d > 192 && d <= 224) || (d > 224 && in.call.dropout_p > 0.0))) return std::nullopt;
          return "Flash attention currently doesn't support training with head_dim ∈ (192, 224] or (head_dim ∈ (224, 256] and dropout > 0.0) on SM86-SM89 or SM120-SM121.";
        }},
       {"flash.causal_non_square", F, cuda, from(2), "is_causal=True needs seq_q == seq_kv (FA2 aligns causal bottom-right)",
@@ -179,6 +181,12 @@ std::vector<SdpaRule> cudaRules() {
          if (!in.call.hasMaskTensor()) return std::nullopt;
          return "Both fused kernels do not support non-null attn_mask.";
        }},
+      {"efficient.dropout", E, cuda, between(0, 0), "dropout_p == 0 (dropout supported from 2.1)",
+       "cuda/sdp_utils.h check_for_dropout (2.0) [src]",
+       [](const R& in) -> Msg {
+         if (in.call.dropout_p == 0.0) return std::nullopt;
+         return std::string("Mem_efficient does not support non_zero dropout.");
+       }},
       {"efficient.deterministic", E, cuda, between(0, 0), "not under torch.use_deterministic_algorithms(True)",
        "cuda/sdp_utils.cpp check_requires_grad_and_nested / deterministic check (2.0) [src]",
        [](const R& in) -> Msg {
@@ -203,7 +211,14 @@ std::vector<SdpaRule> cudaRules() {
        [](const R& in) { return sameHeads(in, true); }},
       {"efficient.dtype", E, cuda, between(0, 0), "fp16, fp32 or bf16", "cuda/sdp_utils.cpp check_tensor_dtype [src]",
        [](const R&) -> Msg { return std::nullopt; }},
-      {"efficient.dtype", E, cuda, from(1), "fp16 or fp32; bf16 only on sm80+",
+      {"efficient.dtype", E, cuda, between(1, 2), "fp16, fp32 or bf16; no bf16 on sm5x",
+       "cuda/sdp_utils.cpp check_tensor_dtype(sm50_mem_efficient_dtypes) (2.1) [src]",
+       [](const R& in) -> Msg {
+         if (in.call.dtype != DType::bf16 || in.target.capability.major != 5) return std::nullopt;
+         return dtypeMessage(in, "Half, Float");
+       },
+       "the reference pins sm5x for 2.1 and sm < 80 from 2.3; 2.2 is assumed like 2.1"},
+      {"efficient.dtype", E, cuda, from(3), "fp16 or fp32; bf16 only on sm80+",
        "cuda/sdp_utils.cpp check_tensor_dtype(less_than_sm80_mem_efficient_dtypes) [src][bin]",
        [](const R& in) -> Msg {
          if (in.call.dtype != DType::bf16 || in.target.capability.major >= 8) return std::nullopt;
