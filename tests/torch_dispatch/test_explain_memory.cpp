@@ -31,6 +31,11 @@ WorkloadSpec additive(DType dt, std::optional<DType> mask_dtype) {
   return s;
 }
 
+WorkloadSpec perHead(WorkloadSpec s) {
+  s.mask_layout = MaskLayout::per_head;
+  return s;
+}
+
 TorchTarget cpu(TorchVersion v, int threads = 2) {
   auto t = defaultTorchTarget(v, TorchDevice::cpu);
   t.cpu_threads = threads;
@@ -101,7 +106,46 @@ INSTANTIATE_TEST_SUITE_P(
         MeasuredCase{"2.4.1 math bf16 additive fp32", v2_4_1, additive(DType::bf16, DType::fp32), SdpaKernel::math, false, 86016},
         MeasuredCase{"2.3.1 math bf16 additive bf16", v2_3_1, additive(DType::bf16, {}), SdpaKernel::math, false, 36864},
         MeasuredCase{"2.3.1 cpu flash bf16 additive bf16", v2_3_1, additive(DType::bf16, {}), SdpaKernel::flash, false, 50176},
-        MeasuredCase{"2.3.1 cpu flash fp32 additive", v2_3_1, additive(DType::fp32, {}), SdpaKernel::flash, false, 29696}));
+        MeasuredCase{"2.3.1 cpu flash fp32 additive", v2_3_1, additive(DType::fp32, {}), SdpaKernel::flash, false, 29696},
+        // 2.6.0 already converts a bool mask with where(mask, 0, -inf) (variant C, no logical_not copy).
+        MeasuredCase{"2.6.0 math fp32 mask", TorchVersion{2, 6, 0}, spec(2, 64, 16, DType::fp32, MaskKind::dense), SdpaKernel::math, false, 98436},
+        // ...where the conversion is the peak (a per-head mask, head_dim 1): no logical_not copy.
+        MeasuredCase{"2.6.0 cpu flash fp32 per-head mask D1", TorchVersion{2, 6, 0}, perHead(spec(8, 64, 1, DType::fp32, MaskKind::dense)),
+                     SdpaKernel::flash, false, 152320},
+        // CPU flash's q split: 64 rows below seq 768, 256 from 768 (2.15, 2 threads).
+        MeasuredCase{"2.15 cpu flash L767", v2_15, spec(2, 767, 16, DType::fp32, MaskKind::none), SdpaKernel::flash, false, 375672},
+        MeasuredCase{"2.15 cpu flash L768", v2_15, spec(2, 768, 16, DType::fp32, MaskKind::none), SdpaKernel::flash, false, 1189888}));
+
+// Training figures from the 2.15 wheel's profiler (2 threads): what the forward keeps and the
+// backward's peak, where AccumulateGrad's layout copies are skipped (head_dim 1: k's grad is
+// already in k's layout; seq 1: the flash gradients' [B,L,H,D] is [B,H,L,D]).
+TEST(TrainingMemory, AccumulateGradCopiesOnlyWhereTheLayoutsDiffer) {
+  auto t = cpu(v2_15);
+  t.requires_grad = true;
+  const auto math = explainForcedSdpa(spec(2, 64, 1, DType::fp32, MaskKind::none), t, SdpaKernel::math);
+  ASSERT_TRUE(math.verdict.usable);
+  EXPECT_NEAR(math.memory.keptBytes(), 34304, 32);
+  EXPECT_NEAR(math.memory.backwardExtraBytes(), 66048, 32);
+  WorkloadSpec decode = spec(4, 1, 16, DType::fp32, MaskKind::none);
+  decode.seq_kv = 40;
+  const auto flash = explainForcedSdpa(decode, t, SdpaKernel::flash);
+  ASSERT_TRUE(flash.verdict.usable);
+  EXPECT_NEAR(flash.memory.keptBytes(), 272, 32);
+  EXPECT_NEAR(flash.memory.backwardExtraBytes(), 30960, 32);
+  // The copies the traces show, step by step: none for the math path at head_dim 1 (D = 16 has
+  // k's), k's and v's but not q's for flash at seq 1 (each 4·40·16·4 = 10240 B).
+  auto steps = [](const SdpaMemory& m) {
+    std::string all;
+    for (const auto& st : m.plan.steps) all += st + "|";
+    return all;
+  };
+  EXPECT_EQ(steps(math.memory).find("AccumulateGrad"), std::string::npos) << steps(math.memory);
+  const auto math16 = explainForcedSdpa(spec(2, 64, 16, DType::fp32, MaskKind::none), t, SdpaKernel::math);
+  EXPECT_NE(steps(math16.memory).find("k.grad: AccumulateGrad"), std::string::npos) << steps(math16.memory);
+  EXPECT_EQ(steps(flash.memory).find("q.grad: AccumulateGrad"), std::string::npos) << steps(flash.memory);
+  EXPECT_NE(steps(flash.memory).find("k.grad: AccumulateGrad"), std::string::npos) << steps(flash.memory);
+  EXPECT_NE(steps(flash.memory).find("v.grad: AccumulateGrad"), std::string::npos) << steps(flash.memory);
+}
 
 TEST(AdditiveMask, AnFp32MaskWithHalfInputsRaisesBefore2_4) {
   // Measured: 2.0.1 and 2.3.1 raise in validate_sdpa_input; 2.4.1 onwards take an fp32 mask.
