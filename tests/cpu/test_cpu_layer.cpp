@@ -139,6 +139,25 @@ TEST(CpuLayerAgreement, ReferenceAndFlashAgree) {
     EXPECT_LT(worst(g[0].*m, g[1].*m), 1e-4);
 }
 
+// cpu.flash's layer output, gradients and intermediate stages of `spec` on `in`.
+struct LayerRun {
+  std::vector<float> y;
+  LayerGradients grads;
+  LayerIntermediates mid;
+};
+LayerRun flashLayer(const WorkloadSpec& spec, const HostInputs& in) {
+  auto backends = cputest::cpuBackends(2);
+  auto alloc = backends[1]->makeAllocator();
+  RunContext ctx(*alloc);
+  LayerRun r;
+  auto exec = backends[1]->prepare(spec, in, ctx);
+  exec->run();
+  exec->output(r.y);
+  EXPECT_TRUE(exec->layerGradients(r.grads));
+  EXPECT_TRUE(exec->layerIntermediates(r.mid));
+  return r;
+}
+
 // Over the budget (B·L = 4200 rows > kAccuracyAllRows, each row's float64 cost well past what the
 // budget affords) the layer check samples rows of y, dx and the weight gradients' rows; the last
 // row of each (the sample's last) and a middle one near the end must still be held: an error
@@ -146,19 +165,10 @@ TEST(CpuLayerAgreement, ReferenceAndFlashAgree) {
 TEST(CpuLayerCheck, TheSampledCheckHoldsTheLastRowOfEveryTensor) {
   const WorkloadSpec spec = layerSpec({3, 4, 2, 1400, 0, 16, DType::fp32, "causal", MaskLayout::broadcast, 4}, Pass::train);
   const HostInputs in = HostInputs::generate(spec);
-  auto backends = cputest::cpuBackends(2);
-  auto alloc = backends[1]->makeAllocator();
-  RunContext ctx(*alloc);
-  std::vector<float> y;
-  LayerGradients grads;
-  LayerIntermediates mid;
-  {
-    auto exec = backends[1]->prepare(spec, in, ctx);
-    exec->run();
-    exec->output(y);
-    ASSERT_TRUE(exec->layerGradients(grads));
-    ASSERT_TRUE(exec->layerIntermediates(mid));
-  }
+  const LayerRun run = flashLayer(spec, in);
+  const std::vector<float>& y = run.y;
+  const LayerGradients& grads = run.grads;
+  const LayerIntermediates& mid = run.mid;
   const Accuracy ok = checkLayer(spec, in, y, &grads, &mid);
   ASSERT_TRUE(ok.passed()) << ok.max_abs_error;
   ASSERT_LT(ok.rows_checked, ok.rows_total) << "the shape must reach the sampled path";
@@ -181,19 +191,11 @@ TEST(CpuLayerCheck, AWrongElementAnywhereFails) {
   const WorkloadSpec spec =
       layerSpec({2, 4, 2, 20, 0, 6, DType::fp32, "causal", MaskLayout::broadcast, 10}, Pass::train);
   const HostInputs in = HostInputs::generate(spec);
+  const LayerRun run = flashLayer(spec, in);
+  const std::vector<float>& y = run.y;
+  const LayerGradients& grads = run.grads;
+  const LayerIntermediates& mid = run.mid;
   auto backends = cputest::cpuBackends(2);
-  auto alloc = backends[1]->makeAllocator();
-  RunContext ctx(*alloc);
-  std::vector<float> y;
-  LayerGradients grads;
-  LayerIntermediates mid;
-  {
-    auto exec = backends[1]->prepare(spec, in, ctx);
-    exec->run();
-    exec->output(y);
-    ASSERT_TRUE(exec->layerGradients(grads));
-    ASSERT_TRUE(exec->layerIntermediates(mid));
-  }
   ASSERT_TRUE(checkLayer(spec, in, y, &grads, &mid).passed());
   auto expectFails = [&](const std::vector<float>& yy, const LayerGradients& gg, const LayerIntermediates& mm,
                          const std::string& name) {

@@ -92,18 +92,23 @@ TEST(CpuTrainAgreement, ReferenceAndFlashAgreeUnderAnAdditiveMask) {
 }
 
 // The check is not vacuous: one wrong element of any gradient, or a NaN, fails it and is named.
-TEST(CpuTrainCheck, AWrongGradientFails) {
-  const WorkloadSpec spec = trainSpec({1, 2, 1, 40, 50, 16, DType::fp32, "causal", MaskLayout::broadcast, 10});
-  const HostInputs in = HostInputs::generate(spec);
+// cpu.flash's gradients of `spec` on `in` (the check's subject in the tests below).
+AttentionGradients flashGradients(const WorkloadSpec& spec, const HostInputs& in) {
   auto backends = cputest::cpuBackends(2);
   auto alloc = backends[1]->makeAllocator();
   RunContext ctx(*alloc);
-  AttentionGradients good;
-  {
-    auto exec = backends[1]->prepare(spec, in, ctx);
-    exec->run();
-    ASSERT_TRUE(exec->gradients(good));
-  }
+  AttentionGradients g;
+  auto exec = backends[1]->prepare(spec, in, ctx);
+  exec->run();
+  EXPECT_TRUE(exec->gradients(g));
+  return g;
+}
+
+TEST(CpuTrainCheck, AWrongGradientFails) {
+  const WorkloadSpec spec = trainSpec({1, 2, 1, 40, 50, 16, DType::fp32, "causal", MaskLayout::broadcast, 10});
+  const HostInputs in = HostInputs::generate(spec);
+  const AttentionGradients good = flashGradients(spec, in);
+  auto backends = cputest::cpuBackends(2);
   ASSERT_TRUE(checkGradients(spec, in, good).passed());
   struct Case {
     std::vector<float> AttentionGradients::*member;
@@ -136,15 +141,7 @@ TEST(CpuTrainCheck, AWrongGradientFails) {
 TEST(CpuTrainCheck, TheSampledCheckHoldsTheLastHeadKeyAndRowAndTheDocumentedTolerance) {
   const WorkloadSpec spec = trainSpec({1, 4, 2, 1000, 1100, 64, DType::fp32, "none", MaskLayout::broadcast, 5});
   const HostInputs in = HostInputs::generate(spec);
-  auto backends = cputest::cpuBackends(2);
-  auto alloc = backends[1]->makeAllocator();
-  RunContext ctx(*alloc);
-  AttentionGradients good;
-  {
-    auto exec = backends[1]->prepare(spec, in, ctx);
-    exec->run();
-    ASSERT_TRUE(exec->gradients(good));
-  }
+  const AttentionGradients good = flashGradients(spec, in);
   const Accuracy ok = checkGradients(spec, in, good);
   ASSERT_TRUE(ok.passed()) << ok.max_abs_error;
   ASSERT_LT(ok.rows_checked, ok.rows_total) << "the shape must reach the sampled path";
@@ -184,15 +181,7 @@ TEST(CpuTrainCheck, TheSampledCheckHoldsTheLastHeadKeyAndRowAndTheDocumentedTole
 TEST(CpuTrainCheck, TheSampledCheckHoldsTheMasksKeyEdges) {
   const WorkloadSpec spec = trainSpec({1, 4, 2, 1100, 0, 64, DType::fp32, "window:300", MaskLayout::broadcast, 6});
   const HostInputs in = HostInputs::generate(spec);
-  auto backends = cputest::cpuBackends(2);
-  auto alloc = backends[1]->makeAllocator();
-  RunContext ctx(*alloc);
-  AttentionGradients good;
-  {
-    auto exec = backends[1]->prepare(spec, in, ctx);
-    exec->run();
-    ASSERT_TRUE(exec->gradients(good));
-  }
+  const AttentionGradients good = flashGradients(spec, in);
   const Accuracy ok = checkGradients(spec, in, good);
   ASSERT_TRUE(ok.passed()) << ok.max_abs_error;
   ASSERT_LT(ok.rows_checked, ok.rows_total) << "the shape must reach the sampled path";
