@@ -11,6 +11,19 @@
 #include "kernels/torch/torch_python.h"
 #include "tests/torch/torch_test_support.h"
 
+
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kAddressSanitized = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+constexpr bool kAddressSanitized = true;
+#else
+constexpr bool kAddressSanitized = false;
+#endif
+#else
+constexpr bool kAddressSanitized = false;
+#endif
+
 namespace attnscope {
 namespace {
 
@@ -159,7 +172,12 @@ TEST_F(Fixture, ALineBeyondTheLimitIsRefusedBeforeItIsHeld) {
   RunResult r = runUnchecked(backend, spec(2, 16, 16, 8));
   EXPECT_EQ(r.status, RunStatus::error);
   EXPECT_NE(r.message.find("sent a line longer than 32.0 MiB while running 'finish'"), std::string::npos) << r.message;
-  EXPECT_LT(peakMemory() - before, int64_t{160} << 20) << "the line was held";
+  // Under ASan freed blocks sit in its quarantine (and shadow memory grows with them), so the
+  // resident peak says little about what was held (seen at 219 MiB on a loaded machine); the
+  // plain stages hold the bound.
+  if (!kAddressSanitized) {
+    EXPECT_LT(peakMemory() - before, int64_t{160} << 20) << "the line was held";
+  }
   EXPECT_TRUE(workerPids("python-huge-line").empty());
 }
 
