@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_fixture.h"
+#include "tests/support/sanitizers.h"
 
 namespace fs = std::filesystem;
 
@@ -24,17 +25,7 @@ namespace fs = std::filesystem;
 // guard either way, and ASan itself aborts on any huge allocation, so they still prove that
 // nothing is allocated before the checks. Only the test that needs a real allocation failure
 // skips.
-#if defined(__SANITIZE_ADDRESS__)
-constexpr bool kAddressSanitized = true;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-constexpr bool kAddressSanitized = true;
-#else
-constexpr bool kAddressSanitized = false;
-#endif
-#else
-constexpr bool kAddressSanitized = false;
-#endif
+using attnscope::test::kAddressSanitized;
 
 namespace {
 

@@ -10,19 +10,10 @@
 #include "core/base/utf8_text.h"
 #include "kernels/torch/torch_python.h"
 #include "tests/torch/torch_test_support.h"
+#include "tests/support/sanitizers.h"
 
 
-#if defined(__SANITIZE_ADDRESS__)
-constexpr bool kAddressSanitized = true;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-constexpr bool kAddressSanitized = true;
-#else
-constexpr bool kAddressSanitized = false;
-#endif
-#else
-constexpr bool kAddressSanitized = false;
-#endif
+using attnscope::test::kAddressSanitized;
 
 namespace attnscope {
 namespace {
