@@ -40,9 +40,15 @@ Args::Args(const CommandDef& def, const std::vector<std::string>& argv) {
       if (i + 1 >= argv.size()) throw UsageError("option '--" + name + "' needs a value (" + it->metavar + ")");
       val = argv[++i];
     }
-    if (values_.count(name)) throw UsageError("option '--" + name + "' given twice");
+    if (it->repeatable) repeated_[name].push_back(val);
+    else if (values_.count(name)) throw UsageError("option '--" + name + "' given twice");
     values_[name] = val;
   }
+}
+
+std::vector<std::string> Args::values(const std::string& name) const {
+  auto it = repeated_.find(name);
+  return it == repeated_.end() ? std::vector<std::string>{} : it->second;
 }
 
 std::optional<std::string> Args::value(const std::string& name) const {

@@ -20,6 +20,7 @@ struct OptionDef {
   std::string name;     // without dashes: "heads"
   std::string metavar;  // empty for a flag
   std::string help;
+  bool repeatable = false;  // may be given several times (Args::values)
 };
 
 struct CommandDef {
@@ -37,6 +38,8 @@ class Args {
   Args(const CommandDef& def, const std::vector<std::string>& argv);
   bool flag(const std::string& name) const { return values_.count(name) > 0; }
   std::optional<std::string> value(const std::string& name) const;
+  // Every value of a repeatable option, in the order given.
+  std::vector<std::string> values(const std::string& name) const;
   const std::vector<std::string>& positionals() const { return positionals_; }
   // Throws UsageError naming the option and the allowed range.
   int intValue(const std::string& name, int fallback, int min_value,
@@ -44,6 +47,7 @@ class Args {
 
  private:
   std::map<std::string, std::string> values_;
+  std::map<std::string, std::vector<std::string>> repeated_;
   std::vector<std::string> positionals_;
 };
 

@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "app/cli_args.h"
+#include "core/spec/sweep_spec.h"
 
 namespace attnscope::cli {
 
@@ -18,8 +19,16 @@ int cmdReport(const std::vector<std::string>& argv);
 int cmdExplain(const std::vector<std::string>& argv);  // commands_explain.cpp
 int cmdCheck(const std::vector<std::string>& argv);
 int cmdRecord(const std::vector<std::string>& argv);  // commands_record.cpp
+int cmdMerge(const std::vector<std::string>& argv);   // commands_cluster.cpp
+int cmdSlurm(const std::vector<std::string>& argv);   // commands_cluster.cpp
+
+// The sweep that `sweep`'s options describe (SPEC lists, --backends, --from, --spec-file, ...),
+// expanded once to check it. Throws UsageError.
+SweepSpec sweepSpecFromArgs(const Args& args);
+// `sweep --slurm`: writes and submits (or with --dry-run prints) the job array. commands_cluster.cpp.
+int submitSlurmSweep(const Args& args, const SweepSpec& sweep);
 
 extern const CommandDef kBackendsDef, kRunDef, kSweepDef, kRunsDef, kShowDef, kCompareDef, kExportDef, kReportDef, kExplainDef,
-    kCheckDef, kRecordDef;
+    kCheckDef, kRecordDef, kMergeDef, kSlurmDef;
 
 }  // namespace attnscope::cli

@@ -6,6 +6,7 @@
 #include <csignal>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 
 #include <nlohmann/json.hpp>
@@ -21,7 +22,9 @@
 #include "core/inputs/run_files.h"
 #include "core/engine/run_engine.h"
 #include "core/spec/spec_fields.h"
+#include "core/engine/shard.h"
 #include "core/engine/sweep_runner.h"
+#include "core/base/uuid.h"
 #include "kernels/builtin_session.h"
 
 namespace attnscope::cli {
@@ -257,6 +260,23 @@ const CommandDef kSweepDef{
               {"reps", "N", "timed repetitions per point (default 3)"},
               {"warmup", "N", "warm-up runs per point (default 1)"},
               {"quiet", "", "no per-point progress on stderr"},
+              {"shard", "K/N", "run only shard K (0-based) of N: the points split by predicted cost (the longest first, "
+                               "each to the least loaded shard), the same on every machine; merge the shards' databases "
+                               "with attnscope merge"},
+              {"points", "LIST", "run only these global point indexes (e.g. 0,3,5-9; as 'slurm resume' writes them)"},
+              {"sweep-uuid", "UUID", "store the sweep under this UUID (the shards of one sweep share one)"},
+              {"spec-file", "FILE", "the sweep as JSON (as --slurm writes it) instead of SPEC options and --backends"},
+              {"slurm", "", "submit the sweep to Slurm as a job array instead of running it here (see 'Sweeps on a cluster')"},
+              {"partition", "P[,P2]", "--slurm: the partition(s); several run the same grid on each, one sweep per partition"},
+              {"gres", "SPEC", "--slurm: generic resources per task (e.g. gpu:1)"},
+              {"tasks", "N", "--slurm: array tasks (default: one per 4 points, at most 64; capped by MaxArraySize)"},
+              {"parallel", "M", "--slurm: at most M tasks at once (sbatch --array=0-N%M)"},
+              {"time", "T", "--slurm: time limit per task (sbatch --time)"},
+              {"account", "A", "--slurm: account to charge (sbatch --account)"},
+              {"sbatch-arg", "X", "--slurm: one more sbatch argument, as given (repeatable)", true},
+              {"out", "DIR", "--slurm: the shared folder for the script, the shards and the logs (default ./attnscope-slurm)"},
+              {"dry-run", "", "--slurm: print the sbatch script and submit nothing"},
+              {"wait", "", "--slurm: follow the job (squeue, sacct) and merge each shard as its task finishes"},
               checkOption(),
               pythonOption(),
               dbOption(),
@@ -269,11 +289,26 @@ const CommandDef kSweepDef{
     "oom, unsupported, skipped: what exploring a grid finds); 1 a point is wrong (failed its accuracy check) or "
     "error, or the sweep was cancelled or could not be saved; 2 bad input."};
 
-int cmdSweep(const std::vector<std::string>& argv) {
-  Args args(kSweepDef, argv);
-  applyPythonOption(args);
+SweepSpec sweepSpecFromArgs(const Args& args) {
   CliSession& s = session();
   SweepSpec sw;
+  if (auto file = args.value("spec-file")) {
+    for (const SpecField& f : specFields())
+      if (args.value(std::string(f.cli))) throw UsageError("--spec-file and --" + std::string(f.cli) + " are exclusive");
+    if (args.value("backends") || args.value("from")) throw UsageError("--spec-file and --backends/--from are exclusive");
+    std::ifstream in(*file);
+    if (!in) throw UsageError("--spec-file: cannot read '" + *file + "'");
+    try {
+      sw = sweepSpecFromJson(nlohmann::json::parse(in));
+    } catch (const std::exception& e) {
+      throw UsageError("--spec-file: '" + *file + "' is not a sweep: " + e.what());
+    }
+    for (const auto& id : sw.backends) findBackend("backends", id);
+    std::vector<SpecError> errs;
+    sw.expand(&errs);
+    if (!errs.empty()) throw UsageError(describe(errs));
+    return sw;
+  }
   if (args.value("width") && args.value("head-dim")) throw UsageError("--width and --head-dim are exclusive");
   if (auto from = args.value("from")) sw.base = specOfRecordedCall(databasePath(args), *from);
   for (const SpecField& f : specFields()) {
@@ -301,17 +336,67 @@ int cmdSweep(const std::vector<std::string>& argv) {
   if (auto b = args.value("budget")) sw.memory_budget = parseBytes("budget", *b);
   sw.check = checkModeFromArgs(args);
   std::vector<SpecError> errs;
-  auto points = sw.expand(&errs);
+  sw.expand(&errs);
   if (!errs.empty()) throw UsageError(describe(errs));
   sw.name = sweepNameOption(args);
+  return sw;
+}
+
+namespace {
+
+// --shard and --points: which of the sweep's points this process runs.
+SweepShare shareFromArgs(const Args& args, const SweepSpec& sw) {
+  SweepShare share;
+  if (auto u = args.value("sweep-uuid")) {
+    if (!isUuid(*u)) throw UsageError("--sweep-uuid: '" + *u + "' is not a UUID (8-4-4-4-12 hex digits)");
+    share.uuid = *u;
+  }
+  std::vector<size_t> among;
+  if (auto p = args.value("points")) {
+    std::string problem;
+    auto list = parsePointList(*p, &problem);
+    if (!list) throw UsageError("--points: " + problem);
+    const size_t total = sw.pointCount();
+    if (!list->empty() && list->back() >= total)
+      throw UsageError("--points: point " + std::to_string(list->back()) + " is not in this sweep (it has " +
+                       std::to_string(total) + " points, 0 to " + std::to_string(total - 1) + ")");
+    among = *list;
+    share.points = among;
+  }
+  if (auto k = args.value("shard")) {
+    std::string problem;
+    auto shard = parseShard(*k, &problem);
+    if (!shard) throw UsageError("--shard: " + problem);
+    share.points = shardPoints(sw, *shard, among);
+  }
+  return share;
+}
+
+}  // namespace
+
+int cmdSweep(const std::vector<std::string>& argv) {
+  Args args(kSweepDef, argv);
+  applyPythonOption(args);
+  CliSession& s = session();
+  SweepSpec sw = sweepSpecFromArgs(args);
+  if (args.flag("slurm")) return submitSlurmSweep(args, sw);
+  for (const char* o : {"partition", "gres", "tasks", "parallel", "time", "account", "out"})
+    if (args.value(o)) throw UsageError("--" + std::string(o) + " needs --slurm");
+  if (args.flag("dry-run") || args.flag("wait") || !args.values("sbatch-arg").empty())
+    throw UsageError("--dry-run, --wait and --sbatch-arg need --slurm");
+  const SweepShare share = shareFromArgs(args, sw);
+  const size_t grid = sw.pointCount() / std::max<size_t>(sw.backends.size(), 1);
   auto store = openStore(databasePath(args));
   const bool json = args.flag("json"), quiet = args.flag("quiet") || json;
   if (!json) s.printNotes();
-  RecordedSweep recorded(*store, sw);
+  RecordedSweep recorded(*store, sw, share);
   const size_t total = recorded.result().planned;
-  if (!quiet)
+  if (!quiet) {
     std::cerr << "sweep S" << recorded.id() << " '" << printable(recorded.spec().name) << "': " << total << " points ("
-              << points.size() << " specs x " << sw.backends.size() << " backends) -> " << store->path() << "\n";
+              << grid << " specs x " << sw.backends.size() << " backends";
+    if (share.points) std::cerr << "; " << (args.value("shard") ? "shard " + *args.value("shard") : "the points given") << " of " << sw.pointCount();
+    std::cerr << ") -> " << store->path() << "\n";
+  }
   SweepRunner runner(s.registry);
   runner.setCapture(s.capture);
   InterruptGuard guard;

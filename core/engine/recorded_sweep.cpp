@@ -19,7 +19,8 @@ size_t RecordedSweepResult::count(std::initializer_list<RunStatus> statuses) con
   return n;
 }
 
-RecordedSweep::RecordedSweep(Store& store, SweepSpec spec) : store_(store), spec_(std::move(spec)) {
+RecordedSweep::RecordedSweep(Store& store, SweepSpec spec, SweepShare share)
+    : store_(store), spec_(std::move(spec)), share_(std::move(share)) {
   if (auto problem = sweepNameProblem(spec_.name)) throw std::invalid_argument("name: the sweep name " + *problem);
   std::vector<SpecError> errors;
   spec_.expand(&errors);
@@ -29,9 +30,9 @@ RecordedSweep::RecordedSweep(Store& store, SweepSpec spec) : store_(store), spec
                                       std::chrono::system_clock::now().time_since_epoch())
                                       .count());
   result_.name = spec_.name;
-  result_.planned = spec_.pointCount();
+  result_.planned = share_.points ? share_.points->size() : spec_.pointCount();
   result_.state = "running";
-  result_.sweep_id = store_.createSweep(spec_, store_.saveEnvironment(captureEnvironment()));
+  result_.sweep_id = store_.createSweep(spec_, store_.saveEnvironment(captureEnvironment()), share_.uuid);
 }
 
 RecordedSweep::~RecordedSweep() {
@@ -75,6 +76,7 @@ const RecordedSweepResult& RecordedSweep::run(SweepRunner& runner, const Recorde
   };
   if (callbacks.started) callbacks.started(result_.sweep_id, spec_);
   try {
+    runner.selectPoints(share_.points);
     runner.run(spec_, cb, cancel);
   } catch (const std::invalid_argument& e) {
     fail(e.what());

@@ -35,11 +35,19 @@ struct RecordedSweepResult {
   std::string name;
   std::string state;            // finished, cancelled or failed
   std::string error;            // failed: why, and how many points are saved
-  size_t planned = 0;           // points of the grid (x backends)
+  size_t planned = 0;           // points of the grid (x backends), or of the shard
   std::vector<RunResult> runs;  // the points saved, in order, without their trace events
   bool cancelled() const { return state == "cancelled"; }
   // Points whose status is one of those given.
   size_t count(std::initializer_list<RunStatus> statuses) const;
+};
+
+// What part of a sweep this process runs: all of a new sweep (the default), or one shard of a
+// sweep whose other shards run elsewhere (`sweep --shard K/N`): the same UUID in every shard's
+// database, and the shard's global point indexes (core/engine/shard.h).
+struct SweepShare {
+  std::string uuid;                           // empty: a new sweep's own
+  std::optional<std::vector<size_t>> points;  // nullopt: every point
 };
 
 class RecordedSweep {
@@ -47,7 +55,7 @@ class RecordedSweep {
   // Stores this machine's environment and the sweep row (running); a spec without a name gets
   // defaultSweepName(now). Throws StoreError when the store refuses, std::invalid_argument when
   // the name is refused (sweepNameProblem).
-  RecordedSweep(Store& store, SweepSpec spec);
+  RecordedSweep(Store& store, SweepSpec spec, SweepShare share = {});
   // A sweep never left running: one not finished is stored as failed (best effort).
   ~RecordedSweep();
   RecordedSweep(const RecordedSweep&) = delete;
@@ -76,6 +84,7 @@ class RecordedSweep {
  private:
   Store& store_;
   SweepSpec spec_;
+  SweepShare share_;
   RecordedSweepResult result_;
   bool ended_ = false;
 };

@@ -236,6 +236,13 @@ void collectAccuracy(const WorkloadSpec& spec, const RunOptions& opt, const Host
 
 }  // namespace
 
+double pointFlops(const WorkloadSpec& spec) {
+  // A train pass counts its backward as 2.5 forwards (five products against two), the usual rule.
+  // A layer adds its projections: their backward is two products per forward one.
+  return forwardFlops(spec) * (spec.pass == Pass::train ? 3.5 : 1.0) +
+         (spec.kind == WorkloadKind::layer ? layerProjectionFlops(spec) * (spec.pass == Pass::train ? 3.0 : 1.0) : 0.0);
+}
+
 RunResult preflight(Backend& backend, const WorkloadSpec& spec, const RunOptions& opt) {
   RunResult r;
   r.spec = spec;
@@ -254,10 +261,7 @@ RunResult preflight(Backend& backend, const WorkloadSpec& spec, const RunOptions
     r.message = "reps must be in 1.." + std::to_string(kMaxReps) + " and warm-up in 0.." + std::to_string(kMaxReps);
     return r;
   }
-  // A train pass counts its backward as 2.5 forwards (five products against two), the usual rule.
-  // A layer adds its projections: their backward is two products per forward one.
-  r.flops = forwardFlops(spec) * (spec.pass == Pass::train ? 3.5 : 1.0) +
-            (spec.kind == WorkloadKind::layer ? layerProjectionFlops(spec) * (spec.pass == Pass::train ? 3.0 : 1.0) : 0.0);
+  r.flops = pointFlops(spec);
   r.memory.io_bytes = spec.kind == WorkloadKind::layer ? layerIoBytes(spec) : spec.ioBytes() + trainIoBytes(spec);
   const Support sup = backend.support(spec);
   try {

@@ -36,6 +36,10 @@ struct RunOptions {
   PhaseListener* phase_listener = nullptr;
 };
 
+// The point's flops as runs report them (RunResult::flops): the forward, a train pass's backward
+// as 2.5 forwards, a layer's projections.
+double pointFlops(const WorkloadSpec& spec);
+
 // The checks that allocate nothing: spec, support, plan (predicted also for points that do not
 // run, when the plan can be made), budget, and the memory guard, which counts the device plan,
 // the host inputs runPoint would generate (none when options.inputs is set) and the output copy

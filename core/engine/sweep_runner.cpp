@@ -1,5 +1,6 @@
 #include "core/engine/sweep_runner.h"
 
+#include <algorithm>
 #include <stdexcept>
 
 #include "core/base/clock.h"
@@ -31,9 +32,19 @@ std::vector<RunResult> SweepRunner::run(const SweepSpec& spec, const SweepCallba
   opt.cancel = cancel;
   opt.capture = capture_;
 
+  const size_t total = points.size() * backends.size();
+  std::vector<bool> wanted(total, !selected_);
+  if (selected_)
+    for (size_t p : *selected_) {
+      if (p >= total)
+        throw std::invalid_argument("points: point " + std::to_string(p) + " is not in this sweep (it has " +
+                                    std::to_string(total) + " points, 0 to " + std::to_string(total ? total - 1 : 0) + ")");
+      wanted[p] = true;
+    }
+
   std::vector<RunResult> results;
   SweepProgress progress;
-  progress.total = points.size() * backends.size();
+  progress.total = selected_ ? static_cast<size_t>(std::count(wanted.begin(), wanted.end(), true)) : total;
   const int64_t start = nowNs();
   auto report = [&] {
     progress.elapsed_s = static_cast<double>(nowNs() - start) * 1e-9;
@@ -42,8 +53,12 @@ std::vector<RunResult> SweepRunner::run(const SweepSpec& spec, const SweepCallba
                                        : -1;
     if (cb.progress) cb.progress(progress);
   };
-  for (const auto& point : points) {
-    for (Backend* b : backends) {
+  for (size_t g = 0; g < points.size(); ++g) {
+    const WorkloadSpec& point = points[g];
+    for (size_t bi = 0; bi < backends.size(); ++bi) {
+      Backend* b = backends[bi];
+      const size_t index = g * backends.size() + bi;
+      if (!wanted[index]) continue;
       if (cancel && cancel->load()) {
         progress.current.clear();
         report();
@@ -52,6 +67,7 @@ std::vector<RunResult> SweepRunner::run(const SweepSpec& spec, const SweepCallba
       progress.current = b->id() + " " + summary(point);
       report();
       RunResult r = runPoint(*b, point, opt);
+      r.point_index = static_cast<int64_t>(index);
       if (cb.result) cb.result(r);
       // The callback had the trace (and stored it); the list kept for the summary does not hold
       // every point's events, so a long sweep's memory stays bounded.

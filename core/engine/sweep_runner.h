@@ -3,6 +3,7 @@
 
 #include <atomic>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -29,7 +30,12 @@ class SweepRunner {
  public:
   explicit SweepRunner(const BackendRegistry& registry) : registry_(registry) {}
   void setCapture(TraceCapture* capture) { capture_ = capture; }
+  // Runs only these global point indexes (grid index x backends + backend index, ascending; a
+  // shard's share, core/engine/shard.h); nullopt: every point. Indexes past the grid are refused
+  // by run() with std::invalid_argument.
+  void selectPoints(std::optional<std::vector<size_t>> points) { selected_ = std::move(points); }
 
+  // Each result carries its global point index (RunResult::point_index).
   // Returns every finished point, without its trace events (the result callback gets them). A cancel stops within a point (CPU backends check often) and
   // the point in flight is returned with status cancelled. Throws std::invalid_argument when the
   // spec has invalid points or names an unknown backend (nothing runs then).
@@ -39,6 +45,7 @@ class SweepRunner {
  private:
   const BackendRegistry& registry_;
   TraceCapture* capture_ = nullptr;
+  std::optional<std::vector<size_t>> selected_;
 };
 
 }  // namespace attnscope

@@ -77,6 +77,7 @@ struct Recording {
   int64_t calls_seen = 0, calls_dropped = 0;
   double overhead_s = 0;
   int64_t environment_id = 0;
+  std::string uuid;  // identity across databases (schema 6): a merge adds a recording once
   std::vector<RecordedCall> calls;
   std::string error;                 // the stored row could not be read: why
 

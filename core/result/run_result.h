@@ -61,6 +61,13 @@ struct RunResult {
   std::map<std::string, std::string> facts;
   int64_t started_unix_ms = 0;
   double wall_s = 0;  // whole point, set-up and checks included
+  // Identity across databases (schema 6): the run's UUID (set when it is first saved), its index
+  // in its sweep's grid of points x backends (SweepRunner's order; -1 unknown: saved before schema
+  // 6), and the store id of the environment that ran it (0: the sweep's). A merge keeps all three,
+  // so shards of one sweep recombine and each point keeps the machine that ran it.
+  std::string uuid;
+  int64_t point_index = -1;
+  int64_t environment_id = 0;
 };
 
 // The status for people: "ok" only when the check held every row, else "ok, checked 3 % of

@@ -10,6 +10,7 @@
 #include <functional>
 #include <vector>
 
+#include "core/base/uuid.h"
 #include "core/store/store_impl.h"
 #include "core/store/store_owner.h"
 
@@ -29,12 +30,10 @@ int64_t nowUnixMs() {
       .count();
 }
 
-bool isSweepState(std::string_view s) {
-  return s == "running" || s == "finished" || s == "cancelled" || s == "failed" || s == "interrupted";
-}
 
 // Columns: id, name, created, state, spec, notes, tags, environment, run count, ok count, then
-// the owner (host, boot id, pid, start ticks; NULL without one). A row whose JSON cannot be read
+// the owner (host, boot id, pid, start ticks; NULL without one), the UUID and the cluster JSON
+// (NULL before schema 6). A row whose JSON cannot be read
 // keeps its id, name, created and state and says why in `error`.
 SweepInfo readSweep(SqliteStatement& s, const std::string& path) {
   SweepInfo info;
@@ -50,7 +49,7 @@ SweepInfo readSweep(SqliteStatement& s, const std::string& path) {
   try {
     if (!isSweepState(info.state))
       throw StoreError(StoreError::Kind::corrupt, path + ": " + what + " has an unknown state '" + info.state +
-                                                      "' (running, finished, cancelled, failed, interrupted)");
+                                                      "' (running, finished, cancelled, failed, interrupted, submitted)");
     info.spec = parseJsonColumn(s.columnTextView(4), path, what + " spec");
     try {
       (void)sweepSpecFromJson(info.spec);  // every key the readers use is there, with its type
@@ -62,10 +61,15 @@ SweepInfo readSweep(SqliteStatement& s, const std::string& path) {
     for (const auto& t : tags)
       if (t.is_string()) info.tags.push_back(t.get<std::string>());
     info.environment_id = s.isNull(7) ? 0 : s.columnInt(7);
+    if (!s.isNull(16) && !s.columnTextView(16).empty())
+      info.cluster = parseJsonColumn(s.columnTextView(16), path, what + " cluster");
   } catch (const StoreError& e) {
-    info = SweepInfo{info.id, info.name, info.created_unix_ms, info.state, {}, {}, 0, nlohmann::json::object(), 0, 0, 0,
-                     e.what()};
+    SweepInfo unreadable;
+    unreadable.id = info.id, unreadable.name = info.name, unreadable.created_unix_ms = info.created_unix_ms;
+    unreadable.state = info.state, unreadable.spec = nlohmann::json::object(), unreadable.error = e.what();
+    info = std::move(unreadable);
   }
+  if (!s.isNull(15)) info.uuid = s.columnText(15);
   info.run_count = s.columnInt(8);
   info.ok_count = s.columnInt(9);
   info.ok_every_row = s.columnInt(10);
@@ -79,8 +83,9 @@ std::string selectSweepsSql(int version) {
              " (SELECT count(*) FROM runs r WHERE r.sweep_id = s.id AND r.status = 'ok'),"
              " (SELECT count(*) FROM runs r WHERE r.sweep_id = s.id AND r.status = 'ok' AND r.acc_checked = 1"
              " AND r.rows_checked >= r.rows_total), ") +
-         (version >= 2 ? "o.host, o.boot_id, o.pid, o.start_ticks FROM sweeps s LEFT JOIN sweep_owners o ON o.sweep_id = s.id"
-                       : "NULL, NULL, NULL, NULL FROM sweeps s");
+         (version >= 2 ? "o.host, o.boot_id, o.pid, o.start_ticks," : "NULL, NULL, NULL, NULL,") +
+         (version >= 6 ? " s.uuid, s.cluster" : " NULL, NULL") +
+         (version >= 2 ? " FROM sweeps s LEFT JOIN sweep_owners o ON o.sweep_id = s.id" : " FROM sweeps s");
 }
 
 }  // namespace
@@ -94,6 +99,11 @@ void countOk(SweepInfo& s, const RunResult& r) {
   if (r.status != RunStatus::ok) return;
   ++s.ok_count;
   if (r.accuracy.everyRow()) ++s.ok_every_row;
+}
+
+bool isSweepState(std::string_view s) {
+  return s == "running" || s == "finished" || s == "cancelled" || s == "failed" || s == "interrupted" ||
+         s == "submitted";
 }
 
 SqliteConnection& StoreState::writer() {
@@ -147,9 +157,15 @@ void StoreTransaction::commit() {
 int64_t Store::saveEnvironment(const Environment& env) {
   std::lock_guard lock(impl_->mutex);
   impl_->writer();
-  SqliteConnection& db = *impl_->db;
-  std::string json = toJson(env).dump();
   StoreTransaction txn(*impl_);
+  const int64_t id = impl_->insertEnvironment(env);
+  txn.commit();
+  return id;
+}
+
+int64_t StoreState::insertEnvironment(const Environment& env) {
+  SqliteConnection& db = *this->db;
+  std::string json = toJson(env).dump();
   {
     SqliteStatement& s = db.cached(
         "INSERT INTO environments(host, os, cpu, gpu, app_version, git_revision, json) VALUES (?, ?, ?, ?, ?, ?, ?)"
@@ -167,10 +183,9 @@ int64_t Store::saveEnvironment(const Environment& env) {
   SqliteStatement& q = db.cached("SELECT id FROM environments WHERE json = ?");
   SqliteResetGuard guard(q);
   q.bindText(1, json);
-  if (!q.step()) throw StoreError(StoreError::Kind::io, impl_->path + ": the saved environment cannot be read back");
+  if (!q.step()) throw StoreError(StoreError::Kind::io, path + ": the saved environment cannot be read back");
   int64_t id = q.columnInt(0);
   q.reset();
-  txn.commit();
   return id;
 }
 
@@ -211,8 +226,10 @@ Environment Store::environment(int64_t id) {
   return env;
 }
 
-int64_t Store::createSweep(const SweepSpec& spec, int64_t environment_id) {
+int64_t Store::createSweep(const SweepSpec& spec, int64_t environment_id, const std::string& uuid) {
   refuseBadName(spec.name);
+  if (!uuid.empty() && !isUuid(uuid))
+    throw StoreError(StoreError::Kind::invalid, "sweep uuid: '" + uuid + "' is not a UUID (8-4-4-4-12 hex digits)");
   std::lock_guard lock(impl_->mutex);
   impl_->writer();
   SqliteConnection& db = *impl_->db;
@@ -225,14 +242,15 @@ int64_t Store::createSweep(const SweepSpec& spec, int64_t environment_id) {
       throw StoreError(StoreError::Kind::invalid, impl_->path + ": no environment " + std::to_string(environment_id));
   }
   SqliteStatement& s = db.cached(
-      "INSERT INTO sweeps(name, created_unix_ms, state, spec, notes, tags, environment_id)"
-      " VALUES (?, ?, 'running', ?, '', '[]', ?)");
+      "INSERT INTO sweeps(name, created_unix_ms, state, spec, notes, tags, environment_id, uuid)"
+      " VALUES (?, ?, 'running', ?, '', '[]', ?, ?)");
   SqliteResetGuard guard(s);
   s.bindText(1, spec.name);
   s.bindInt(2, nowUnixMs());
   s.bindText(3, toJson(spec).dump());
   if (environment_id != 0) s.bindInt(4, environment_id);
   else s.bindNull(4);
+  s.bindText(5, uuid.empty() ? newUuid() : uuid);
   s.run();
   int64_t id = db.lastInsertId();
   s.reset();

@@ -32,13 +32,18 @@ struct SweepInfo {
   int64_t id = 0;
   std::string name;
   int64_t created_unix_ms = 0;
-  // running, finished, cancelled, failed, interrupted. A sweep stored as running whose process is
+  // running, finished, cancelled, failed, interrupted, submitted (to a cluster: its points come
+  // from the tasks' shards, merged as they finish). A sweep stored as running whose process is
   // gone reads as interrupted.
   std::string state;
   std::string notes;
   std::vector<std::string> tags;
   int64_t environment_id = 0;
   nlohmann::json spec;  // toJson(SweepSpec)
+  std::string uuid;     // the same in every shard of one sweep and in every database it is merged into
+  // A sweep submitted to a cluster (`sweep --slurm`): {"scheduler": "slurm", "job_id", "tasks",
+  // "shared_dir", "partition", ...}; null for a local sweep.
+  nlohmann::json cluster;
   int64_t run_count = 0;
   int64_t ok_count = 0;
   int64_t ok_every_row = 0;  // of the ok runs, those whose check held every row (Accuracy::everyRow)
@@ -56,9 +61,35 @@ void countOk(SweepInfo& sweep, const RunResult& run);
 // change, no migration, no side files left behind, and it works on a read-only file or folder.
 enum class StoreMode { create, existing, read };
 
+// One task of a sweep's Slurm array (schema 6, `sweep --slurm`): the points it runs, the shard
+// database it copies to the shared folder when done, and what sacct last said of it.
+struct SlurmTask {
+  std::string job_id;  // the array job's id ("4711"); a resubmission (`slurm resume`) has its own
+  int task = 0;        // $SLURM_ARRAY_TASK_ID
+  std::string points;  // formatPointList (core/engine/shard.h)
+  std::string shard;   // the shard database's path in the shared folder
+  std::string state = "PENDING";  // sacct's State: PENDING, RUNNING, COMPLETED, FAILED, CANCELLED, TIMEOUT, OUT_OF_MEMORY...
+  std::string elapsed;            // sacct's Elapsed
+  bool merged = false;            // its shard is merged into this store
+};
+
+// What `Store::merge` did with one source database.
+struct MergeReport {
+  std::string source;
+  // Why the source was refused (not AttnScope's, damaged, newer schema, this very database):
+  // nothing of it was added and neither file was modified. Empty when merged.
+  std::string refused;
+  int64_t sweeps_added = 0;   // new to this store
+  int64_t sweeps_joined = 0;  // already here (another shard of one sweep, or merged before): missing points added
+  int64_t runs_added = 0, runs_skipped = 0;  // skipped: already here (same run UUID, or same sweep and point)
+  int64_t recordings_added = 0, recordings_skipped = 0;
+  int64_t events_added = 0;
+  std::vector<int64_t> sweeps;  // this store's ids of the source's sweeps, in the source's order
+};
+
 class Store {
  public:
-  static constexpr int kSchemaVersion = 5;
+  static constexpr int kSchemaVersion = 6;
 
   // create and existing open for writing (create makes the file when it does not exist) and
   // check up front that the file and its folder can be written (StoreError read_only otherwise);
@@ -80,7 +111,9 @@ class Store {
   int64_t saveEnvironment(const Environment& env);  // reuses an identical stored one
   Environment environment(int64_t id);
 
-  int64_t createSweep(const SweepSpec& spec, int64_t environment_id);
+  // A new sweep row, running and owned by this process. `uuid` empty: a new one; else that of the
+  // sweep this is a shard of (StoreError invalid when not a UUID, or when this store has it).
+  int64_t createSweep(const SweepSpec& spec, int64_t environment_id, const std::string& uuid = {});
   void setSweepState(int64_t sweep_id, std::string_view state);
   // One transaction: the run row, its plan and all its events. Returns the run id.
   int64_t saveRun(int64_t sweep_id, const RunResult& run);
@@ -99,6 +132,29 @@ class Store {
   void setSweepTags(int64_t id, const std::vector<std::string>& tags);
   void deleteSweep(int64_t id);
   void deleteRun(int64_t id);
+
+  // Brings what the database at `source_path` holds and this one lacks into this one, in one
+  // transaction: sweeps (one with the same UUID is the same sweep: its missing points are added,
+  // each keeping the environment that ran it), runs with their trace events and phases,
+  // environments, recordings with their calls. Idempotent: runs are identified by UUID and by
+  // (sweep UUID, point index), recordings by UUID; rows saved before schema 6 (no UUID) by one
+  // derived from their contents. The source is opened for reading only and checked whole first
+  // (Store::check): a foreign, damaged or newer-schema source, or this very file, is refused with
+  // the reason in `refused` and nothing changes. A sweep submitted to a cluster turns finished once
+  // every point of its grid is here. StoreError when this store cannot be written.
+  MergeReport merge(const std::string& source_path);
+
+  // The global point indexes (RunResult::point_index) this store holds for sweep `id`, ascending.
+  std::vector<int64_t> pointIndexes(int64_t id);
+  // The sweep whose UUID this is, if any.
+  std::optional<int64_t> sweepByUuid(const std::string& uuid);
+  // Sets a sweep's cluster submission (SweepInfo::cluster) and state in one transaction.
+  void setSweepCluster(int64_t id, const nlohmann::json& cluster, std::string_view state);
+
+  // Slurm array tasks of a submitted sweep: saved (insert or replace by job id and task) and read
+  // back in job, task order.
+  void saveSlurmTasks(int64_t sweep_id, const std::vector<SlurmTask>& tasks);
+  std::vector<SlurmTask> slurmTasks(int64_t sweep_id);
 
   // Recordings (`attnscope record`): saved whole, in one transaction, once the program has ended
   // (its calls included). Returns the id. A store of schema 3 or older, opened for reading, has none.

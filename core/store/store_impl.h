@@ -63,10 +63,19 @@ struct StoreState {
   void recordingRowProblems(std::vector<std::string>& out);  // store_recordings.cpp
 
   void insertEvents(int64_t run_id, const std::vector<TraceEvent>& events);
+  // The writes themselves, inside the caller's transaction (saveRun, saveEnvironment,
+  // saveRecording and merge each open one): the run with its events, an environment (reusing an
+  // identical stored one), a recording with its calls. Each returns the new row's id.
+  int64_t insertRun(int64_t sweep_id, const RunResult& run);
+  int64_t insertEnvironment(const Environment& env);
+  int64_t insertRecording(const Recording& rec);  // store_recordings.cpp
   std::vector<TraceEvent> readEvents(int64_t run_id);
 };
 
 struct Store::Impl : StoreState {};
+
+// running, finished, cancelled, failed, interrupted, submitted.
+bool isSweepState(std::string_view s);
 
 // A JSON library message without its "[json.exception.type_error.302] " prefix.
 inline std::string jsonProblem(const std::exception& e) {

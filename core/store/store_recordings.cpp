@@ -5,16 +5,21 @@
 
 #include <functional>
 
+#include "core/base/uuid.h"
 #include "core/store/store.h"
 #include "core/store/store_impl.h"
 
 namespace attnscope {
 namespace {
 
-constexpr const char* kSelectRecordings =
-    "SELECT r.id, r.name, r.created_unix_ms, r.ended_unix_ms, r.program, r.cwd, r.exit_status, r.exit_signal,"
-    " r.interrupted, r.complete, r.stderr_tail, r.note, r.torch, r.calls_seen, r.calls_dropped, r.overhead_s,"
-    " r.environment_id FROM recordings r";
+// The uuid column is new in schema 6 (a read-only store reads older files as they are).
+std::string selectRecordingsSql(int version) {
+  return std::string(
+             "SELECT r.id, r.name, r.created_unix_ms, r.ended_unix_ms, r.program, r.cwd, r.exit_status, r.exit_signal,"
+             " r.interrupted, r.complete, r.stderr_tail, r.note, r.torch, r.calls_seen, r.calls_dropped, r.overhead_s,"
+             " r.environment_id, ") +
+         (version >= 6 ? "r.uuid" : "NULL") + " FROM recordings r";
+}
 
 // A row into a recording; one whose JSON cannot be read keeps id, name and times and says why.
 Recording readRecording(SqliteStatement& s, const std::string& path) {
@@ -23,6 +28,7 @@ Recording readRecording(SqliteStatement& s, const std::string& path) {
   r.name = s.columnText(1);
   r.started_unix_ms = s.columnInt(2);
   r.ended_unix_ms = s.columnInt(3);
+  if (!s.isNull(17)) r.uuid = s.columnText(17);
   const std::string what = "recording " + r.idText();
   try {
     const nlohmann::json program = parseJsonColumn(s.columnTextView(4), path, what + " program");
@@ -47,6 +53,7 @@ Recording readRecording(SqliteStatement& s, const std::string& path) {
     kept.name = r.name;
     kept.started_unix_ms = r.started_unix_ms;
     kept.ended_unix_ms = r.ended_unix_ms;
+    kept.uuid = r.uuid;
     kept.error = e.what();
     return kept;
   }
@@ -62,12 +69,20 @@ int64_t Store::saveRecording(const Recording& rec) {
     throw StoreError(StoreError::Kind::invalid, "the recording name " + *problem);
   std::lock_guard lock(impl_->mutex);
   impl_->writer();
-  SqliteConnection& db = *impl_->db;
   StoreTransaction txn(*impl_);
+  const int64_t id = impl_->insertRecording(rec);
+  txn.commit();
+  return id;
+}
+
+int64_t StoreState::insertRecording(const Recording& rec) {
+  if (!rec.uuid.empty() && !isUuid(rec.uuid))
+    throw StoreError(StoreError::Kind::invalid, "cannot save a recording whose uuid '" + rec.uuid + "' is not a UUID");
+  SqliteConnection& db = *this->db;
   SqliteStatement& s = db.cached(
       "INSERT INTO recordings(name, created_unix_ms, ended_unix_ms, program, cwd, exit_status, exit_signal, interrupted,"
-      " complete, stderr_tail, note, torch, calls_seen, calls_dropped, overhead_s, environment_id)"
-      " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+      " complete, stderr_tail, note, torch, calls_seen, calls_dropped, overhead_s, environment_id, uuid)"
+      " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
   {
     SqliteResetGuard guard(s);
     s.bindText(1, rec.name);
@@ -88,6 +103,7 @@ int64_t Store::saveRecording(const Recording& rec) {
     s.bindDouble(15, rec.overhead_s);
     if (rec.environment_id != 0) s.bindInt(16, rec.environment_id);
     else s.bindNull(16);
+    s.bindText(17, rec.uuid.empty() ? newUuid() : rec.uuid);
     s.run();
   }
   const int64_t id = db.lastInsertId();
@@ -104,7 +120,6 @@ int64_t Store::saveRecording(const Recording& rec) {
     c.run();
     c.resetKeepingBindings();
   }
-  txn.commit();
   return id;
 }
 
@@ -113,7 +128,7 @@ std::vector<Recording> Store::recordings() {
   std::vector<Recording> out;
   if (!hasRecordings(*impl_)) return out;
   {
-    SqliteStatement& q = impl_->db->cached(std::string(kSelectRecordings) + " ORDER BY r.id");
+    SqliteStatement& q = impl_->db->cached(selectRecordingsSql(impl_->version) + " ORDER BY r.id");
     SqliteResetGuard guard(q);
     while (q.step()) out.push_back(readRecording(q, impl_->path));
   }
@@ -126,7 +141,7 @@ std::optional<Recording> Store::recording(int64_t id) {
   if (!hasRecordings(*impl_)) return std::nullopt;
   std::optional<Recording> out;
   {
-    SqliteStatement& q = impl_->db->cached(std::string(kSelectRecordings) + " WHERE r.id = ?");
+    SqliteStatement& q = impl_->db->cached(selectRecordingsSql(impl_->version) + " WHERE r.id = ?");
     SqliteResetGuard guard(q);
     q.bindInt(1, id);
     if (q.step()) out = readRecording(q, impl_->path);
@@ -189,7 +204,7 @@ void Store::deleteRecording(int64_t id) {
 void StoreState::recordingRowProblems(std::vector<std::string>& out) {
   if (!db || version < 4) return;
   {
-    SqliteStatement q = db->prepare(std::string(kSelectRecordings) + " ORDER BY r.id");
+    SqliteStatement q = db->prepare(selectRecordingsSql(version) + " ORDER BY r.id");
     while (q.step())
       if (Recording r = readRecording(q, path); !r.error.empty()) out.push_back(r.idText() + ": " + r.error);
   }

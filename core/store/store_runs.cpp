@@ -4,6 +4,7 @@
 #include <cstring>
 #include <limits>
 
+#include "core/base/uuid.h"
 #include "core/spec/spec_fields.h"
 #include "core/store/store.h"
 #include "core/store/store_impl.h"
@@ -84,11 +85,12 @@ std::string runColumns(int version) {
   return cols +
          ", warmup, reps, median_s, min_s, max_s, samples, flops, predicted_peak, measured_peak, cupti_peak, io_bytes,"
          " available, acc_checked, max_abs_error, rel_l2_error, rows_checked, rows_total, tolerance, plan, capture_note,"
-         " dropped_records, event_count, started_unix_ms, wall_s";
+         " dropped_records, event_count, started_unix_ms, wall_s" +
+         std::string(version >= 6 ? ", uuid, point_index, environment_id" : ", NULL, NULL, NULL");
 }
 
 int runColumnCount() {
-  int n = 4 + 24;
+  int n = 4 + 24 + 3;
   for (const SpecField& f : specFields()) n += static_cast<int>(f.columns.size());
   return n;
 }
@@ -179,6 +181,11 @@ void bindRun(SqliteStatement& s, int64_t sweep_id, const RunResult& r) {
   b.i(r.accuracy.rows_checked), b.i(r.accuracy.rows_total), b.d(r.accuracy.tolerance);
   b.t(planColumn(r)), b.t(r.trace.capture_note), b.i(r.trace.dropped_records);
   b.i(static_cast<int64_t>(r.trace.events.size())), b.i(r.started_unix_ms), b.d(r.wall_s);
+  b.t(r.uuid);
+  if (r.point_index >= 0) b.i(r.point_index);
+  else b.null();
+  if (r.environment_id > 0) b.i(r.environment_id);
+  else b.null();
 }
 
 // Reads "SELECT id, sweep_id, <kRunColumns>" into a RunResult (without events).
@@ -236,6 +243,12 @@ RunResult readRun(const SqliteStatement& s, const std::string& path) {
   c.i();  // event_count
   r.started_unix_ms = c.i();
   r.wall_s = c.d();
+  if (!c.isNull()) r.uuid = c.t();
+  else c.next++;
+  if (!c.isNull()) r.point_index = c.i();
+  else c.next++;
+  if (!c.isNull()) r.environment_id = c.i();
+  else c.next++;
   return r;
 }
 
@@ -394,31 +407,43 @@ std::vector<TraceEvent> StoreState::readEvents(int64_t run_id) {
 }
 
 int64_t Store::saveRun(int64_t sweep_id, const RunResult& run) {
+  std::lock_guard lock(impl_->mutex);
+  impl_->writer();
+  StoreTransaction txn(*impl_);
+  const int64_t run_id = impl_->insertRun(sweep_id, run);
+  txn.commit();
+  return run_id;
+}
+
+int64_t StoreState::insertRun(int64_t sweep_id, const RunResult& run) {
   // Nothing is written that the readers would refuse as damaged.
   if (auto errors = validate(run.spec); !errors.empty())
     throw StoreError(StoreError::Kind::invalid, "cannot save a run of an impossible workload (" + errors.front().message + ")");
-  std::lock_guard lock(impl_->mutex);
-  impl_->writer();
-  SqliteConnection& db = *impl_->db;
-  StoreTransaction txn(*impl_);
+  SqliteConnection& db = *this->db;
+  int64_t environment_id = run.environment_id;
   {
-    SqliteStatement& q = db.cached("SELECT 1 FROM sweeps WHERE id = ?");
+    SqliteStatement& q = db.cached("SELECT environment_id FROM sweeps WHERE id = ?");
     SqliteResetGuard guard(q);
     q.bindInt(1, sweep_id);
-    if (!q.step())
-      throw StoreError(StoreError::Kind::invalid, impl_->path + ": no sweep " + std::to_string(sweep_id));
+    if (!q.step()) throw StoreError(StoreError::Kind::invalid, path + ": no sweep " + std::to_string(sweep_id));
+    if (environment_id == 0 && !q.isNull(0)) environment_id = q.columnInt(0);
   }
+  if (!run.uuid.empty() && !isUuid(run.uuid))
+    throw StoreError(StoreError::Kind::invalid, "cannot save a run whose uuid '" + run.uuid + "' is not a UUID");
   int64_t run_id = 0;
   {
     static const std::string sql = insertRunSql();
     SqliteStatement& s = db.cached(sql);
     SqliteResetGuard guard(s);
     bindRun(s, sweep_id, run);
+    // A run without its identity gets one here: a new UUID, and its sweep's environment.
+    const int first_identity = 1 + runColumnCount() - 2;
+    s.bindText(first_identity, run.uuid.empty() ? newUuid() : run.uuid);
+    if (environment_id > 0) s.bindInt(first_identity + 2, environment_id);
     s.run();
     run_id = db.lastInsertId();
   }
-  impl_->insertEvents(run_id, run.trace.events);
-  txn.commit();
+  insertEvents(run_id, run.trace.events);
   return run_id;
 }
 

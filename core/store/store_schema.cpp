@@ -163,6 +163,47 @@ CREATE TABLE recording_calls (
 ) WITHOUT ROWID;
 )sql";
 
+// A version 4 UUID from SQLite's own randomness, for rows saved before schema 6.
+#define ATTNSCOPE_SQL_UUID                                                                          \
+  "lower(hex(randomblob(4))) || '-' || lower(hex(randomblob(2))) || '-4' ||"                        \
+  " substr(lower(hex(randomblob(2))), 2) || '-' || substr('89ab', 1 + abs(random() % 4), 1) ||"     \
+  " substr(lower(hex(randomblob(2))), 2) || '-' || lower(hex(randomblob(6)))"
+
+// Version 6: identities that hold across databases, so that the shards of one sweep (run on many
+// machines, `sweep --shard K/N`) recombine exactly and `attnscope merge` is idempotent. Sweeps,
+// runs and recordings get a UUID (existing rows a fresh one); a run gets its global point index in
+// its sweep's grid (NULL before: unknown) and the environment that ran it (before: its sweep's);
+// a sweep gets its cluster submission (JSON, '' for a local sweep) and slurm_tasks the array
+// tasks of a submitted one.
+constexpr const char* kSchemaV6 =
+    "ALTER TABLE sweeps ADD COLUMN uuid TEXT;"
+    "UPDATE sweeps SET uuid = " ATTNSCOPE_SQL_UUID ";"
+    "CREATE UNIQUE INDEX sweeps_by_uuid ON sweeps(uuid);"
+    "ALTER TABLE sweeps ADD COLUMN cluster TEXT NOT NULL DEFAULT '';"
+    "ALTER TABLE runs ADD COLUMN uuid TEXT;"
+    "ALTER TABLE runs ADD COLUMN point_index INTEGER;"
+    "ALTER TABLE runs ADD COLUMN environment_id INTEGER REFERENCES environments(id);"
+    "UPDATE runs SET uuid = " ATTNSCOPE_SQL_UUID
+    ", environment_id = (SELECT s.environment_id FROM sweeps s WHERE s.id = runs.sweep_id);"
+    "CREATE UNIQUE INDEX runs_by_uuid ON runs(uuid);"
+    "CREATE INDEX runs_by_point ON runs(sweep_id, point_index);"
+    "ALTER TABLE recordings ADD COLUMN uuid TEXT;"
+    "UPDATE recordings SET uuid = " ATTNSCOPE_SQL_UUID ";"
+    "CREATE UNIQUE INDEX recordings_by_uuid ON recordings(uuid);"
+    "CREATE TABLE slurm_tasks ("
+    "  sweep_id INTEGER NOT NULL REFERENCES sweeps(id) ON DELETE CASCADE,"
+    "  job_id   TEXT NOT NULL,"
+    "  task     INTEGER NOT NULL,"
+    "  points   TEXT NOT NULL,"
+    "  shard    TEXT NOT NULL,"
+    "  state    TEXT NOT NULL DEFAULT 'PENDING',"
+    "  elapsed  TEXT NOT NULL DEFAULT '',"
+    "  merged   INTEGER NOT NULL DEFAULT 0,"
+    "  PRIMARY KEY (job_id, task)"
+    ") WITHOUT ROWID;"
+    "CREATE INDEX slurm_tasks_by_sweep ON slurm_tasks(sweep_id);";
+#undef ATTNSCOPE_SQL_UUID
+
 std::vector<const char*> requiredTables(int version) {
   std::vector<const char*> t = {"strings", "environments", "sweeps", "runs", "events"};
   if (version >= 2) t.push_back("sweep_owners");
@@ -170,6 +211,7 @@ std::vector<const char*> requiredTables(int version) {
     t.push_back("recordings");
     t.push_back("recording_calls");
   }
+  if (version >= 6) t.push_back("slurm_tasks");
   return t;
 }
 
@@ -196,6 +238,8 @@ const std::vector<Migration>& migrations() {
       addSpecColumns(3),  // kind, pass, checkpoint
       {3, "add recordings of programs' attention calls", [](SqliteConnection& db) { db.exec(kSchemaV4); }},
       addSpecColumns(5),  // mask_dtype
+      {5, "identities across databases (UUIDs, point indexes, per-run environments) and Slurm tasks",
+       [](SqliteConnection& db) { db.exec(kSchemaV6); }},
   };
   return steps;
 }

@@ -3,8 +3,10 @@
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 
+#include <set>
 #include <stdexcept>
 
+#include "core/base/uuid.h"
 #include "core/store/sqlite_connection.h"
 #include "core/store/store.h"
 #include "core/store/store_schema.h"
@@ -174,6 +176,45 @@ TEST(StoreMigration, VersionOneRunsReadAsForwardAttention) {
   const auto back = store.run(id);
   ASSERT_TRUE(back);
   EXPECT_EQ(back->spec, train.spec);
+}
+
+// Schema 6 gives every old sweep, run and recording its own UUID (distinct), and every old run its
+// sweep's environment; the point index of an old run is unknown (-1). Read mode shows none.
+TEST(StoreMigration, VersionSixGivesOldRowsUuidsAndTheirSweepsEnvironment) {
+  test::TempDir dir;
+  std::string path = dir.file("v1.sqlite");
+  std::filesystem::copy_file(std::string(ATTNSCOPE_STORE_FIXTURES) + "/v1.sqlite", path);
+  {
+    Store reader(path, StoreMode::read);
+    for (const SweepInfo& s : reader.sweeps()) EXPECT_TRUE(s.uuid.empty());
+  }
+  Store store(path, StoreMode::existing);
+  std::set<std::string> uuids;
+  for (const SweepInfo& s : store.sweeps()) {
+    EXPECT_TRUE(isUuid(s.uuid)) << s.uuid;
+    uuids.insert(s.uuid);
+    const auto runs = store.runs(s.id);
+    ASSERT_FALSE(runs.empty());
+    for (const RunResult& r : runs) {
+      EXPECT_TRUE(isUuid(r.uuid)) << r.uuid;
+      uuids.insert(r.uuid);
+      EXPECT_EQ(r.point_index, -1);
+      EXPECT_EQ(r.environment_id, s.environment_id);
+    }
+    EXPECT_TRUE(store.pointIndexes(s.id).empty());
+    EXPECT_EQ(store.sweepByUuid(s.uuid), s.id);
+  }
+  EXPECT_GT(uuids.size(), 2u);
+  size_t rows = 0;
+  for (const SweepInfo& s : store.sweeps()) rows += 1 + store.runs(s.id).size();
+  EXPECT_EQ(uuids.size(), rows) << "two rows got the same UUID";
+  // A new run keeps the point index and environment it is given.
+  RunResult r = test::sampleRun(1, 2);
+  r.point_index = 5;
+  const int64_t id = store.saveRun(store.sweeps()[0].id, r);
+  EXPECT_EQ(store.run(id)->point_index, 5);
+  EXPECT_EQ(store.run(id)->environment_id, store.sweeps()[0].environment_id);
+  EXPECT_TRUE(store.check().empty());
 }
 
 // Rewrites the fixture; run by hand only when the fixture must be recreated:
