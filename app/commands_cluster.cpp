@@ -222,7 +222,7 @@ std::pair<int64_t, int64_t> slurmLimits() {
 struct TaskState {
   std::string state, elapsed;
 };
-std::map<int, TaskState> arrayStates(const std::string& job, bool* have_sacct) {
+std::map<int, TaskState> arrayStates(const std::string& job, bool* have_sacct, bool* squeue_ok) {
   std::map<int, TaskState> out;
   auto parse = [&](const std::string& text, char sep, bool overwrite) {
     std::istringstream in(text);
@@ -246,7 +246,10 @@ std::map<int, TaskState> arrayStates(const std::string& job, bool* have_sacct) {
   *have_sacct = sacct.status == 0;
   if (sacct.status == 0) parse(sacct.out, '|', true);
   CommandOutput q = runCommand({"squeue", "-h", "-r", "-j", job, "-o", "%i|%T|%M"});
-  if (q.status == 0) parse(q.out, '|', true);  // the live view wins while a task is queued or running
+  // The live view wins while a task is queued or running. squeue refuses a job id it no longer
+  // knows (rc 1, "Invalid job id"): then every task has ended, which is also an answer.
+  *squeue_ok = q.status == 0 || q.err.find("Invalid job id") != std::string::npos;
+  if (q.status == 0) parse(q.out, '|', true);
   return out;
 }
 
@@ -306,6 +309,8 @@ std::string sbatchScript(const Args& args, const fs::path& dir, const fs::path& 
   s << "\nstatus=$?\n"
     << "if [ -s \"$shard\" ]; then\n"
     << "  dest=" << shellQuote((dir / "shards").string()) << "/${SLURM_ARRAY_JOB_ID}_${task}.sqlite\n"
+    << "  # A sweep that died leaves its journal beside the file: it travels too (merge reads through it).\n"
+    << "  if [ -e \"$shard-wal\" ]; then cp \"$shard-wal\" \"$dest-wal\" || status=1; fi\n"
     << "  cp \"$shard\" \"$dest.part\" && mv -f \"$dest.part\" \"$dest\" || status=1\n"
     << "fi\n"
     << "rm -rf \"$local_dir\"\n"
@@ -333,14 +338,20 @@ int followSweep(Store& store, int64_t sweep_id, bool wait, bool quiet) {
   const SweepSpec spec = sweepSpecFromJson(info->spec);
   const size_t total = spec.pointCount();
   std::map<std::string, std::string> shown;  // "job_task" -> state printed
+  std::string last_line;
   int status = 0;
   for (;;) {
     std::vector<SlurmTask> tasks = store.slurmTasks(sweep_id);
     std::set<std::string> jobs;
     for (const auto& t : tasks) jobs.insert(t.job_id);
     std::map<std::string, std::map<int, TaskState>> states;
+    std::map<std::string, bool> squeue_ok;
     bool have_sacct = false;
-    for (const auto& j : jobs) states[j] = arrayStates(j, &have_sacct);
+    for (const auto& j : jobs) {
+      bool ok = false;
+      states[j] = arrayStates(j, &have_sacct, &ok);
+      squeue_ok[j] = ok;
+    }
     bool live = false;
     std::map<std::string, int> counts;
     for (auto& t : tasks) {
@@ -348,13 +359,12 @@ int followSweep(Store& store, int64_t sweep_id, bool wait, bool quiet) {
       if (it != states[t.job_id].end()) {
         t.state = it->second.state;
         t.elapsed = it->second.elapsed;
-      } else if (!t.merged && t.state != "PENDING" && t.state != "RUNNING" && !fs::exists(t.shard)) {
-        // Neither squeue nor sacct knows it any more: ended without leaving its shard.
-        t.state = have_sacct ? t.state : "ENDED";
-      } else if (fs::exists(t.shard) && !have_sacct && (t.state == "PENDING" || t.state == "RUNNING")) {
-        t.state = "COMPLETED";  // gone from squeue with its shard copied: the script's last step
-      } else if (!have_sacct && (t.state == "PENDING" || t.state == "RUNNING") && !fs::exists(t.shard)) {
-        t.state = "ENDED";
+      } else if (squeue_ok[t.job_id] && !ended(t.state)) {
+        // Not queued or running (squeue -r lists every such task) and no record of its own in
+        // sacct: a task cancelled before it started leaves none, so it is reported CANCELLED. With
+        // no accounting at all, its copied shard says it completed (the script's last step).
+        if (fs::exists(t.shard)) t.state = "COMPLETED";
+        else t.state = have_sacct ? "CANCELLED" : "ENDED";
       }
       if (!ended(t.state)) live = true;
       if (ended(t.state) && !t.merged && fs::exists(t.shard)) {
@@ -369,7 +379,8 @@ int followSweep(Store& store, int64_t sweep_id, bool wait, bool quiet) {
       ++counts[t.state];
       const std::string key = t.job_id + "_" + std::to_string(t.task);
       if (!quiet && shown[key] != t.state + (t.merged ? "+" : "")) {
-        std::cerr << "  task " << key << ": " << t.state << (t.elapsed.empty() ? "" : " after " + t.elapsed)
+        const bool started = !t.elapsed.empty() && t.elapsed != "0:00" && t.elapsed != "00:00:00";
+        std::cerr << "  task " << key << ": " << t.state << (started ? " after " + t.elapsed : "")
                   << (t.merged ? ", shard merged" : "") << "\n";
         shown[key] = t.state + (t.merged ? "+" : "");
       }
@@ -379,7 +390,10 @@ int followSweep(Store& store, int64_t sweep_id, bool wait, bool quiet) {
     if (!quiet) {
       std::string summary;
       for (const auto& [state, n] : counts) summary += (summary.empty() ? "" : ", ") + std::to_string(n) + " " + state;
-      std::cerr << "S" << sweep_id << ": " << present << "/" << total << " points merged; tasks: " << summary << "\n";
+      const std::string line = "S" + std::to_string(sweep_id) + ": " + std::to_string(present) + "/" + std::to_string(total) +
+                               " points merged; tasks: " + summary;
+      if (line != last_line) std::cerr << line << "\n";  // printed when it changes
+      last_line = line;
     }
     if (!wait || !live) break;
     if (g_stop_wait) {

@@ -11,6 +11,10 @@
 #      (scripts/measure_torch_release.sh, the wide grid), for TORCH_RELEASES (default 2.3.1 and
 #      2.9.1: between them most of the CPU rule changes; 2.15 is the default stage's own torch);
 #      any case that disagrees fails.
+# A real one-node Slurm (scripts/slurm-local.sh: slurmctld, slurmd, slurmdbd with MariaDB) runs for
+# the whole script, so the tests labelled slurm (sweep --slurm --wait, scancel and resume) run
+# against it in every stage; ATTNSCOPE_REQUIRE_SLURM turns their skip into a failure. SLURM=off
+# leaves it out (the slurm tests then skip with a message).
 # STAGES="cpu-only default releases asan tsan fuzz" picks stages; timings: docs/RELIABILITY.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -24,6 +28,12 @@ ATTNSCOPE_TEST_PYTHON=$(bash scripts/torch-venv.sh)
 export ATTNSCOPE_TEST_PYTHON
 
 STAGES=${STAGES:-cpu-only default releases asan tsan fuzz}
+if [ "${SLURM:-on}" != off ]; then
+  echo "=== slurm: start a one-node cluster (scripts/slurm-local.sh)"
+  eval "$(bash scripts/slurm-local.sh start)"
+  trap 'bash scripts/slurm-local.sh stop >/dev/null 2>&1 || true' EXIT
+  export ATTNSCOPE_REQUIRE_SLURM=1
+fi
 TORCH_RELEASES=${TORCH_RELEASES:-2.3.1 2.9.1}
 FUZZ_SECONDS=${FUZZ_SECONDS:-45}
 
