@@ -55,6 +55,12 @@ class MainWindow : public QMainWindow {
   // is shown (a dialog when interactive) and returned.
   QString openDatabase(const QString& path, bool create = false);
   QString databasePath() const;
+  // File > Merge database...: merges each source into the open database (Store::merge) on a pool
+  // thread with a connection of its own, one source after the other, the progress and then what
+  // was added, skipped and refused in the status bar (and lastMessage()); the Runs dock lists the
+  // result. Returns false when no database is open or a merge is already running.
+  bool mergeDatabases(const QStringList& sources);
+  bool isMerging() const { return merging_; }
   Store* store() const { return store_.get(); }
 
   bool startSweep();
@@ -133,6 +139,7 @@ class MainWindow : public QMainWindow {
   StoreWatcher* watcher_ = nullptr;
   JobTracker list_jobs_;           // the latest listing counts; one of an older database is dropped
   bool list_after_sweep_ = false;  // the database changed while our sweep ran
+  bool merging_ = false;
   QTabWidget* tabs_ = nullptr;
   RecordingView* recording_view_ = nullptr;
   QWidget* tab_before_recording_ = nullptr;  // the tab shown when a recording was opened

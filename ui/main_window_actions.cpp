@@ -11,6 +11,8 @@
 #include <QKeySequence>
 #include <QMenuBar>
 #include <QMessageBox>
+#include <QPointer>
+#include <QThreadPool>
 #include <QSettings>
 #include <QStatusBar>
 #include <QStyleFactory>
@@ -38,6 +40,48 @@
 
 namespace attnscope::ui {
 
+bool MainWindow::mergeDatabases(const QStringList& sources) {
+  if (!store_ || merging_ || sources.isEmpty()) return false;
+  merging_ = true;
+  statusBar()->showMessage(tr("Merging %n database(s) into %1...", nullptr, static_cast<int>(sources.size())).arg(databasePath()));
+  QPointer<MainWindow> self(this);
+  std::vector<std::string> paths;
+  for (const QString& s : sources) paths.push_back(s.toStdString());
+  QThreadPool::globalInstance()->start([self, db = databasePath().toStdString(), paths] {
+    QStringList lines;
+    int refused = 0;
+    try {
+      Store into(db, StoreMode::existing);
+      for (size_t i = 0; i < paths.size(); ++i) {
+        QMetaObject::invokeMethod(qApp, [self, i, n = paths.size(), name = QString::fromStdString(paths[i])] {
+          if (self) self->statusBar()->showMessage(tr("Merging %1 of %2: %3").arg(i + 1).arg(n).arg(QFileInfo(name).fileName()));
+        }, Qt::QueuedConnection);
+        const MergeReport r = into.merge(paths[i]);
+        const QString name = QFileInfo(QString::fromStdString(paths[i])).fileName();
+        if (!r.refused.empty()) {
+          ++refused;
+          lines << tr("%1 refused: %2").arg(name, QString::fromStdString(r.refused));
+        } else {
+          lines << tr("%1: %2 runs added, %3 already here").arg(name).arg(r.runs_added).arg(r.runs_skipped);
+        }
+      }
+    } catch (const std::exception& e) {
+      ++refused;
+      lines << tr("merge failed: %1").arg(QString::fromStdString(e.what()));
+    }
+    QMetaObject::invokeMethod(qApp, [self, lines, refused] {
+      if (!self) return;
+      self->merging_ = false;
+      self->last_message_ = lines.join("; ");
+      self->statusBar()->showMessage(self->last_message_, 15000);
+      if (refused && self->interactive_)
+        QMessageBox::warning(self, tr("Merge database"), lines.join("\n"));
+      self->listStore();
+    }, Qt::QueuedConnection);
+  });
+  return true;
+}
+
 void MainWindow::buildMenus() {
   QMenu* file = menuBar()->addMenu(tr("&File"));
   QAction* open = file->addAction(tr("&Open database..."), this, [this] {
@@ -50,6 +94,12 @@ void MainWindow::buildMenus() {
     const QString f = QFileDialog::getSaveFileName(this, tr("New AttnScope database"), QFileInfo(databasePath()).path(),
                                                    tr("AttnScope databases (*.sqlite)"));
     if (!f.isEmpty()) openDatabase(f, true);
+  });
+  file->addAction(tr("&Merge database..."), this, [this] {
+    const QStringList f = QFileDialog::getOpenFileNames(
+        this, tr("Merge AttnScope databases into this one"), QFileInfo(databasePath()).path(),
+        tr("AttnScope databases (*.sqlite *.sqlite3 *.db);;All files (*)"));
+    if (!f.isEmpty()) mergeDatabases(f);
   });
   file->addSeparator();
   QAction* export_chart = file->addAction(tr("&Export chart..."), this, &MainWindow::exportChart);

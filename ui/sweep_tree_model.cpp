@@ -14,6 +14,17 @@ namespace attnscope::ui {
 
 namespace {
 
+// "2 COMPLETED, 1 PENDING": a submitted sweep's tasks by state.
+QString taskSummary(const SweepInfo& i) {
+  QStringList parts;
+  for (const auto& [state, n] : i.task_states) parts << QStringLiteral("%1 %2").arg(n).arg(QString::fromStdString(state));
+  return parts.join(", ");
+}
+
+}  // namespace
+
+namespace {
+
 QString qs(const std::string& s) { return QString::fromStdString(s); }
 
 }  // namespace
@@ -160,7 +171,7 @@ void SweepTreeModel::updateSweeps(std::vector<SweepInfo> listed) {
                                     : held.run_count == info.run_count && held.ok_count == info.ok_count &&
                                           held.ok_every_row == info.ok_every_row;
     if (same_counts && held.name == info.name && held.state == info.state && held.notes == info.notes &&
-        held.tags == info.tags && held.error == info.error)
+        held.tags == info.tags && held.error == info.error && held.task_states == info.task_states)
       continue;  // most rows of most listings: no signal, no repaint
     s.info = std::move(info);
     if (recount) rereadRuns(row);
@@ -360,6 +371,9 @@ QVariant SweepTreeModel::sweepData(const SweepNode& s, int column, int role) con
       if (i.state == "interrupted")
         tip += tr("\nThe process that ran this sweep ended before finishing it (killed, crashed or out of disk); "
                   "the points it saved are kept.");
+      if (!i.task_states.empty())
+        tip += tr("\nSubmitted to Slurm: its tasks' shards are merged as they end (attnscope sweep --wait, or "
+                  "attnscope slurm status S%1); tasks as last seen: %2").arg(i.id).arg(taskSummary(i));
       if (!i.error.empty()) tip += "\n" + qs(i.error);
       return tip;
     }
@@ -373,7 +387,8 @@ QVariant SweepTreeModel::sweepData(const SweepNode& s, int column, int role) con
   switch (column) {
     case IdColumn: return edit ? QVariant::fromValue<qlonglong>(i.id) : QVariant(QStringLiteral("S%1").arg(i.id));
     case NameColumn: return qs(i.name);
-    case StateColumn: return qs(i.state);
+    case StateColumn:
+      return i.task_states.empty() || edit ? QVariant(qs(i.state)) : QVariant(qs(i.state) + " (" + taskSummary(i) + ")");
     case PointsColumn:
       if (edit) return QVariant::fromValue<qlonglong>(i.run_count);
       return i.ok_count > i.ok_every_row

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <vector>
 
 #include "core/base/uuid.h"
@@ -309,6 +310,14 @@ std::vector<SweepInfo> Store::sweeps() {
     SqliteStatement& q = impl_->db->cached(selectSweepsSql(impl_->version) + " ORDER BY s.id");
     SqliteResetGuard guard(q);
     while (q.step()) out.push_back(readSweep(q, impl_->path));
+  }
+  if (impl_->version >= 6) {
+    std::map<int64_t, SweepInfo*> by_id;
+    for (SweepInfo& s : out) by_id[s.id] = &s;
+    SqliteStatement& t = impl_->db->cached("SELECT sweep_id, state, count(*) FROM slurm_tasks GROUP BY sweep_id, state");
+    SqliteResetGuard guard(t);
+    while (t.step())
+      if (auto it = by_id.find(t.columnInt(0)); it != by_id.end()) it->second->task_states[t.columnText(1)] = t.columnInt(2);
   }
   impl_->verifySnapshot();
   return out;

@@ -10,6 +10,7 @@
 // has open would drop every POSIX lock the process holds on it when closed (see store_open.cpp).
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -44,6 +45,9 @@ struct SweepInfo {
   // A sweep submitted to a cluster (`sweep --slurm`): {"scheduler": "slurm", "job_id", "tasks",
   // "shared_dir", "partition", ...}; null for a local sweep.
   nlohmann::json cluster;
+  // A submitted sweep's Slurm tasks by state as last seen (sweep --wait, slurm status), e.g.
+  // {COMPLETED: 2, PENDING: 1}; empty for a local sweep.
+  std::map<std::string, int64_t> task_states;
   int64_t run_count = 0;
   int64_t ok_count = 0;
   int64_t ok_every_row = 0;  // of the ok runs, those whose check held every row (Accuracy::everyRow)

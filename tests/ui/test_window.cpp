@@ -370,6 +370,46 @@ class TestWindow : public QObject {
     QCOMPARE(f.readAll(), content);
   }
 
+  // File > Merge database...: the merge runs off the GUI thread, the Runs dock lists the merged
+  // sweep, a foreign source is refused untouched and named, and a second merge adds nothing.
+  void mergeDatabaseShowsTheMergedSweepInTheRunsDock() {
+    const QString db = dir_.filePath("merge-into.sqlite");
+    const QString src = dir_.filePath("merge-from.sqlite");
+    int64_t source_runs = 0;
+    {
+      Store store(src.toStdString());
+      auto spec = test::tinySweep();
+      spec.name = "from the other machine";
+      test::runSweepInto(store, spec);
+      source_runs = store.sweeps().front().run_count;
+    }
+    { Store create(db.toStdString()); }
+    MainWindow w(db);
+    w.setInteractive(false);
+    QAbstractItemModel* tree = w.runsPanel()->view()->model();
+    QCOMPARE(tree->rowCount(), 0);
+    const QString foreign = dir_.filePath("merge-notes.txt");
+    QFile f(foreign);
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    f.write("not a database\n");
+    f.close();
+    QVERIFY(w.mergeDatabases({src, foreign}));
+    QVERIFY(w.isMerging());
+    QVERIFY(!w.mergeDatabases({src}));  // one merge at a time
+    QTRY_VERIFY_WITH_TIMEOUT(!w.isMerging(), 30000);
+    QVERIFY2(w.lastMessage().contains(QString("merge-from.sqlite: %1 runs added").arg(source_runs)), qPrintable(w.lastMessage()));
+    QVERIFY2(w.lastMessage().contains("merge-notes.txt refused"), qPrintable(w.lastMessage()));
+    QTRY_COMPARE_WITH_TIMEOUT(tree->rowCount(), 1, 10000);
+    QVERIFY(tree->index(0, 1).data().toString().contains("from the other machine") ||
+            tree->index(0, 0).data().toString().startsWith("S"));
+    QVERIFY(w.mergeDatabases({src}));
+    QTRY_VERIFY_WITH_TIMEOUT(!w.isMerging(), 30000);
+    QVERIFY2(w.lastMessage().contains("0 runs added"), qPrintable(w.lastMessage()));
+    Store check(db.toStdString(), StoreMode::read);
+    QCOMPARE(check.sweeps().size(), size_t(1));
+    QCOMPARE(check.sweeps().front().run_count, source_runs);
+  }
+
   void runSelectedInDockShowsInBreakdown() {
     const QString db = dir_.filePath("dock.sqlite");
     int64_t first = 0, second = 0;
