@@ -333,6 +333,12 @@ std::optional<SweepInfo> Store::sweep(int64_t id) {
     q.bindInt(1, id);
     if (q.step()) out = readSweep(q, impl_->path);
   }
+  if (out && impl_->version >= 6) {
+    SqliteStatement& t = impl_->db->cached("SELECT state, count(*) FROM slurm_tasks WHERE sweep_id = ? GROUP BY state");
+    SqliteResetGuard guard(t);
+    t.bindInt(1, id);
+    while (t.step()) out->task_states[t.columnText(0)] = t.columnInt(1);
+  }
   impl_->verifySnapshot();
   return out;
 }

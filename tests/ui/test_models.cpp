@@ -208,6 +208,15 @@ class TestModels : public QObject {
     store_->setSweepState(id, "finished");
     model.refreshSweep(id);
     QCOMPARE(model.sweepIndex(id, SweepTreeModel::StateColumn).data().toString(), QString("finished"));
+    // A sweep submitted to Slurm shows its tasks as last seen, in the column and the tooltip.
+    store_->setSweepCluster(id, {{"scheduler", "slurm"}}, "submitted");
+    store_->saveSlurmTasks(id, {{"7", 0, "0-3", "/s/7_0.sqlite", "COMPLETED", "00:00:04", true},
+                                {"7", 1, "4-5", "/s/7_1.sqlite", "PENDING", "", false},
+                                {"7", 2, "6-7", "/s/7_2.sqlite", "PENDING", "", false}});
+    model.refreshSweep(id);
+    QCOMPARE(model.sweepIndex(id, SweepTreeModel::StateColumn).data().toString(),
+             QString("submitted (1 COMPLETED, 2 PENDING)"));
+    QVERIFY(model.sweepIndex(id).data(Qt::ToolTipRole).toString().contains("attnscope slurm status S"));
     const QModelIndex shown = proxy.mapFromSource(model.sweepIndex(id));
     QVERIFY(shown.isValid());
     QCOMPARE(proxy.rowCount(shown), 4);  // the cpu.reference half
