@@ -249,7 +249,7 @@ int cmdRun(const std::vector<std::string>& argv) {
 }
 
 const CommandDef kSweepDef{
-    "sweep", "sweep --backends A,B [--from REC:ROW] [--heads 8,16,32] [--seq 1024,4096] [SPEC lists] [--budget SIZE] [--check MODE] [--name N] [--db FILE] [--json]",
+    "sweep", "sweep --backends A,B [--from REC:ROW] [--heads 8,16,32] [--seq 1024,4096] [SPEC lists] [--budget SIZE] [--check MODE] [--name N] [--shard K/N | --slurm [SLURM options]] [--db FILE] [--json]",
     "Run a grid of workloads (every SPEC option takes a comma-separated list) on several backends, saving every "
     "point as it finishes.",
     withSpec({{"backends", "A,B", "backend ids (default: every backend available on this machine)"},
