@@ -25,7 +25,9 @@
 #include "app/cli_common.h"
 #include "app/cli_table.h"
 #include "app/commands.h"
+#include "core/base/format.h"
 #include "core/base/uuid.h"
+#include "core/files/command_path.h"
 #include "core/engine/shard.h"
 #include "core/result/environment.h"
 #include "core/store/store.h"
@@ -174,28 +176,13 @@ CommandOutput runCommand(const std::vector<std::string>& argv, const std::string
   return r;
 }
 
-bool onPath(const std::string& program) {
-  const char* path = std::getenv("PATH");
-  if (!path) return false;
-  std::stringstream ss(path);
-  std::string dir;
-  while (std::getline(ss, dir, ':'))
-    if (!dir.empty() && access((dir + "/" + program).c_str(), X_OK) == 0) return true;
-  return false;
-}
+bool onPath(const std::string& program) { return !resolveCommand(program).empty(); }
 
 void requireSlurm() {
   if (!onPath("sbatch") || !onPath("squeue"))
     throw std::runtime_error("Slurm's commands (sbatch, squeue, sacct) are not on PATH: --slurm and `attnscope slurm` "
                              "run where jobs are submitted (a login node); scripts/slurm-local.sh starts a one-node "
                              "Slurm on this machine");
-}
-
-std::string trim(std::string s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.pop_back();
-  size_t b = 0;
-  while (b < s.size() && std::isspace(static_cast<unsigned char>(s[b]))) ++b;
-  return s.substr(b);
 }
 
 // MaxArraySize and MaxJobCount from `scontrol show config` (0 when not found).
@@ -207,7 +194,7 @@ std::pair<int64_t, int64_t> slurmLimits() {
   while (std::getline(in, line)) {
     const size_t eq = line.find('=');
     if (eq == std::string::npos) continue;
-    const std::string key = trim(line.substr(0, eq)), value = trim(line.substr(eq + 1));
+    const std::string key = trimmed(line.substr(0, eq)), value = trimmed(line.substr(eq + 1));
     try {
       if (key == "MaxArraySize") max_array = std::stoll(value);
       if (key == "MaxJobCount") max_jobs = std::stoll(value);
@@ -231,7 +218,7 @@ std::map<int, TaskState> arrayStates(const std::string& job, bool* have_sacct, b
       std::vector<std::string> f;
       std::stringstream ls(line);
       std::string cell;
-      while (std::getline(ls, cell, sep)) f.push_back(trim(cell));
+      while (std::getline(ls, cell, sep)) f.push_back(trimmed(cell));
       if (f.size() < 2) continue;
       const std::string prefix = job + "_";
       if (f[0].rfind(prefix, 0) != 0) continue;
@@ -408,8 +395,9 @@ int followSweep(Store& store, int64_t sweep_id, bool wait, bool quiet) {
     std::signal(SIGINT, SIG_DFL);
     std::signal(SIGTERM, SIG_DFL);
   }
-  if (status == 0 && store.pointIndexes(sweep_id).size() < total && wait) {
-    std::cerr << "S" << sweep_id << " is missing " << total - store.pointIndexes(sweep_id).size()
+  const size_t present = wait && status == 0 ? store.pointIndexes(sweep_id).size() : total;
+  if (present < total) {
+    std::cerr << "S" << sweep_id << " is missing " << total - present
               << " points; `attnscope slurm resume S" << sweep_id << "` submits only those\n";
     status = 1;
   }
@@ -422,12 +410,12 @@ std::string submit(Store& store, int64_t sweep_id, const fs::path& dir, const st
                    const Submission& sub, nlohmann::json cluster) {
   CommandOutput c = runCommand({"sbatch", "--parsable", script_path});
   if (c.status != 0)
-    throw std::runtime_error("sbatch refused the job (exit " + std::to_string(c.status) + "): " + trim(c.err) +
+    throw std::runtime_error("sbatch refused the job (exit " + std::to_string(c.status) + "): " + trimmed(c.err) +
                              "; the script is " + script_path);
-  std::string job = trim(c.out);
+  std::string job = trimmed(c.out);
   job = job.substr(0, job.find(';'));  // "4711;cluster"
   if (job.empty() || !std::all_of(job.begin(), job.end(), ::isdigit))
-    throw std::runtime_error("sbatch printed no job id ('" + trim(c.out) + "')");
+    throw std::runtime_error("sbatch printed no job id ('" + trimmed(c.out) + "')");
   std::vector<SlurmTask> tasks;
   for (size_t k = 0; k < sub.tasks.size(); ++k)
     tasks.push_back({job, static_cast<int>(k), formatPointList(sub.tasks[k]), shardPath(dir, job, static_cast<int>(k)), "PENDING", "", false});
@@ -446,7 +434,7 @@ int submitSlurmSweep(const Args& args, const SweepSpec& sweep) {
   if (dry && args.flag("wait")) throw UsageError("--dry-run and --wait are exclusive");
   const size_t total = sweep.pointCount();
   int tasks = args.intValue("tasks", static_cast<int>(std::clamp<size_t>((total + 3) / 4, 1, 64)), 1, kMaxShards);
-  if (auto m = args.value("parallel")) (void)args.intValue("parallel", 1, 1, kMaxShards);
+  (void)args.intValue("parallel", 1, 1, kMaxShards);  // checked here, written into the script as given
   std::vector<std::string> partitions = {""};
   if (auto p = args.value("partition")) partitions = splitList("partition", *p);
   if (!dry) requireSlurm();

@@ -48,4 +48,10 @@ std::string formatLocalTime(int64_t unix_ms) {
   return buf;
 }
 
+std::string trimmed(std::string_view text) {
+  const size_t b = text.find_first_not_of(" \t\r\n");
+  const size_t e = text.find_last_not_of(" \t\r\n");
+  return b == std::string_view::npos ? std::string() : std::string(text.substr(b, e - b + 1));
+}
+
 }  // namespace attnscope

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 namespace attnscope {
 
@@ -12,6 +13,8 @@ std::string formatBytes(int64_t bytes);
 std::string formatDuration(double seconds);
 // Flop/s -> "12.3 GFLOP/s", "1.23 TFLOP/s".
 std::string formatFlops(double flops_per_second);
+// `text` without leading and trailing blanks (space, tab, CR, LF).
+std::string trimmed(std::string_view text);
 // Milliseconds since the epoch in local time: "2026-12-02 03:43:32".
 std::string formatLocalTime(int64_t unix_ms);
 

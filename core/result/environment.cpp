@@ -1,5 +1,7 @@
 #include "core/result/environment.h"
 
+#include "core/base/format.h"
+
 #include <sys/utsname.h>
 #include <unistd.h>
 
@@ -21,20 +23,14 @@ std::vector<EnvironmentProbe>& probes() {
   return list;
 }
 
-std::string trim(std::string s) {
-  size_t b = s.find_first_not_of(" \t\r\n");
-  size_t e = s.find_last_not_of(" \t\r\n");
-  return b == std::string::npos ? std::string() : s.substr(b, e - b + 1);
-}
-
 // The value of the first "key<sep>value" line of a file whose key matches, or "".
 std::string fileField(const char* file, std::string_view key, char sep) {
   std::ifstream in(file);
   std::string line;
   while (std::getline(in, line)) {
     size_t pos = line.find(sep);
-    if (pos == std::string::npos || trim(line.substr(0, pos)) != key) continue;
-    std::string value = trim(line.substr(pos + 1));
+    if (pos == std::string::npos || trimmed(line.substr(0, pos)) != key) continue;
+    std::string value = trimmed(line.substr(pos + 1));
     if (value.size() >= 2 && value.front() == '"' && value.back() == '"') value = value.substr(1, value.size() - 2);
     return value;
   }

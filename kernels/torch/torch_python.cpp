@@ -1,5 +1,7 @@
 #include "kernels/torch/torch_python.h"
 
+#include "core/files/command_path.h"
+
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -20,18 +22,6 @@ bool executable(const std::filesystem::path& p) {
   return std::filesystem::is_regular_file(p, ec) && ::access(p.c_str(), X_OK) == 0;
 }
 
-// A name without a slash is looked up on PATH, as a shell would.
-std::string resolve(const std::string& command) {
-  if (command.find('/') != std::string::npos) return executable(command) ? command : std::string();
-  const char* path = std::getenv("PATH");
-  std::stringstream ss(path ? path : "");
-  std::string dir;
-  while (std::getline(ss, dir, ':')) {
-    auto candidate = std::filesystem::path(dir.empty() ? "." : dir) / command;
-    if (executable(candidate)) return candidate.string();
-  }
-  return {};
-}
 
 // The first of `places` that is a regular file (and executable, if asked), as a canonical path;
 // else nullopt with the places in `searched`.
@@ -74,7 +64,7 @@ PythonChoice choosePython() {
     else if (!g_gui.empty()) c = {g_gui, "", "GUI setting", ""};
     else c = {"python3", "", "PATH", ""};
   }
-  c.path = resolve(c.command);
+  c.path = resolveCommand(c.command);
   if (c.path.empty()) {
     if (c.source == "PATH")
       c.problem = "python3: not found on PATH (give a Python with torch by --python, ATTNSCOPE_PYTHON or the GUI's "
