@@ -2,10 +2,6 @@
 // shard (`sweep --shard K/N`) into a database on the node's local disk and copies it to the
 // shared folder when done; SQLite is never shared over a network filesystem. `merge` brings the
 // shards (or any databases) together, idempotently.
-#include <poll.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
@@ -27,6 +23,7 @@
 #include "app/commands.h"
 #include "core/base/format.h"
 #include "core/base/uuid.h"
+#include "core/cluster/slurm.h"
 #include "core/files/command_path.h"
 #include "core/engine/shard.h"
 #include "core/result/environment.h"
@@ -79,7 +76,8 @@ const CommandDef kMergeDef{
     "(sweep UUID, point index), so a source merged twice adds nothing, and the shards of one sweep become one sweep, "
     "each point keeping the environment (machine, GPU, driver, torch) that ran it. A source that is not an AttnScope "
     "database, is damaged (attnscope check) or has a newer schema is refused untouched, and the others still merge. "
-    "Exit status: 0 every source merged, 1 a source was refused or DB could not be written, 2 bad input."};
+    "Exit status: 0 every source merged, 1 a source was refused or writing DB failed (I/O error, full disk), 2 bad "
+    "input or a DB this user may not write (read-only)."};
 
 int cmdMerge(const std::vector<std::string>& argv) {
   Args args(kMergeDef, argv);
@@ -105,142 +103,7 @@ int cmdMerge(const std::vector<std::string>& argv) {
 
 namespace {
 
-// ---- running Slurm's commands ----------------------------------------------------------------
-
-struct CommandOutput {
-  int status = -1;  // exit status; -1 when it could not be started
-  std::string out, err;
-};
-
-// Runs argv (found on PATH) with stdin from /dev/null, collecting stdout and stderr.
-CommandOutput runCommand(const std::vector<std::string>& argv, const std::string& input = {}) {
-  CommandOutput r;
-  int outp[2], errp[2], inp[2];
-  if (pipe(outp) != 0 || pipe(errp) != 0 || pipe(inp) != 0) {
-    r.err = std::strerror(errno);
-    return r;
-  }
-  const pid_t pid = fork();
-  if (pid < 0) {
-    r.err = std::strerror(errno);
-    return r;
-  }
-  if (pid == 0) {
-    dup2(inp[0], 0);
-    dup2(outp[1], 1);
-    dup2(errp[1], 2);
-    for (int fd : {outp[0], outp[1], errp[0], errp[1], inp[0], inp[1]}) close(fd);
-    std::vector<char*> args;
-    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    execvp(args[0], args.data());
-    std::fprintf(stderr, "%s: %s\n", argv[0].c_str(), std::strerror(errno));
-    _exit(127);
-  }
-  close(outp[1]);
-  close(errp[1]);
-  close(inp[0]);
-  if (!input.empty()) {
-    size_t done = 0;
-    while (done < input.size()) {
-      const ssize_t w = write(inp[1], input.data() + done, input.size() - done);
-      if (w <= 0) break;
-      done += static_cast<size_t>(w);
-    }
-  }
-  close(inp[1]);
-  pollfd fds[2] = {{outp[0], POLLIN, 0}, {errp[0], POLLIN, 0}};
-  int open_fds = 2;
-  char buf[4096];
-  while (open_fds > 0) {
-    if (poll(fds, 2, -1) < 0) {
-      if (errno == EINTR) continue;
-      break;
-    }
-    for (int i = 0; i < 2; ++i) {
-      if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
-      const ssize_t n = read(fds[i].fd, buf, sizeof buf);
-      if (n > 0) {
-        (i == 0 ? r.out : r.err).append(buf, static_cast<size_t>(n));
-      } else if (n == 0 || errno != EINTR) {
-        close(fds[i].fd);
-        fds[i].fd = -1;
-        --open_fds;
-      }
-    }
-  }
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  r.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  return r;
-}
-
-bool onPath(const std::string& program) { return !resolveCommand(program).empty(); }
-
-void requireSlurm() {
-  if (!onPath("sbatch") || !onPath("squeue"))
-    throw std::runtime_error("Slurm's commands (sbatch, squeue, sacct) are not on PATH: --slurm and `attnscope slurm` "
-                             "run where jobs are submitted (a login node); scripts/slurm-local.sh starts a one-node "
-                             "Slurm on this machine");
-}
-
-// MaxArraySize and MaxJobCount from `scontrol show config` (0 when not found).
-std::pair<int64_t, int64_t> slurmLimits() {
-  int64_t max_array = 0, max_jobs = 0;
-  CommandOutput c = runCommand({"scontrol", "show", "config"});
-  std::istringstream in(c.out);
-  std::string line;
-  while (std::getline(in, line)) {
-    const size_t eq = line.find('=');
-    if (eq == std::string::npos) continue;
-    const std::string key = trimmed(line.substr(0, eq)), value = trimmed(line.substr(eq + 1));
-    try {
-      if (key == "MaxArraySize") max_array = std::stoll(value);
-      if (key == "MaxJobCount") max_jobs = std::stoll(value);
-    } catch (const std::exception&) {
-    }
-  }
-  return {max_array, max_jobs};
-}
-
-// The task states of array job `job`: squeue for those still queued or running, sacct for the
-// ended ones (where the cluster keeps accounting). "4711_3" -> state, elapsed.
-struct TaskState {
-  std::string state, elapsed;
-};
-std::map<int, TaskState> arrayStates(const std::string& job, bool* have_sacct, bool* squeue_ok) {
-  std::map<int, TaskState> out;
-  auto parse = [&](const std::string& text, char sep, bool overwrite) {
-    std::istringstream in(text);
-    std::string line;
-    while (std::getline(in, line)) {
-      std::vector<std::string> f;
-      std::stringstream ls(line);
-      std::string cell;
-      while (std::getline(ls, cell, sep)) f.push_back(trimmed(cell));
-      if (f.size() < 2) continue;
-      const std::string prefix = job + "_";
-      if (f[0].rfind(prefix, 0) != 0) continue;
-      const std::string idx = f[0].substr(prefix.size());
-      if (idx.empty() || !std::all_of(idx.begin(), idx.end(), ::isdigit)) continue;  // "4711_[3-7]": pending, expanded by -r
-      const int task = std::stoi(idx);
-      std::string state = f[1].substr(0, f[1].find(' '));  // "CANCELLED by 0" -> CANCELLED
-      if (overwrite || !out.count(task)) out[task] = {state, f.size() > 2 ? f[2] : ""};
-    }
-  };
-  CommandOutput sacct = runCommand({"sacct", "-n", "-P", "-X", "-j", job, "--format=JobID,State,Elapsed"});
-  *have_sacct = sacct.status == 0;
-  if (sacct.status == 0) parse(sacct.out, '|', true);
-  CommandOutput q = runCommand({"squeue", "-h", "-r", "-j", job, "-o", "%i|%T|%M"});
-  // The live view wins while a task is queued or running. squeue refuses a job id it no longer
-  // knows (rc 1, "Invalid job id"): then every task has ended, which is also an answer.
-  *squeue_ok = q.status == 0 || q.err.find("Invalid job id") != std::string::npos;
-  if (q.status == 0) parse(q.out, '|', true);
-  return out;
-}
-
-bool ended(const std::string& state) { return state != "PENDING" && state != "RUNNING" && state != "CONFIGURING" && state != "COMPLETING" && state != "REQUEUED" && state != "SUSPENDED"; }
+// ---- the sbatch script -------------------------------------------------------------------------
 
 std::string shellQuote(const std::string& s) {
   std::string out = "'";
@@ -320,50 +183,22 @@ int followSweep(Store& store, int64_t sweep_id, bool wait, bool quiet) {
     std::signal(SIGINT, onWaitInterrupt);
     std::signal(SIGTERM, onWaitInterrupt);
   }
-  const auto info = store.sweep(sweep_id);
-  if (!info) throw UsageError("no sweep S" + std::to_string(sweep_id) + " in " + store.path());
-  const SweepSpec spec = sweepSpecFromJson(info->spec);
-  const size_t total = spec.pointCount();
+  if (!store.sweep(sweep_id)) throw UsageError("no sweep S" + std::to_string(sweep_id) + " in " + store.path());
   std::map<std::string, std::string> shown;  // "job_task" -> state printed
   std::string last_line;
   int status = 0;
+  size_t total = 0, present = 0;
+  bool live = false;
   for (;;) {
-    std::vector<SlurmTask> tasks = store.slurmTasks(sweep_id);
-    std::set<std::string> jobs;
-    for (const auto& t : tasks) jobs.insert(t.job_id);
-    std::map<std::string, std::map<int, TaskState>> states;
-    std::map<std::string, bool> squeue_ok;
-    bool have_sacct = false;
-    for (const auto& j : jobs) {
-      bool ok = false;
-      states[j] = arrayStates(j, &have_sacct, &ok);
-      squeue_ok[j] = ok;
+    const SlurmPoll poll = pollSlurmSweep(store, sweep_id);
+    total = poll.total;
+    present = poll.present;
+    live = poll.live;
+    for (const auto& r : poll.refused) {
+      std::cerr << "task " << printable(r) << " (shard refused)\n";
+      status = 1;
     }
-    bool live = false;
-    std::map<std::string, int> counts;
-    for (auto& t : tasks) {
-      auto it = states[t.job_id].find(t.task);
-      if (it != states[t.job_id].end()) {
-        t.state = it->second.state;
-        t.elapsed = it->second.elapsed;
-      } else if (squeue_ok[t.job_id] && !ended(t.state)) {
-        // Not queued or running (squeue -r lists every such task) and no record of its own in
-        // sacct: a task cancelled before it started leaves none, so it is reported CANCELLED. With
-        // no accounting at all, its copied shard says it completed (the script's last step).
-        if (fs::exists(t.shard)) t.state = "COMPLETED";
-        else t.state = have_sacct ? "CANCELLED" : "ENDED";
-      }
-      if (!ended(t.state)) live = true;
-      if (ended(t.state) && !t.merged && fs::exists(t.shard)) {
-        MergeReport r = store.merge(t.shard);
-        if (!r.refused.empty()) {
-          std::cerr << "task " << t.job_id << "_" << t.task << ": shard refused: " << printable(r.refused) << "\n";
-          status = 1;
-        } else {
-          t.merged = true;
-        }
-      }
-      ++counts[t.state];
+    for (const auto& t : poll.tasks) {
       const std::string key = t.job_id + "_" + std::to_string(t.task);
       if (!quiet && shown[key] != t.state + (t.merged ? "+" : "")) {
         const bool started = !t.elapsed.empty() && t.elapsed != "0:00" && t.elapsed != "00:00:00";
@@ -372,17 +207,15 @@ int followSweep(Store& store, int64_t sweep_id, bool wait, bool quiet) {
         shown[key] = t.state + (t.merged ? "+" : "");
       }
     }
-    store.saveSlurmTasks(sweep_id, tasks);
-    const size_t present = store.pointIndexes(sweep_id).size();
     if (!quiet) {
       std::string summary;
-      for (const auto& [state, n] : counts) summary += (summary.empty() ? "" : ", ") + std::to_string(n) + " " + state;
+      for (const auto& [state, n] : poll.counts) summary += (summary.empty() ? "" : ", ") + std::to_string(n) + " " + state;
       const std::string line = "S" + std::to_string(sweep_id) + ": " + std::to_string(present) + "/" + std::to_string(total) +
                                " points merged; tasks: " + summary;
       if (line != last_line) std::cerr << line << "\n";  // printed when it changes
       last_line = line;
     }
-    if (!wait || !live) break;
+    if (!wait || !poll.live) break;
     if (g_stop_wait) {
       std::cerr << "stopped following S" << sweep_id << "; its tasks keep running: `attnscope slurm status S" << sweep_id
                 << "` follows them and merges their shards\n";
@@ -395,11 +228,10 @@ int followSweep(Store& store, int64_t sweep_id, bool wait, bool quiet) {
     std::signal(SIGINT, SIG_DFL);
     std::signal(SIGTERM, SIG_DFL);
   }
-  const size_t present = wait && status == 0 ? store.pointIndexes(sweep_id).size() : total;
-  if (present < total) {
+  if (status != 130 && !live && present < total && (wait || !quiet)) {
     std::cerr << "S" << sweep_id << " is missing " << total - present
               << " points; `attnscope slurm resume S" << sweep_id << "` submits only those\n";
-    status = 1;
+    status = std::max(status, 1);
   }
   return status;
 }
@@ -439,12 +271,10 @@ int submitSlurmSweep(const Args& args, const SweepSpec& sweep) {
   if (auto p = args.value("partition")) partitions = splitList("partition", *p);
   if (!dry) requireSlurm();
   std::string capped;
-  if (onPath("scontrol")) {
+  {
+    // More points than one array may have tasks are bundled per task.
     const auto [max_array, max_jobs] = slurmLimits();
-    // An array of N tasks needs indexes 0..N-1 < MaxArraySize and N job records (< MaxJobCount,
-    // leaving room for the cluster's other jobs): more points than that are bundled per task.
-    int64_t cap = max_array > 0 ? max_array : kMaxShards;
-    if (max_jobs > 0) cap = std::min<int64_t>(cap, std::max<int64_t>(1, max_jobs / 2));
+    const int64_t cap = slurmTaskCap(max_array, max_jobs, kMaxShards);
     if (tasks > cap) {
       capped = " (capped from " + std::to_string(tasks) + " by MaxArraySize " + std::to_string(max_array) +
                " / MaxJobCount " + std::to_string(max_jobs) + ")";
@@ -563,7 +393,7 @@ int cmdSlurm(const std::vector<std::string>& argv) {
   }
   // resume
   for (const auto& task : tasks)
-    if (!ended(task.state))
+    if (!slurmStateEnded(task.state))
       throw UsageError("S" + std::to_string(id.id) + ": task " + task.job_id + "_" + std::to_string(task.task) + " is " +
                        task.state + "; resume once no task is queued or running");
   std::vector<size_t> missing;

@@ -1,8 +1,13 @@
 #include "core/files/command_path.h"
 
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <sstream>
 
@@ -26,6 +31,77 @@ std::string resolveCommand(const std::string& command) {
     if (executable(candidate)) return candidate.string();
   }
   return {};
+}
+
+CommandOutput runCommand(const std::vector<std::string>& argv, const std::string& input) {
+  CommandOutput r;
+  if (argv.empty()) return r;
+  const std::string program = resolveCommand(argv[0]);
+  if (program.empty()) {
+    r.err = argv[0] + ": not found on PATH";
+    return r;
+  }
+  std::vector<char*> args;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  const std::string exec_failed = argv[0] + ": cannot be run\n";
+  int outp[2], errp[2], inp[2];
+  if (::pipe2(outp, O_CLOEXEC) != 0 || ::pipe2(errp, O_CLOEXEC) != 0 || ::pipe2(inp, O_CLOEXEC) != 0) {
+    r.err = std::strerror(errno);
+    return r;
+  }
+  const pid_t pid = ::fork();
+  if (pid < 0) {
+    r.err = std::strerror(errno);
+    for (int fd : {outp[0], outp[1], errp[0], errp[1], inp[0], inp[1]}) ::close(fd);
+    return r;
+  }
+  if (pid == 0) {  // async-signal-safe calls only from here on
+    ::dup2(inp[0], 0);
+    ::dup2(outp[1], 1);
+    ::dup2(errp[1], 2);
+    ::execv(program.c_str(), args.data());
+    [[maybe_unused]] ssize_t w = ::write(2, exec_failed.data(), exec_failed.size());
+    ::_exit(127);
+  }
+  ::close(outp[1]);
+  ::close(errp[1]);
+  ::close(inp[0]);
+  size_t done = 0;
+  while (done < input.size()) {
+    const ssize_t w = ::write(inp[1], input.data() + done, input.size() - done);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) break;
+    done += static_cast<size_t>(w);
+  }
+  ::close(inp[1]);
+  pollfd fds[2] = {{outp[0], POLLIN, 0}, {errp[0], POLLIN, 0}};
+  int open_fds = 2;
+  char buf[4096];
+  while (open_fds > 0) {
+    if (::poll(fds, 2, -1) < 0) {
+      if (errno == EINTR) continue;
+      break;
+    }
+    for (int i = 0; i < 2; ++i) {
+      if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+      const ssize_t n = ::read(fds[i].fd, buf, sizeof buf);
+      if (n > 0) {
+        (i == 0 ? r.out : r.err).append(buf, static_cast<size_t>(n));
+      } else if (n == 0 || errno != EINTR) {
+        ::close(fds[i].fd);
+        fds[i].fd = -1;
+        --open_fds;
+      }
+    }
+  }
+  for (auto& f : fds)
+    if (f.fd >= 0) ::close(f.fd);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  r.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return r;
 }
 
 }  // namespace attnscope

@@ -55,7 +55,7 @@ TEST(IncludeTiers, TheOrderIsDeclared) {
   std::vector<std::string> names;
   for (const Tier& t : tiers) names.push_back(t.name);
   const std::vector<std::string> expected = {"base", "spec", "files", "inputs", "trace", "backend", "torch_dispatch",
-                                             "check", "result", "store", "export", "engine", "record"};
+                                             "check", "result", "store", "export", "engine", "record", "cluster"};
   EXPECT_EQ(names, expected) << "the tiers changed: update docs/ARCHITECTURE.md's Layers and this list together";
 }
 
