@@ -135,6 +135,10 @@ MainWindow::MainWindow(const QString& db_path, QWidget* parent)
   connect(point_timer_, &QTimer::timeout, this, &MainWindow::showPendingPoints);
   watcher_ = new StoreWatcher(this);
   connect(watcher_, &StoreWatcher::changed, this, &MainWindow::listStore);
+  slurm_timer_ = new QTimer(this);
+  slurm_timer_->setInterval(slurmPollInterval());
+  connect(slurm_timer_, &QTimer::timeout, this, [this] { pollSlurm(); });
+  slurm_timer_->start();
 
   thread_ = new QThread(this);
   thread_->setObjectName("attnscope-sweep");
@@ -262,6 +266,7 @@ QString MainWindow::openDatabase(const QString& path, bool create) {
     breakdown_view_->setEventSource([db = path.toStdString()](int64_t run_id) { return Store(db, StoreMode::read).events(run_id); });
   recording_view_->setRecordingSource([db = path.toStdString()](int64_t id) { return Store(db, StoreMode::read).recording(id); });
   watcher_->setDatabase(path);
+  slurm_missing_told_ = false;
   list_jobs_.invalidate();  // a listing of the previous database may be on its way
   listStore();
   setShown({});

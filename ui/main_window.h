@@ -61,6 +61,14 @@ class MainWindow : public QMainWindow {
   // result. Returns false when no database is open or a merge is already running.
   bool mergeDatabases(const QStringList& sources);
   bool isMerging() const { return merging_; }
+  // Follows the sweeps submitted to Slurm (state submitted) that the Runs dock lists: one
+  // pollSlurmSweep per sweep on a pool thread with a connection of its own (squeue and sacct
+  // asked, the shards of ended tasks merged), then the sweeps' rows read again. Runs every
+  // slurmPollInterval() ms by itself while such a sweep is listed and Slurm's commands are on PATH.
+  // Returns false when nothing was started (none submitted, no Slurm, read-only, already polling).
+  bool pollSlurm();
+  bool isPollingSlurm() const { return polling_slurm_; }
+  static constexpr int slurmPollInterval() { return 5000; }
   Store* store() const { return store_.get(); }
 
   bool startSweep();
@@ -140,6 +148,9 @@ class MainWindow : public QMainWindow {
   JobTracker list_jobs_;           // the latest listing counts; one of an older database is dropped
   bool list_after_sweep_ = false;  // the database changed while our sweep ran
   bool merging_ = false;
+  bool polling_slurm_ = false;
+  bool slurm_missing_told_ = false;  // "Slurm's commands are not on PATH" shown once per database
+  QTimer* slurm_timer_ = nullptr;
   QTabWidget* tabs_ = nullptr;
   RecordingView* recording_view_ = nullptr;
   QWidget* tab_before_recording_ = nullptr;  // the tab shown when a recording was opened

@@ -240,6 +240,13 @@ void SweepTreeModel::countsChanged(int row) {
   Q_EMIT dataChanged(index(row, 0), index(row, ColumnCount - 1));
 }
 
+std::vector<int64_t> SweepTreeModel::sweepIdsInState(const std::string& state) const {
+  std::vector<int64_t> ids;
+  for (const auto& s : sweeps_)
+    if (s.info.state == state) ids.push_back(s.info.id);
+  return ids;
+}
+
 QModelIndex SweepTreeModel::sweepIndex(int64_t sweep_id, int column) const {
   const int row = sweepRow(sweep_id);
   return row < 0 ? QModelIndex() : index(row, column);
@@ -372,8 +379,9 @@ QVariant SweepTreeModel::sweepData(const SweepNode& s, int column, int role) con
         tip += tr("\nThe process that ran this sweep ended before finishing it (killed, crashed or out of disk); "
                   "the points it saved are kept.");
       if (!i.task_states.empty())
-        tip += tr("\nSubmitted to Slurm: its tasks' shards are merged as they end (attnscope sweep --wait, or "
-                  "attnscope slurm status S%1); tasks as last seen: %2").arg(i.id).arg(taskSummary(i));
+        tip += tr("\nSubmitted to Slurm: while it is listed here, the window asks squeue and sacct every few seconds "
+                  "and merges each task's shard as it ends (so do attnscope sweep --wait and attnscope slurm status S%1); "
+                  "tasks as last seen: %2").arg(i.id).arg(taskSummary(i));
       if (!i.error.empty()) tip += "\n" + qs(i.error);
       return tip;
     }

@@ -56,6 +56,9 @@ class SweepTreeModel : public QAbstractItemModel {
   // rows, and is not applied.
   quint64 localChanges() const { return local_changes_; }
 
+  // The listed sweeps in `state` ("submitted": those a cluster runs), in row order.
+  std::vector<int64_t> sweepIdsInState(const std::string& state) const;
+
   QModelIndex sweepIndex(int64_t sweep_id, int column = 0) const;
   // Reads the sweep's runs first when not read yet (see fetchMore).
   QModelIndex runIndex(int64_t sweep_id, int64_t run_id, int column = 0);

@@ -316,6 +316,18 @@ class TestRecordingView : public QObject {
       s.axes = {{"heads", {"2"}}};
       const int64_t cli_sweep = ui::test::runSweepInto(other, s);
       QTRY_VERIFY_WITH_TIMEOUT(w.sweepTreeModel()->sweepIndex(cli_sweep).isValid(), 10000);
+      // A shown sweep that another connection adds runs to is read again: the charts follow.
+      const int64_t growing = other.createSweep(s, other.sweep(cli_sweep)->environment_id);
+      w.showSweeps({growing});
+      QCOMPARE(w.shownSweeps().front()->runs.size(), size_t{0});
+      const auto cli_runs = other.runs(cli_sweep);
+      QVERIFY(cli_runs.size() >= 2u);
+      for (auto r : cli_runs) {
+        r.uuid.clear();  // a run of its own, not the CLI sweep's again
+        other.saveRun(growing, r);
+      }
+      QTRY_COMPARE_WITH_TIMEOUT(w.shownSweeps().front()->runs.size(), cli_runs.size(), 10000);
+      QCOMPARE(w.shownSweeps().front()->info.id, growing);
       other.deleteRecording(cli);
       QTRY_COMPARE_WITH_TIMEOUT(list->model()->rowCount(), 1, 10000);
     }
