@@ -191,7 +191,9 @@ MpiDefault=none
 SchedulerType=sched/backfill
 SelectType=select/cons_tres
 SelectTypeParameters=CR_Core
-MaxArraySize=1001
+# Small on purpose: a sweep with more tasks than an array may have must bundle its points (the
+# tests submit --tasks 12 and expect 8 tasks). Real clusters say 1001 or more.
+MaxArraySize=8
 MaxJobCount=10000
 # Finished jobs stay visible to squeue/scontrol for MinJobAge seconds; sacct keeps them forever.
 MinJobAge=300
@@ -211,6 +213,9 @@ AccountingStoragePort=$DBD_PORT
 AccountingStoragePass=$MUNGE_SOCKET
 NodeName=$host NodeAddr=127.0.0.1 NodeHostname=$host CPUs=$cpus RealMemory=$real_mem State=UNKNOWN
 PartitionName=debug Nodes=$host Default=YES MaxTime=INFINITE State=UP OverSubscribe=NO
+# A second partition on the same node, as a cluster's second GPU type would be: --partition
+# debug,second runs the grid once on each (one sweep per partition).
+PartitionName=second Nodes=$host Default=NO MaxTime=INFINITE State=UP OverSubscribe=NO
 EOF
 
   # slurmdbd reads slurmdbd.conf from the directory of SLURM_CONF; it must be 0600.

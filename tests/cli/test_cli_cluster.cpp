@@ -1,6 +1,11 @@
 // The real binary's sweep --shard, merge and sweep --slurm --dry-run: the shards of one sweep,
 // run as separate processes into separate databases, merge into one sweep with every point once.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
 
 #include <nlohmann/json.hpp>
 
@@ -58,6 +63,38 @@ TEST_F(CliCluster, ShardsRunAsSeparateProcessesMergeIntoOneSweep) {
   CliResult bad = runCli({"merge", "/etc/hostname", shards[0], "--into", db_});
   EXPECT_EQ(bad.code, 1);
   EXPECT_NE(bad.out.find("refused /etc/hostname: /etc/hostname is not an AttnScope database"), std::string::npos) << bad.out;
+}
+
+// Merging into a database this user may not write: refused before anything is read or written,
+// exit 2 (as every command that saves into a read-only database), the file unchanged. As root the
+// merge runs as nobody (runuser), since root ignores permission bits.
+TEST_F(CliCluster, MergeIntoAReadOnlyDatabaseIsRefusedUntouched) {
+  const std::string src = dir_ + "/src.sqlite", into = dir_ + "/into.sqlite";
+  for (const auto& [db, name] : {std::pair{src, "from"}, std::pair{into, "into"}})
+    ASSERT_EQ(runCli({"sweep", "--backends", "cpu.reference", "--heads", "1", "--seq", "16", "--head-dim", "8", "--reps",
+                      "1", "--warmup", "0", "--quiet", "--name", name, "--db", db}).code, 0);
+  ASSERT_EQ(::chmod(dir_.c_str(), 0777), 0);
+  ASSERT_EQ(::chmod(src.c_str(), 0644), 0);
+  ASSERT_EQ(::chmod(into.c_str(), 0444), 0);
+  const std::string before = readFile(into);
+  // A copy nobody can reach (the build folder may sit under a private home).
+  const std::string bin = dir_ + "/attnscope";
+  std::filesystem::copy_file(ATTNSCOPE_BIN, bin);
+  std::string cmd = bin + " merge '" + src + "' --into '" + into + "' 2>&1";
+  if (geteuid() == 0) cmd = "runuser -u nobody -- " + cmd;
+  FILE* p = popen(cmd.c_str(), "r");
+  ASSERT_TRUE(p);
+  std::string out;
+  char buf[512];
+  while (fgets(buf, sizeof buf, p)) out += buf;
+  const int rc = pclose(p);
+  ASSERT_TRUE(WIFEXITED(rc));
+  EXPECT_EQ(WEXITSTATUS(rc), 2) << out;
+  EXPECT_NE(out.find("into.sqlite is read-only"), std::string::npos) << out;
+  EXPECT_TRUE(readFile(into) == before);
+  for (const char* side : {"-wal", "-shm", "-journal"}) EXPECT_FALSE(std::filesystem::exists(into + side)) << side;
+  ::chmod(into.c_str(), 0644);
+  EXPECT_EQ(attnscope::Store(into, attnscope::StoreMode::read).sweeps().size(), 1u);
 }
 
 TEST_F(CliCluster, BadShardOptionsAreUsageErrors) {

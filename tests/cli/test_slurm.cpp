@@ -1,9 +1,16 @@
 // sweep --slurm against a real Slurm (scripts/slurm-local.sh start: slurmctld, slurmd, slurmdbd
 // on this machine; CI starts it): a 3-task array followed with --wait merges every point exactly
 // once with its task's environment; a task cancelled with scancel is named by `slurm status` and
-// `slurm resume` completes only its missing points. Skips with a message when no Slurm answers.
+// `slurm resume` completes only its missing points; two partitions give two sweeps; more tasks than
+// the cluster's MaxArraySize (8 in scripts/slurm-local.sh) bundle points; Ctrl-C during --wait
+// stops following, never the tasks, and `slurm status` later merges them. Skips with a message
+// when no Slurm answers.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 #include <unistd.h>
+
+#include <csignal>
 
 #include <chrono>
 #include <cstdlib>
@@ -124,6 +131,92 @@ TEST_F(Slurm, ACancelledTaskIsNamedAndResumeRunsOnlyItsPoints) {
   CliResult nothing = run({"slurm", "resume", sweep});
   EXPECT_EQ(nothing.code, 0);
   EXPECT_NE(nothing.out.find("nothing to resume"), std::string::npos);
+}
+
+// The local cluster has two partitions (debug, second) and MaxArraySize=8: 12 tasks asked become
+// 8, each partition runs the grid as a sweep of its own, and the two compare.
+TEST_F(Slurm, TwoPartitionsRunOneSweepEachAndBigArraysAreBundled) {
+  int status = 0;
+  const std::string limit = shell("scontrol show config | grep MaxArraySize", &status);
+  if (limit.find("= 8") == std::string::npos)
+    GTEST_SKIP() << "this Slurm's MaxArraySize is not scripts/slurm-local.sh's 8: " << limit;
+  auto args = grid("1");
+  args[args.size() - 5] = "12";  // --tasks 12
+  args.insert(args.end(), {"--partition", "debug,second", "--wait"});
+  CliResult r = run(args);
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_NE(r.err.find("12 points in 8 tasks (capped from 12 by MaxArraySize 8"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(" on debug;"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(" on second;"), std::string::npos) << r.err;
+  attnscope::Store store(db_, attnscope::StoreMode::read);
+  const auto sweeps = store.sweeps();
+  ASSERT_EQ(sweeps.size(), 2u);
+  std::map<std::string, int64_t> by_name;
+  for (const auto& s : sweeps) {
+    by_name[s.name] = s.id;
+    EXPECT_EQ(s.state, "finished") << s.name;
+    EXPECT_EQ(s.run_count, 12) << s.name;
+    EXPECT_EQ(store.pointIndexes(s.id).size(), 12u) << s.name;
+    EXPECT_EQ(store.slurmTasks(s.id).size(), 8u) << s.name;
+    EXPECT_NE(s.uuid, sweeps[0].id == s.id ? sweeps[1].uuid : sweeps[0].uuid);
+  }
+  ASSERT_TRUE(by_name.count("cluster grid [debug]") && by_name.count("cluster grid [second]")) << r.err;
+  EXPECT_EQ(store.sweep(by_name["cluster grid [debug]"])->cluster.value("partition", ""), "debug");
+  EXPECT_EQ(store.sweep(by_name["cluster grid [second]"])->cluster.value("partition", ""), "second");
+  CliResult cmp = run({"compare", "S" + std::to_string(sweeps[0].id), "S" + std::to_string(sweeps[1].id)});
+  EXPECT_EQ(cmp.code, 0) << cmp.err;
+  EXPECT_NE(cmp.out.find("cpu.flash"), std::string::npos) << cmp.out;
+}
+
+// Ctrl-C while --wait follows: the command stops following (exit 130, says how to go on), the
+// tasks keep running, and `slurm status` later finds them ended and merges every shard.
+TEST_F(Slurm, CtrlCDuringWaitStopsFollowingNotTheTasks) {
+  auto args = grid("40");
+  args.insert(args.end(), {"--parallel", "1", "--wait", "--db", db_});
+  const std::string err_file = dir_ + "/wait.err";
+  std::vector<char*> argv;
+  std::string bin = ATTNSCOPE_BIN;
+  argv.push_back(bin.data());
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    const int fd = ::open(err_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    const int null = ::open("/dev/null", O_WRONLY);
+    dup2(fd, 2);
+    dup2(null, 1);
+    execv(argv[0], argv.data());
+    _exit(127);
+  }
+  // Interrupt once it follows the submitted job (its first progress line).
+  for (int i = 0; i < 600 && readFile(err_file).find("points merged; tasks:") == std::string::npos; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  ASSERT_NE(readFile(err_file).find("submitted as Slurm job"), std::string::npos) << readFile(err_file);
+  kill(pid, SIGINT);
+  int wstatus = 0;
+  ASSERT_EQ(waitpid(pid, &wstatus, 0), pid);
+  ASSERT_TRUE(WIFEXITED(wstatus)) << "killed by signal " << WTERMSIG(wstatus) << ": " << readFile(err_file);
+  const std::string err = readFile(err_file);
+  EXPECT_EQ(WEXITSTATUS(wstatus), 130) << err;
+  EXPECT_NE(err.find("stopped following S1; its tasks keep running"), std::string::npos) << err;
+  {
+    attnscope::Store store(db_, attnscope::StoreMode::read);
+    ASSERT_EQ(store.sweeps().size(), 1u);
+    EXPECT_EQ(store.sweeps()[0].state, "submitted") << "an interrupted follow leaves the sweep submitted";
+    EXPECT_TRUE(store.check().empty());
+  }
+  CliResult status;
+  for (int i = 0; i < 300; ++i) {
+    status = run({"slurm", "status", "S1", "--json"});
+    const auto j = nlohmann::json::parse(status.out, nullptr, false);
+    if (j.is_object() && j["saved"] == 12) break;
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+  }
+  EXPECT_EQ(status.code, 0) << status.out << status.err;
+  attnscope::Store store(db_, attnscope::StoreMode::read);
+  EXPECT_EQ(store.sweeps()[0].state, "finished");
+  EXPECT_EQ(store.sweeps()[0].run_count, 12);
 }
 
 }  // namespace
