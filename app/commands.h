@@ -21,6 +21,7 @@ int cmdCheck(const std::vector<std::string>& argv);
 int cmdRecord(const std::vector<std::string>& argv);  // commands_record.cpp
 int cmdMerge(const std::vector<std::string>& argv);   // commands_cluster.cpp
 int cmdSlurm(const std::vector<std::string>& argv);   // commands_cluster.cpp
+int cmdFrontier(const std::vector<std::string>& argv);  // commands_frontier.cpp
 
 // The sweep that `sweep`'s options describe (SPEC lists, --backends, --from, --spec-file, ...),
 // expanded once to check it. Throws UsageError.
@@ -29,6 +30,6 @@ SweepSpec sweepSpecFromArgs(const Args& args);
 int submitSlurmSweep(const Args& args, const SweepSpec& sweep);
 
 extern const CommandDef kBackendsDef, kRunDef, kSweepDef, kRunsDef, kShowDef, kCompareDef, kExportDef, kReportDef, kExplainDef,
-    kCheckDef, kRecordDef, kMergeDef, kSlurmDef;
+    kCheckDef, kRecordDef, kMergeDef, kSlurmDef, kFrontierDef;
 
 }  // namespace attnscope::cli

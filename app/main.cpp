@@ -27,7 +27,7 @@ struct Command {
 const Command kCommands[] = {{&kBackendsDef, cmdBackends}, {&kRunDef, cmdRun},         {&kSweepDef, cmdSweep},
                              {&kRunsDef, cmdRuns},         {&kShowDef, cmdShow},       {&kCompareDef, cmdCompare},
                              {&kExportDef, cmdExport},     {&kReportDef, cmdReport},
-                             {&kExplainDef, cmdExplain},   {&kRecordDef, cmdRecord},   {&kCheckDef, cmdCheck},
+                             {&kExplainDef, cmdExplain},   {&kFrontierDef, cmdFrontier}, {&kRecordDef, cmdRecord},   {&kCheckDef, cmdCheck},
                              {&kMergeDef, cmdMerge},       {&kSlurmDef, cmdSlurm}};
 
 const CommandDef kGuiDef{"gui", "gui [--db FILE]", "Open the desktop application on a database.", {dbOption()}, 0, {}};

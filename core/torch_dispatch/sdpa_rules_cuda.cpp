@@ -226,6 +226,11 @@ std::vector<SdpaRule> cudaRules() {
        }},
 
       // ---- cuDNN (§3.4) ----
+      // Before 2.3 SDPA has no cuDNN backend at all (SDPBackend gains CUDNN_ATTENTION in 2.3's
+      // dispatch, reference §2 and §6.3): forcing it leaves no kernel.
+      {"cudnn.exists", C, cuda, between(0, 2), "torch 2.3 or newer (no cuDNN attention before)",
+       "reference §2 (2.0-2.2 order: flash, efficient, math) and §6.3 [src]",
+       [](const R&) -> Msg { return "this torch release has no cuDNN attention backend (it arrived in 2.3)."; }},
       {"cudnn.env_gate", C, cuda, between(3, 4), "only with TORCH_CUDNN_SDPA_ENABLED=1",
        "cuda/sdp_utils.cpp check_cudnn_env (S2.3) [src]",
        [](const R& in) -> Msg {

@@ -959,4 +959,23 @@ TEST(CudaReferenceDisagreements, EfficientRefusesDropoutIn2_0) {
   EXPECT_FALSE(judge(K::efficient, c, cudaTarget("2.0", 80)).usable);
 }
 
+// 2.0 - 2.2 have no cuDNN backend: their order never lists it, and forcing it (even with 2.3's env
+// switch set) leaves no kernel; 2.3 with the switch is the first release it runs.
+TEST(CudaRulesForced, CudnnDoesNotExistBefore23) {
+  WorkloadSpec spec;
+  spec.dtype = DType::fp16;
+  for (const char* v : {"2.0", "2.1", "2.2"}) {
+    TorchTarget t = cudaTarget(v, 90);
+    t.env_cudnn_sdpa_enabled = true;
+    const ForcedSdpa f = explainForcedSdpa(spec, t, K::cudnn);
+    EXPECT_FALSE(f.verdict.usable) << v;
+    EXPECT_EQ(f.verdict.rule_id, "cudnn.exists") << v;
+    EXPECT_NE(f.verdict.torch_message.find("no cuDNN attention"), std::string::npos) << v;
+    for (const auto& k : explainSdpa(spec, t).verdicts) EXPECT_NE(k.kernel, K::cudnn) << v;
+  }
+  TorchTarget t23 = cudaTarget("2.3", 90);
+  t23.env_cudnn_sdpa_enabled = true;
+  EXPECT_TRUE(explainForcedSdpa(spec, t23, K::cudnn).verdict.usable);
+}
+
 }  // namespace

@@ -1,0 +1,73 @@
+// The real binary's `frontier`: the classic report's table (width 64, fp16, a bool mask, torch 2.1
+// on a V100) with the kernel change and the cheapest fix, the JSON, and bad input named (exit 2).
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/cli/cli_fixture.h"
+
+namespace {
+
+const std::vector<std::string> kClassic = {"frontier", "--width", "64", "--dtype", "fp16", "--mask", "dense",
+                                           "--budget", "V100", "--torch", "2.1", "--gpu", "V100"};
+
+TEST(CliFrontier, TheClassicReportShowsTheCliffAndItsFix) {
+  CliResult r = runCli(kClassic);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("longest seq whose predicted peak fits V100 16.0 GiB less 840 MiB reserve = 15.2 GiB, per heads"),
+            std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("torch 2.1 V100 (picks)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("15,589 math"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("29,272 efficient (x16: 63,776)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("heads 16: math up to seq 15,589 (the kernel changes here); with pad head_dim 4 -> 8"),
+            std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("torch 2.1 V100 cudnn at heads 1,2,4,8,16,32,64: cannot run"), std::string::npos) << r.out;
+}
+
+TEST(CliFrontier, JsonHasEveryLineAndPoint) {
+  auto args = kClassic;
+  args.insert(args.end(), {"--heads", "8,16", "--backends", "cpu.flash,torch,torch.math", "--json"});
+  CliResult r = runCli(args);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["vary"], "seq");
+  EXPECT_EQ(j["gpu"]["name"], "V100");
+  ASSERT_EQ(j["lines"].size(), 3u);
+  EXPECT_EQ(j["lines"][0]["name"], "cpu.flash");
+  EXPECT_EQ(j["lines"][1]["name"], "torch 2.1 V100 (picks)");
+  const auto& pick16 = j["lines"][1]["points"][1];
+  EXPECT_EQ(pick16["heads"], 16);
+  EXPECT_EQ(pick16["max"], 15589);
+  EXPECT_EQ(pick16["kernel_at_max"], "math");
+  EXPECT_GT(pick16["next_peak"].get<int64_t>(), j["budget"].get<int64_t>());
+  EXPECT_NE(pick16["deciding"].get<std::string>().find("fp16 [B,H,L,S]"), std::string::npos) << pick16;
+  ASSERT_FALSE(j["changes"].empty());
+  EXPECT_EQ(j["changes"][0]["with"]["kernel"], "efficient");
+}
+
+TEST(CliFrontier, BatchAndABudgetInBytes) {
+  CliResult r = runCli({"frontier", "--vary", "batch", "--heads", "4", "--seq", "512", "--budget", "64MiB", "--backends",
+                        "cpu.reference,cpu.flash"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("largest batch whose predicted peak fits 64.0 MiB, per heads"), std::string::npos) << r.out;
+}
+
+TEST(CliFrontier, BadInputIsNamed) {
+  auto expect2 = [](std::vector<std::string> args, const std::string& fragment) {
+    CliResult r = runCli(args);
+    EXPECT_EQ(r.code, 2) << r.out << r.err;
+    EXPECT_NE(r.err.find(fragment), std::string::npos) << r.err;
+  };
+  expect2({"frontier"}, "--budget is required");
+  expect2({"frontier", "--budget", "K80"}, "allowed: P100 16 GiB");
+  expect2({"frontier", "--budget", "V100", "--vary", "width"}, "--vary: unknown axis 'width' (allowed: seq, batch, heads)");
+  expect2({"frontier", "--budget", "V100", "--seq", "1024"}, "--seq: it is the axis searched");
+  expect2({"frontier", "--budget", "V100", "--heads", "0,8"}, "--heads: '0' is not a whole number from 1 to 16384");
+  expect2({"frontier", "--budget", "V100", "--backends", "cpu.fast"}, "--backends: unknown line 'cpu.fast'");
+  expect2({"frontier", "--budget", "V100", "--torch", "1.13"}, "--torch: unknown version '1.13'");
+  expect2({"frontier", "--budget", "1GiB", "--reserve", "1MiB"}, "--reserve applies to --budget GPU only");
+  expect2({"frontier", "--budget", "V100", "--vary", "heads", "--over", "heads"}, "must differ");
+  expect2({"frontier", "--budget", "V100", "--dtype", "fp64"}, "dtype");
+}
+
+}  // namespace
