@@ -25,8 +25,8 @@ namespace {
 std::vector<OptionDef> explainOptions() {
   std::vector<OptionDef> opts = specOptions(false);
   std::vector<OptionDef> own = {
-      {"torch", "VERSION", "torch release 2.0 .. 2.15 (e.g. 2.5.1), or 'installed' to ask the Python (default 2.15)"},
-      {"gpu", "GPU", "smXY (sm50 .. sm121), a GPU name (V100, A100, H100, RTX 4090, ...), 'detected', or 'cpu' (default A100; detected with --torch installed)"},
+      {"torch", "VERSION[,V...]", "torch release 2.0 .. 2.15 (e.g. 2.5.1), or 'installed' to ask the Python (default 2.15); several: one table across them"},
+      {"gpu", "GPU[,G...]", "smXY (sm50 .. sm121), a GPU name (V100, A100, H100, RTX 4090, ...), 'detected', or 'cpu' (default A100; detected with --torch installed); several: one table across them"},
       {"cudnn", "VERSION", "runtime cuDNN version X.Y.Z, e.g. 9.10.2, or torch's integer form 91002 (default: the PyPI wheel's)"},
       {"cuda", "MAJOR", "CUDA major version torch was built with (default: the PyPI wheel's)"},
       {"threads", "N", "torch.get_num_threads() for CPU buffers (default: the installed torch's, else this machine's cores)"},
@@ -60,11 +60,10 @@ struct ResolvedTarget {
   std::vector<std::string> notes;  // how the target was chosen
 };
 
-ResolvedTarget resolveTarget(const Args& args) {
+// torch_arg and gpu_arg: one entry of --torch and --gpu (a list gives one target per pair).
+ResolvedTarget resolveTarget(const Args& args, const std::string& torch_arg, std::string gpu_arg) {
   ResolvedTarget r;
-  const std::string torch_arg = args.value("torch").value_or(kNewestTorch.text());
   const bool installed = torch_arg == "installed";
-  std::string gpu_arg = args.value("gpu").value_or(installed ? "detected" : "A100");
   // The torch backends' own answer (their Python, their probe, their timeout): explain and
   // `attnscope backends` cannot ask different Pythons.
   std::optional<InstalledTorch> probe;
@@ -192,10 +191,81 @@ void printExplanation(const SdpaExplanation& x, const std::vector<std::string>& 
   }
 }
 
+// --torch V1,V2,... and/or --gpu G1,G2,...: one row per (release, GPU), each the single-target
+// explanation's kernel, deciding rule and peak; a row whose kernel or peak differs from the row
+// before it is marked.
+int explainAcross(const Args& args, const WorkloadSpec& spec, const std::vector<std::string>& torches,
+                  const std::vector<std::string>& gpus) {
+  if (args.value("kernel")) throw UsageError("--kernel explains one target: give one --torch and one --gpu with it");
+  std::vector<SdpaExplanation> xs;
+  std::vector<std::string> notes;
+  // Grouped by GPU, releases in the order given: a change is marked against the release before on
+  // the same GPU ("what does upgrading from 2.1 to 2.5 do to this call").
+  std::vector<size_t> group;
+  for (const auto& g : gpus)
+    for (const auto& v : torches) {
+      group.push_back(static_cast<size_t>(&g - gpus.data()));
+      const ResolvedTarget r = resolveTarget(args, v, g);
+      for (const auto& n : r.notes)
+        if (std::find(notes.begin(), notes.end(), n) == notes.end()) notes.push_back(n);
+      xs.push_back(explainSdpa(spec, r.target));
+    }
+  // The rules that kept torch off the kernels before its pick, in its order.
+  auto deciding = [](const SdpaExplanation& x) {
+    std::vector<std::pair<std::string, std::string>> out;
+    for (const auto& v : x.verdicts) {
+      if (v.chosen) break;
+      if (!v.usable) out.push_back({v.rule_id, v.rule});
+    }
+    return out;
+  };
+  auto changedAt = [&](size_t i) {
+    return i > 0 && group[i] == group[i - 1] &&
+           (xs[i].chosen != xs[i - 1].chosen || xs[i].peakBytes() != xs[i - 1].peakBytes());
+  };
+  if (args.flag("json")) {
+    nlohmann::json j = {{"spec", toJson(spec)}, {"targets", nlohmann::json::array()}, {"notes", notes}};
+    for (size_t i = 0; i < xs.size(); ++i) {
+      nlohmann::json e = torch_dispatch::toJson(xs[i]);
+      e["changed"] = changedAt(i);
+      j["targets"].push_back(e);
+    }
+    std::cout << jsonOutput(j) << "\n";
+    return 0;
+  }
+  std::cout << "workload: " << summary(spec) << "\n\n";
+  Table t({"", "torch", "target", "kernel", "peak", "kernels before it refused by"});
+  std::vector<std::string> rules;
+  for (size_t i = 0; i < xs.size(); ++i) {
+    const auto& x = xs[i];
+    const bool changed = changedAt(i);
+    std::string id;
+    for (const auto& [rule_id, rule] : deciding(x)) {
+      id += (id.empty() ? "" : ", ") + rule_id;
+      if (std::find(rules.begin(), rules.end(), rule_id + " = " + rule) == rules.end()) rules.push_back(rule_id + " = " + rule);
+    }
+    std::string where = x.target.device == TorchDevice::cpu ? "cpu" : x.target.capability.text();
+    if (!x.target.gpu_name.empty()) where += " (" + x.target.gpu_name + ")";
+    t.add({changed ? "*" : "", x.target.version.text(), where, x.chosen ? std::string(toString(*x.chosen)) : "raises",
+           x.chosen ? formatBytes(x.peakBytes()) : "-", id.empty() ? "first in order" : id});
+  }
+  std::cout << t.render() << "\n* the kernel or the peak changes from the release above on the same GPU\n";
+  if (!rules.empty()) {
+    std::cout << "\nrules:\n";
+    for (const auto& r : rules) std::cout << "  " << r << "\n";
+  }
+  if (!notes.empty()) {
+    std::cout << "\nnotes:\n";
+    for (const auto& n : notes) std::cout << "  - " << n << "\n";
+  }
+  std::cout << "\n`attnscope explain SPEC --torch V --gpu G` gives one row's buffers, rules and suggestions.\n";
+  return 0;
+}
+
 }  // namespace
 
 const CommandDef kExplainDef{
-    "explain", "explain [SPEC] [--torch VERSION|installed] [--gpu smXY|NAME|detected|cpu] [--cudnn VERSION] [--json]",
+    "explain", "explain [SPEC] [--torch VERSION[,V...]|installed] [--gpu smXY|NAME|detected|cpu[,G...]] [--cudnn VERSION] [--json]",
     "Predict which SDPA kernel PyTorch would pick for SPEC, why, and its peak memory as named buffers. "
     "Needs neither a GPU nor torch.",
     explainOptions(), 0,
@@ -214,7 +284,16 @@ int cmdExplain(const std::vector<std::string>& argv) {
   if (spec.pass != Pass::forward)
     throw UsageError("--pass: explain covers the forward SDPA call (got " + std::string(toString(spec.pass)) +
                      "); --training explains it with inputs that require grad");
-  const ResolvedTarget r = resolveTarget(args);
+  const std::string torch_list = args.value("torch").value_or(kNewestTorch.text());
+  // One value is taken as given (" A100" stays refused); a comma makes a list of them.
+  auto listOf = [](const std::string& option, const std::string& text) {
+    return text.find(',') == std::string::npos ? std::vector<std::string>{text} : splitList(option, text);
+  };
+  const std::vector<std::string> torches = listOf("torch", torch_list);
+  const std::string gpu_default = torches.size() == 1 && torches[0] == "installed" ? "detected" : "A100";
+  const std::vector<std::string> gpus = listOf("gpu", args.value("gpu").value_or(gpu_default));
+  if (torches.size() > 1 || gpus.size() > 1) return explainAcross(args, spec, torches, gpus);
+  const ResolvedTarget r = resolveTarget(args, torches[0], gpus[0]);
   SdpaExplanation x;
   const bool forced = args.value("kernel").has_value();
   if (forced) {

@@ -118,3 +118,47 @@ TEST(ExplainCli, InstalledTorchLookup) {
     EXPECT_NE(det.err.find("sees no CUDA device"), std::string::npos) << det.err;
   }
 }
+
+// --torch V1,V2 --gpu G1,G2: one row per (GPU, release), each exactly the single-target explain
+// (kernel, peak, verdicts, order), changes marked against the release before on the same GPU.
+TEST(ExplainCli, AcrossReleasesAndGpusEachRowIsTheSingleExplain) {
+  const std::vector<std::string> spec = {"--width", "64", "--heads", "16", "--seq", "1024", "--dtype", "fp16", "--mask", "dense"};
+  auto args = spec;
+  args.insert(args.begin(), "explain");
+  args.insert(args.end(), {"--torch", "2.1,2.5,2.15", "--gpu", "V100,H100", "--json"});
+  CliResult r = runCli(args);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["targets"].size(), 6u);
+  size_t i = 0;
+  std::string previous_kernel;
+  int64_t previous_peak = -1;
+  for (const char* gpu : {"V100", "H100"})
+    for (const char* torch : {"2.1", "2.5", "2.15"}) {
+      auto one = spec;
+      one.insert(one.begin(), "explain");
+      one.insert(one.end(), {"--torch", torch, "--gpu", gpu, "--json"});
+      CliResult single = runCli(one);
+      ASSERT_EQ(single.code, 0) << single.err;
+      auto expected = nlohmann::json::parse(single.out);
+      auto got = j["targets"][i];
+      SCOPED_TRACE(std::string(gpu) + " " + torch);
+      for (const char* key : {"chosen", "verdicts", "priority_order", "target", "memory", "call", "suggestions"})
+        EXPECT_EQ(got[key], expected[key]) << key;
+      const bool first = i % 3 == 0;
+      const int64_t peak = got["memory"]["peak_bytes"].get<int64_t>();
+      const bool changed = !first && (got["chosen"] != previous_kernel || peak != previous_peak);
+      EXPECT_EQ(got["changed"], changed);
+      previous_kernel = got["chosen"].is_string() ? got["chosen"].get<std::string>() : "";
+      previous_peak = peak;
+      ++i;
+    }
+  args.pop_back();
+  CliResult text = runCli(args);
+  ASSERT_EQ(text.code, 0) << text.err;
+  EXPECT_NE(text.out.find("*   2.5.0  sm70 (V100)  math"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("efficient.head_dim_alignment = head_dim a multiple of the GEMM alignment"), std::string::npos) << text.out;
+  CliResult forced = runCli({"explain", "--torch", "2.1,2.5", "--kernel", "math"});
+  EXPECT_EQ(forced.code, 2);
+  EXPECT_NE(forced.err.find("--kernel explains one target"), std::string::npos) << forced.err;
+}
