@@ -1,5 +1,7 @@
 #include "app/cli_common.h"
 
+#include <csignal>
+
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
@@ -109,6 +111,24 @@ std::unique_ptr<Store> openStore(const std::string& path, StoreMode mode) {
       throw std::runtime_error(e.what());
     throw UsageError(e.what());
   }
+}
+
+namespace {
+std::atomic<bool> g_interrupted{false};
+extern "C" void onInterrupt(int) { g_interrupted.store(true); }
+}  // namespace
+
+std::atomic<bool>& interruptFlag() { return g_interrupted; }
+
+InterruptGuard::InterruptGuard() {
+  g_interrupted = false;
+  std::signal(SIGINT, onInterrupt);
+  std::signal(SIGTERM, onInterrupt);
+}
+
+InterruptGuard::~InterruptGuard() {
+  std::signal(SIGINT, SIG_DFL);
+  std::signal(SIGTERM, SIG_DFL);
 }
 
 CliSession& session() {

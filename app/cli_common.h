@@ -1,6 +1,7 @@
 #pragma once
 // Pieces every command shares: the spec options, the database, the backends, ids, output.
 
+#include <atomic>
 #include <memory>
 #include <optional>
 #include <string>
@@ -51,6 +52,16 @@ std::unique_ptr<Store> openStore(const std::string& path, StoreMode mode = Store
 // Backends of this build, plus device-side trace capture where the build has it. Notes such as
 // "GPU backends unavailable: <reason>" and "CUPTI unavailable: <reason>" are printed once to stderr.
 // The process's attnscope::Session (kernels/builtin_session.h), seen the way the commands use it.
+// Ctrl-C and SIGTERM set interruptFlag() while an InterruptGuard lives (the run in flight is
+// cancelled; finished points stay saved); the default dispositions come back with it.
+std::atomic<bool>& interruptFlag();
+struct InterruptGuard {
+  InterruptGuard();
+  ~InterruptGuard();
+  InterruptGuard(const InterruptGuard&) = delete;
+  InterruptGuard& operator=(const InterruptGuard&) = delete;
+};
+
 struct CliSession {
   BackendRegistry& registry;
   TraceCapture* capture = nullptr;  // process-wide, never destroyed

@@ -15,6 +15,9 @@
 #include "core/backend/backend_registry.h"
 #include "core/base/format.h"
 #include "core/engine/frontier.h"
+#include "core/engine/recorded_sweep.h"
+#include "core/engine/run_engine.h"
+#include "core/result/run_result.h"
 #include "core/torch_dispatch/sdpa_explain.h"
 #include "kernels/builtin_backends.h"
 
@@ -37,6 +40,10 @@ std::vector<OptionDef> frontierOptions() {
                            "default all"},
       {"torch", "V[,V...]", "torch releases for the torch lines, 2.0 .. 2.15 (default 2.15)"},
       {"gpu", "G[,G...]", "GPUs for the torch lines: smXY, a GPU name or cpu (default: the --budget GPU, else A100)"},
+      {"verify", "", "run each line's frontier point and the next one on this machine's backends (the CPU here; the GPU "
+                     "where there is one) with the budget enforced by the allocator: the first must run, the next be "
+                     "refused; saved as a sweep. Pick a budget the machine runs in minutes (e.g. 64MiB)"},
+      dbOption(),
       jsonOption()};
   opts.insert(opts.end(), own.begin(), own.end());
   return opts;
@@ -91,7 +98,9 @@ const CommandDef kFrontierDef{
     "peak (inputs included): seq up to 16,777,216, batch up to 1,048,576, heads up to 16,384; '>=' marks a line the\n"
     "budget never stops there. The 'next' figure is the peak one step past the frontier and the buffer that decides it.\n"
     "Torch's lines follow `attnscope explain`'s rules per release and GPU; 'torch' is the kernel torch would pick.\n"
-    "Exit status: 0, 2 bad input."};
+    "--verify runs the frontier points of our backends that run here, each with the allocator limited to the budget\n"
+    "(the first must run, the next be refused) and saves them as a sweep. Exit status: 0; 1 a verified prediction\n"
+    "did not hold; 2 bad input; 130 interrupted (the checks made are saved)."};
 
 int cmdFrontier(const std::vector<std::string>& argv) {
   Args args(kFrontierDef, argv);
@@ -267,8 +276,72 @@ int cmdFrontier(const std::vector<std::string>& argv) {
     }
   }
 
-  const std::string what = std::string(q.vary == FrontierAxis::seq ? "longest seq" : q.vary == FrontierAxis::batch ? "largest batch" : "most heads");
   const std::string budget_text = gpu_budget ? gpu_budget->describe() : formatBytes(q.budget);
+  // --verify: our backends that run here, at each frontier point and one past it, under the budget.
+  struct Check {
+    std::string line;
+    int64_t other = 0, value = 0;
+    bool at_frontier = true;  // else one past it
+    int64_t predicted = -1;
+    RunResult run;
+    bool held = false;
+  };
+  std::vector<Check> checks;
+  auto verifyFailed = [](const std::vector<Check>& cs) {
+    return std::any_of(cs.begin(), cs.end(), [](const Check& c) { return !c.held; });
+  };
+  if (args.flag("verify")) {
+    CliSession& cs = session();
+    std::vector<std::pair<size_t, Backend*>> here;
+    for (size_t i = 0; i < lines.size(); ++i)
+      if (Backend* b = cs.registry.find(lines[i].name); b && b->availability().available &&
+                                                      std::find(ours.begin(), ours.end(), b->id()) != ours.end())
+        here.push_back({i, b});
+    if (here.empty())
+      throw UsageError("--verify: none of the lines runs on this machine (it runs our backends that are available here: "
+                       "cpu.reference, cpu.flash, and the cuda.* ones on a GPU)");
+    for (const auto& [i, b] : here)
+      for (const auto& pt : rows[i].points) {
+        if (pt.max == 0 || pt.unbounded) continue;
+        checks.push_back({lines[i].name, pt.other, pt.max, true, pt.peak_at_max, {}, false});
+        checks.push_back({lines[i].name, pt.other, pt.next, false, pt.next_peak, {}, false});
+      }
+    auto store = openStore(databasePath(args));
+    SweepSpec sw;
+    sw.name = "frontier --verify " + budget_text;
+    sw.base = q.spec;
+    for (const auto& [i, b] : here) sw.backends.push_back(b->id());
+    sw.reps = 1;
+    sw.warmup = 0;
+    RecordedSweep recorded(*store, sw);
+    InterruptGuard guard;
+    bool cancelled = false;
+    for (size_t k = 0; k < checks.size() && !cancelled; ++k) {
+      Check& c = checks[k];
+      Backend& b = *cs.registry.find(c.line);
+      const WorkloadSpec spec = withAxis(withAxis(q.spec, q.other, c.other), q.vary, c.value);
+      if (!args.flag("json"))
+        std::cerr << "verify " << (k + 1) << "/" << checks.size() << ": " << c.line << " " << summary(spec) << " ("
+                  << (c.at_frontier ? "at the frontier" : "one past it") << ")\n";
+      RunOptions opt;
+      opt.warmup = 0;
+      opt.reps = 1;
+      opt.allocator_limit = q.budget;
+      opt.cancel = &interruptFlag();
+      opt.capture = cs.capture;
+      c.run = runPoint(b, spec, opt);
+      cancelled = c.run.status == RunStatus::cancelled;
+      recorded.save(c.run);
+      c.held = c.at_frontier ? c.run.status == RunStatus::ok : c.run.status == RunStatus::oom;
+    }
+    recorded.finish(cancelled);
+    if (cancelled) {
+      std::cerr << "cancelled; the checks made so far are saved\n";
+      return 130;
+    }
+  }
+
+  const std::string what = std::string(q.vary == FrontierAxis::seq ? "longest seq" : q.vary == FrontierAxis::batch ? "largest batch" : "most heads");
   if (args.flag("json")) {
     nlohmann::json j = {{"vary", toString(q.vary)}, {"over", toString(q.other)}, {"budget", q.budget},
                         {"budget_text", budget_text}, {"spec", toJson(q.spec)}, {"lines", nlohmann::json::array()},
@@ -278,13 +351,21 @@ int cmdFrontier(const std::vector<std::string>& argv) {
       nlohmann::json l = {{"name", r.line}, {"points", nlohmann::json::array()}};
       for (const auto& p : r.points)
         l["points"].push_back({{toString(q.other), p.other}, {"max", p.max}, {"max_aligned", p.max_aligned}, {"unbounded", p.unbounded},
-                               {"peak_at_max", p.peak_at_max}, {"kernel_at_max", p.kernel_at_max}, {"next_peak", p.next_peak},
+                               {"peak_at_max", p.peak_at_max}, {"kernel_at_max", p.kernel_at_max}, {"next", p.next}, {"next_peak", p.next_peak},
                                {"deciding", p.deciding}, {"why", p.why}});
       j["lines"].push_back(l);
     }
     for (const auto& c : changes) j["changes"].push_back(c.json);
+    if (args.flag("verify")) {
+      j["verify"] = nlohmann::json::array();
+      for (const auto& c : checks)
+        j["verify"].push_back({{"line", c.line}, {toString(q.other), c.other}, {toString(q.vary), c.value},
+                               {"at_frontier", c.at_frontier}, {"predicted_peak", c.predicted},
+                               {"measured_peak", c.run.memory.measured_peak}, {"status", toString(c.run.status)},
+                               {"run", "R" + std::to_string(c.run.id)}, {"held", c.held}});
+    }
     std::cout << jsonOutput(j) << "\n";
-    return 0;
+    return verifyFailed(checks) ? 1 : 0;
   }
   std::cout << what << " whose predicted peak fits " << budget_text << ", per " << toString(q.other) << "\n"
             << summary(withAxis(withAxis(q.spec, q.other, q.others.front()), q.vary, 1)) << " with " << toString(q.other)
@@ -333,7 +414,19 @@ int cmdFrontier(const std::vector<std::string>& argv) {
     std::cout << "\nwhere a kernel change moves the frontier:\n";
     for (const auto& c : changes) std::cout << "  " << c.line << ", " << c.text << "\n";
   }
-  return 0;
+  if (args.flag("verify")) {
+    std::cout << "\nverified on this machine, the allocator limited to " << formatBytes(q.budget) << ":\n";
+    Table v({"line", std::string(toString(q.other)), std::string(toString(q.vary)), "point", "predicted", "measured", "status",
+             "run", "prediction"});
+    for (const auto& c : checks)
+      v.add({c.line, std::to_string(c.other), commas(c.value), c.at_frontier ? "frontier" : "next",
+             c.predicted < 0 ? "-" : c.at_frontier ? formatBytes(c.predicted) : formatBytes(c.predicted) + " (+" + commas(c.predicted - q.budget) + " B)",
+             c.run.memory.measured_peak >= 0 ? formatBytes(c.run.memory.measured_peak) : "-",
+             std::string(toString(c.run.status)), "R" + std::to_string(c.run.id),
+             c.held ? "held" : c.at_frontier ? "FAILED: did not run (" + c.run.message + ")" : "FAILED: ran within the budget"});
+    std::cout << v.render();
+  }
+  return verifyFailed(checks) ? 1 : 0;
 }
 
 }  // namespace attnscope::cli

@@ -36,21 +36,7 @@ std::vector<OptionDef> withSpec(std::vector<OptionDef> opts, bool lists) {
   return opts;
 }
 
-std::atomic<bool> g_cancel{false};
-extern "C" void onInterrupt(int) { g_cancel.store(true); }
-
-// Ctrl-C cancels the run in flight; finished points stay saved.
-struct InterruptGuard {
-  InterruptGuard() {
-    g_cancel = false;
-    std::signal(SIGINT, onInterrupt);
-    std::signal(SIGTERM, onInterrupt);
-  }
-  ~InterruptGuard() {
-    std::signal(SIGINT, SIG_DFL);
-    std::signal(SIGTERM, SIG_DFL);
-  }
-};
+std::atomic<bool>& g_cancel = interruptFlag();
 
 Backend& findBackend(const std::string& option, const std::string& id) {
   Backend* b = session().registry.find(id);

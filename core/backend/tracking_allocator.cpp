@@ -24,6 +24,16 @@ OutOfMemory::OutOfMemory(std::string where, int64_t requested, int64_t free_byte
 TrackingAllocator::TrackingAllocator(MemoryKind kind, uint32_t device, int64_t limit_bytes)
     : kind_(kind), device_(device), limit_(limit_bytes) {}
 
+void TrackingAllocator::setLimit(int64_t limit_bytes) {
+  std::lock_guard<std::mutex> lock(mu_);
+  limit_ = limit_bytes;
+}
+
+int64_t TrackingAllocator::limit() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return limit_;
+}
+
 TrackingAllocator::~TrackingAllocator() = default;
 
 void* TrackingAllocator::allocate(int64_t bytes, std::string_view tag) {

@@ -39,6 +39,10 @@ class TrackingAllocator {
   void* allocate(int64_t bytes, std::string_view tag);
   void release(void* p);
 
+  // A limit set after construction (frontier --verify: the budget itself); < 0 removes it.
+  void setLimit(int64_t limit_bytes);
+  int64_t limit() const;
+
   int64_t liveBytes() const;
   int64_t peakBytes() const;
   int64_t allocationCount() const;

@@ -192,7 +192,8 @@ FrontierPoint frontierPoint(const FrontierQuery& q, const FrontierLine& line, in
   pt.peak_at_max = best.bytes;
   pt.kernel_at_max = best.kernel;
   if (!pt.unbounded) {
-    const FrontierPeak& next = at(c.value(hi));
+    pt.next = c.value(hi);
+    const FrontierPeak& next = at(pt.next);
     pt.next_peak = next.runs ? next.bytes : -1;
     pt.deciding = next.runs ? decidingBuffer(next.plan) : "cannot run: " + next.why;
   }

@@ -74,8 +74,9 @@ struct FrontierPoint {
   bool unbounded = false;   // fits at frontierCap(): the budget never binds within the search
   int64_t peak_at_max = -1; // predicted peak at max
   std::string kernel_at_max;  // torch's pick at max
-  int64_t next_peak = -1;   // predicted peak at max + 1 (-1: cannot run there)
-  std::string deciding;     // at max + 1: the largest buffer live at the plan's peak step, "P (3.0 GiB)"
+  int64_t next = 0;         // the first value past max (max + 1; heads with a fixed width: the next divisor)
+  int64_t next_peak = -1;   // predicted peak at next (-1: cannot run there)
+  std::string deciding;     // at next: the largest buffer live at the plan's peak step, "P (3.0 GiB)"
   std::string why;          // max == 0: why nothing fits ("cannot run: ..." or "value 1 needs 20 GiB")
   int64_t evaluations = 0;  // predictions made for this point
 };

@@ -327,6 +327,7 @@ RunResult runPoint(Backend& backend, const WorkloadSpec& spec, const RunOptions&
   }
 
   std::unique_ptr<TrackingAllocator> alloc = backend.makeAllocator();
+  if (opt.allocator_limit >= 0) alloc->setLimit(opt.allocator_limit);
   RunContext ctx(*alloc, opt.cancel, opt.phase_listener);
   HostInputs generated;
   const HostInputs* inputs = opt.inputs;

@@ -26,6 +26,10 @@ struct RunOptions {
   CheckMode check = CheckMode::automatic;  // core/check/check_policy.h; off: stored as not checked
   int64_t memory_budget = -1;       // predicted peak above it: status skipped. -1: none
   bool guard_memory = true;         // predicted peak above available memory: status oom
+  // The run's allocator refuses what would take it past this many live bytes (status oom), as a
+  // device of that size would: `frontier --verify` holds the budget for real. -1: none. Only what
+  // goes through the allocator counts (an out-of-process backend's memory does not).
+  int64_t allocator_limit = -1;
   const std::atomic<bool>* cancel = nullptr;
   const HostInputs* inputs = nullptr;  // nullptr: generated from the spec's seed
   std::vector<float>* output = nullptr;  // when set, receives O ([B,H,Lq,D] float)

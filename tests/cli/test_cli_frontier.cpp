@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/store/store.h"
 #include "tests/cli/cli_fixture.h"
 
 namespace {
@@ -50,6 +51,42 @@ TEST(CliFrontier, BatchAndABudgetInBytes) {
                         "cpu.reference,cpu.flash"});
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("largest batch whose predicted peak fits 64.0 MiB, per heads"), std::string::npos) << r.out;
+}
+
+// --verify on the CPU backends: at each budget the frontier point runs with the allocator limited
+// to the budget and the next one is refused; both saved as one sweep.
+class CliFrontierVerify : public CliFixture {
+ protected:
+  CliFrontierVerify() : CliFixture("frontier") {}
+};
+
+TEST_F(CliFrontierVerify, TheFrontierPointRunsAndTheNextIsRefused) {
+  for (const char* budget : {"2MiB", "5MiB"}) {
+    SCOPED_TRACE(budget);
+    CliResult r = run({"frontier", "--heads", "1,3", "--head-dim", "16", "--budget", budget, "--backends",
+                       "cpu.reference,cpu.flash,torch", "--gpu", "cpu", "--verify", "--json"});
+    ASSERT_EQ(r.code, 0) << r.out << r.err;
+    const auto j = nlohmann::json::parse(r.out);
+    ASSERT_EQ(j["verify"].size(), 8u) << "2 backends x 2 head counts x (frontier, next); torch's line is not run";
+    for (const auto& c : j["verify"]) {
+      EXPECT_TRUE(c["held"].get<bool>()) << c;
+      EXPECT_EQ(c["status"], c["at_frontier"].get<bool>() ? "ok" : "oom") << c;
+      if (c["at_frontier"].get<bool>()) {
+        EXPECT_LE(c["measured_peak"].get<int64_t>(), j["budget"].get<int64_t>());
+        EXPECT_EQ(c["measured_peak"], c["predicted_peak"]) << "plan == measured for our backends";
+      } else {
+        EXPECT_GT(c["predicted_peak"].get<int64_t>(), j["budget"].get<int64_t>());
+      }
+    }
+  }
+  attnscope::Store store(db_, attnscope::StoreMode::read);
+  ASSERT_EQ(store.sweeps().size(), 2u);
+  EXPECT_NE(store.sweeps()[0].name.find("frontier --verify"), std::string::npos);
+  EXPECT_EQ(store.sweeps()[0].run_count, 8);
+  EXPECT_EQ(store.sweeps()[0].ok_count, 4);
+  CliResult none = run({"frontier", "--budget", "1GiB", "--backends", "torch", "--verify"});
+  EXPECT_EQ(none.code, 2);
+  EXPECT_NE(none.err.find("--verify: none of the lines runs on this machine"), std::string::npos) << none.err;
 }
 
 TEST(CliFrontier, BadInputIsNamed) {
