@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <sstream>
 
+#include "core/base/format.h"
 #include "core/spec/sweep_spec.h"
 
 namespace attnscope::cli {
@@ -93,26 +94,12 @@ std::vector<std::string> splitList(const std::string& option, const std::string&
 }
 
 int64_t parseBytes(const std::string& option, const std::string& text) {
-  static const std::pair<const char*, double> units[] = {
-      {"", 1}, {"B", 1}, {"KiB", 1024.0}, {"MiB", 1048576.0}, {"GiB", 1073741824.0}, {"TiB", 1099511627776.0},
-      {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"TB", 1e12}, {"K", 1024.0}, {"M", 1048576.0}, {"G", 1073741824.0}};
-  const std::string bad = "--" + option + " must be a size such as 8GiB, 512MiB or 1000000 (got '" + text + "')";
-  // strtod would skip leading whitespace; values are taken as written everywhere.
-  if (text.empty() || std::isspace(static_cast<unsigned char>(text[0]))) throw UsageError(bad);
-  char* end = nullptr;
-  const double v = std::strtod(text.c_str(), &end);
-  const std::string unit(end);
-  if (end == text.c_str()) throw UsageError(bad);
-  for (const auto& [name, mult] : units) {
-    if (unit != name) continue;
-    if (!std::isfinite(v) || v < 0) throw UsageError(bad);
-    const double bytes = v * mult;
-    if (!(bytes <= static_cast<double>(kMaxBytesOption)))
-      throw UsageError("--" + option + " " + text + " is too large (at most " + std::to_string(kMaxBytesOption) +
-                       " bytes, 1 EiB)");
-    return static_cast<int64_t>(bytes);
-  }
-  throw UsageError(bad);
+  const auto bytes = parseByteSize(text);
+  if (!bytes) throw UsageError("--" + option + " must be a size such as 8GiB, 512MiB or 1000000 (got '" + text + "')");
+  if (!(*bytes <= static_cast<double>(kMaxBytesOption)))
+    throw UsageError("--" + option + " " + text + " is too large (at most " + std::to_string(kMaxBytesOption) +
+                     " bytes, 1 EiB)");
+  return static_cast<int64_t>(*bytes);
 }
 
 }  // namespace attnscope::cli

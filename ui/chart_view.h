@@ -26,6 +26,9 @@ class ChartView : public QWidget {
   virtual int exportColumns() const { return static_cast<int>(plots().size()); }
   // A run picked elsewhere (results table); views that show one run switch to it.
   virtual void selectRun(qint64 run_id) { Q_UNUSED(run_id); }
+  // Completes on this thread what the view computes in the background (the report and an export
+  // paint right after setSweeps).
+  virtual void finishPending() {}
 
   // Tooltip text for the data point `index` of `graph`; empty for none.
   using HoverText = std::function<QString(QCPGraph* graph, int index)>;

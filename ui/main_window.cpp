@@ -31,6 +31,7 @@
 #include "ui/breakdown_view.h"
 #include "ui/chart_view.h"
 #include "ui/dispatch_view.h"
+#include "ui/frontier_view.h"
 #include "ui/memory_view.h"
 #include "ui/recording_list_model.h"
 #include "ui/recording_view.h"
@@ -222,6 +223,7 @@ void MainWindow::updateRunnable() {
   sweep_panel_->update(spec, backend_model_->checkedBackends());
   for (ChartView* v : charts_)  // the Dispatch view predicts torch's kernel for the sweep being set up
     if (auto* d = qobject_cast<DispatchView*>(v)) d->setPlannedSweep(sweep_panel_->sweep());
+    else if (auto* f = qobject_cast<FrontierView*>(v)) f->setPlannedSweep(sweep_panel_->sweep());
   workload_->setSwept(sweep_panel_->sweptFields());
   const auto errors = workload_->errors();
   const bool ok = errors.empty() && sweep_panel_->valid() && store_ && !running_;

@@ -168,6 +168,7 @@ QString writeReport(const SweepSnapshots& sweeps, const QString& pdf_file, const
     v->setSweeps(sweeps);
     // Breakdown and Timeline show the same run (their titles name it).
     if (largest) v->selectRun(largest->id);
+    v->finishPending();  // the Frontier's search, done here rather than on a pool thread
   }
   const auto pngFile = [&](const ChartView& v) { return QDir(png_dir).filePath(v.title().toLower() + ".png"); };
   // Every name first: a report is refused whole, not after half its charts were replaced.

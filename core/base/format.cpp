@@ -1,7 +1,9 @@
 #include "core/base/format.h"
 
+#include <cctype>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <ctime>
 
 namespace attnscope {
@@ -52,6 +54,21 @@ std::string trimmed(std::string_view text) {
   const size_t b = text.find_first_not_of(" \t\r\n");
   const size_t e = text.find_last_not_of(" \t\r\n");
   return b == std::string_view::npos ? std::string() : std::string(text.substr(b, e - b + 1));
+}
+
+std::optional<double> parseByteSize(const std::string& text) {
+  static const std::pair<const char*, double> units[] = {
+      {"", 1}, {"B", 1}, {"KiB", 1024.0}, {"MiB", 1048576.0}, {"GiB", 1073741824.0}, {"TiB", 1099511627776.0},
+      {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"TB", 1e12}, {"K", 1024.0}, {"M", 1048576.0}, {"G", 1073741824.0}};
+  // strtod would skip leading whitespace; values are taken as written.
+  if (text.empty() || std::isspace(static_cast<unsigned char>(text[0]))) return std::nullopt;
+  char* end = nullptr;
+  const double v = std::strtod(text.c_str(), &end);
+  if (end == text.c_str() || !std::isfinite(v) || v < 0) return std::nullopt;
+  const std::string unit(end);
+  for (const auto& [name, mult] : units)
+    if (unit == name) return v * mult;
+  return std::nullopt;
 }
 
 }  // namespace attnscope

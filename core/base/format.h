@@ -2,6 +2,7 @@
 // Human formatting shared by the CLI, the exporters and the GUI.
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -9,6 +10,10 @@ namespace attnscope {
 
 // 1536 -> "1.50 KiB"; exact bytes below 1 KiB ("512 B").
 std::string formatBytes(int64_t bytes);
+// "8GiB", "512MiB", "1.5e9", "16GB", "1000000" -> bytes (binary units KiB..TiB and K, M, G;
+// decimal KB..TB), as a double so that the caller says what is too large. nullopt for anything
+// else: a negative or non-finite number, an unknown unit, blanks before it.
+std::optional<double> parseByteSize(const std::string& text);
 // Seconds -> "12.3 us", "4.56 ms", "1.23 s".
 std::string formatDuration(double seconds);
 // Flop/s -> "12.3 GFLOP/s", "1.23 TFLOP/s".

@@ -22,6 +22,7 @@
 #include "ui/chart_view.h"
 #include "ui/compare_view.h"
 #include "ui/gui_entry.h"
+#include "ui/frontier_view.h"
 #include "ui/main_window.h"
 #include "ui/runs_panel.h"
 #include "ui/timeline_view.h"
@@ -148,6 +149,22 @@ int main(int argc, char** argv) {
   QFile::remove(out.filePath("report.pdf"));
   QFile::rename(out.filePath("report.pdf.tmp"), out.filePath("report.pdf"));
   std::printf("%s %s\n", report_err.empty() ? "wrote" : report_err.c_str(), qPrintable(out.filePath("report.pdf")));
+  // The Frontier of the classic report: width 64, fp16, a bool mask, torch 2.1 on a 16 GB V100.
+  for (int i = 0; i < w.tabs()->count(); ++i)
+    if (auto* f = qobject_cast<ui::FrontierView*>(w.tabs()->widget(i))) {
+      SweepSpec classic;
+      classic.base.width = 64;
+      classic.base.dtype = DType::fp16;
+      classic.base.mask = *parseMask("dense").mask;
+      classic.axes = {{"heads", {"1", "2", "4", "8", "16", "32", "64"}}};
+      f->torchBox()->setCurrentText("2.1.0");
+      f->gpuBox()->setCurrentText("budget");
+      f->budgetBox()->setCurrentText("V100");
+      f->setPlannedSweep(classic);
+      f->finishPending();
+      w.tabs()->setCurrentIndex(i);
+      ok &= grab(w, out.filePath("frontier.png"));
+    }
   w.showSweeps({causal, dense});
   for (int i = 0; i < w.tabs()->count(); ++i)
     if (qobject_cast<ui::CompareView*>(w.tabs()->widget(i))) w.tabs()->setCurrentIndex(i);
