@@ -167,6 +167,8 @@ void DispatchView::rebuild() {
     plot_->replot(QCustomPlot::rpQueuedReplot);
     return;
   }
+  // With the release as an axis the torch box has nothing to choose.
+  torch_->setEnabled(x_->currentText() != kTorchAxis && y_->currentText() != kTorchAxis);
   grid_ = dispatchGrid(source_, x_->currentText().toStdString(), y_->currentText().toStdString(), *t);
   const int nx = static_cast<int>(grid_.xs.size()), ny = static_cast<int>(grid_.ys.size());
   map_->data()->setSize(nx, ny);

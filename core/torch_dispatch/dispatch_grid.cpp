@@ -8,6 +8,11 @@ namespace attnscope::torch_dispatch {
 
 namespace {
 std::vector<std::string> valuesOf(const SweepSpec& sweep, const std::string& field) {
+  if (field == kTorchAxis) {
+    std::vector<std::string> out;
+    for (const auto& v : coveredTorchVersions()) out.push_back(v.text());
+    return out;
+  }
   for (const auto& a : sweep.axes)
     if (a.field == field && !a.values.empty()) return a.values;
   return {fieldText(sweep.base, field)};
@@ -27,6 +32,7 @@ std::vector<std::string> gridFields(const SweepSpec& sweep) {
     if (std::find(out.begin(), out.end(), a.field) == out.end()) out.push_back(a.field);
   for (const char* f : {"heads", "seq"})
     if (std::find(out.begin(), out.end(), f) == out.end()) out.push_back(f);
+  out.push_back(kTorchAxis);
   return out;
 }
 
@@ -51,21 +57,33 @@ DispatchGrid dispatchGrid(const SweepSpec& sweep, const std::string& x_field, co
       c.x_value = xv;
       c.y_value = yv;
       WorkloadSpec s = base;
+      TorchTarget t = target;
       std::vector<SpecError> errors;
-      if (auto e = setField(s, x_field, xv)) errors.push_back(*e);
-      if (!yv.empty())
-        if (auto e = setField(s, y_field, yv)) errors.push_back(*e);
+      for (const auto& [field, value] : {std::pair{x_field, xv}, std::pair{y_field, yv}}) {
+        if (value.empty()) continue;
+        if (field == kTorchAxis) {
+          // The release's own wheel (CUDA, cuDNN) on the target's device; the machine facts kept.
+          TorchTarget r = defaultTorchTarget(*parseTorchVersion(value), target.device, target.capability);
+          r.gpu_name = target.gpu_name;
+          r.cpu_threads = target.cpu_threads;
+          r.cpu_amx_bf16 = target.cpu_amx_bf16;
+          r.cpu_amx_fp16 = target.cpu_amx_fp16;
+          t = r;
+        } else if (auto e = setField(s, field, value)) {
+          errors.push_back(*e);
+        }
+      }
       if (errors.empty()) errors = validate(s);
       if (!errors.empty()) {
         c.invalid = describe(errors);
         g.cells.push_back(std::move(c));
         continue;
       }
-      const SdpaExplanation x = explainSdpa(s, target, ExplainOptions{false});
+      const SdpaExplanation x = explainSdpa(s, t, ExplainOptions{false});
       c.kernel = x.chosen;
       c.peak_bytes = x.chosen ? x.peakBytes() : 0;
       c.extra_bytes = x.chosen ? x.extraBytes() : 0;
-      c.summary = summary(s);
+      c.summary = summary(s) + (x_field == kTorchAxis || y_field == kTorchAxis ? ", " + t.describe() : "");
       c.headline = x.headline();
       for (const auto& v : x.verdicts) {
         if (v.chosen) break;

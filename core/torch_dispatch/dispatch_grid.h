@@ -32,7 +32,11 @@ struct DispatchGrid {
   const DispatchCell& at(size_t x, size_t y) const { return cells[x * ys.size() + y]; }
 };
 
-// The fields a sweep varies (its axes), then heads and seq if not among them.
+// Not a field of the spec: the torch release as an axis (coveredTorchVersions()), each cell
+// explained for that release with its PyPI wheel's CUDA and cuDNN on the target's device and GPU.
+inline constexpr const char* kTorchAxis = "torch";
+
+// The fields a sweep varies (its axes), then heads and seq if not among them, then kTorchAxis.
 std::vector<std::string> gridFields(const SweepSpec& sweep);
 // A field's value in a spec as the command line writes it ("16", "fp16", "dense:0.5").
 std::string fieldText(const WorkloadSpec& spec, const std::string& field);

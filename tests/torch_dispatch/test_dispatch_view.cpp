@@ -55,6 +55,36 @@ class TestDispatchView : public QObject {
     QCOMPARE(view.grid().at(1, 0).kernel, std::optional<SdpaKernel>(SdpaKernel::math));
   }
 
+  // The torch release as an axis: every covered release, each cell the explainer's answer for that
+  // release's wheel; the torch box has nothing to choose then.
+  void torchReleaseIsAnAxis() {
+    ui::DispatchView view;
+    view.setPlannedSweep(cliffSweep());
+    view.gpuBox()->setCurrentText("V100");
+    QVERIFY(view.yBox()->findText(kTorchAxis) >= 0);
+    view.yBox()->setCurrentText(kTorchAxis);
+    QVERIFY(!view.torchBox()->isEnabled());
+    const DispatchGrid& g = view.grid();
+    QCOMPARE(g.ys.size(), coveredTorchVersions().size());
+    SweepSpec one = cliffSweep();
+    for (size_t y = 0; y < g.ys.size(); ++y) {
+      TorchTarget t = defaultTorchTarget(*parseTorchVersion(g.ys[y]), TorchDevice::cuda, {7, 0});
+      WorkloadSpec s = one.base;
+      s.heads = 8;
+      s.seq_q = 1024;
+      const SdpaExplanation x = explainSdpa(s, t, ExplainOptions{false});
+      QCOMPARE(g.at(1, y).kernel, x.chosen);
+      QCOMPARE(g.at(1, y).peak_bytes, x.chosen ? x.peakBytes() : 0);
+      QVERIFY2(QString::fromStdString(g.at(1, y).summary).contains(QString::fromStdString(t.version.text())),
+               g.at(1, y).summary.c_str());
+    }
+    // 2.0 has no masked fused kernel; 2.15 takes the bool mask on efficient at head_dim 8.
+    QCOMPARE(g.at(1, 0).kernel, std::optional<SdpaKernel>(SdpaKernel::math));
+    QCOMPARE(g.at(1, g.ys.size() - 1).kernel, std::optional<SdpaKernel>(SdpaKernel::efficient));
+    view.yBox()->setCurrentText("seq");
+    QVERIFY(view.torchBox()->isEnabled());
+  }
+
   void unknownGpuIsReportedNotGuessed() {
     ui::DispatchView view;
     view.gpuBox()->setCurrentText("Voodoo2");
