@@ -38,7 +38,16 @@ QString q(const std::string& s) { return QString::fromStdString(s); }
 
 }  // namespace
 
-DispatchView::DispatchView(QWidget* parent) : ChartView(parent) {
+namespace {
+SweepSpec exampleGrid() {
+  SweepSpec s;
+  s.axes = {{"heads", {"1", "2", "4", "8", "16", "32"}}, {"seq", {"512", "1024", "2048", "4096"}}};
+  return s;
+}
+}  // namespace
+
+DispatchView::DispatchView(QWidget* parent)
+    : ChartView(parent), source_(exampleGrid(), tr("an example grid (set up a sweep to see yours)")) {
   auto* layout = new QVBoxLayout(this);
   auto* bar = new QHBoxLayout;
   torch_ = new QComboBox(this);
@@ -103,26 +112,16 @@ DispatchView::DispatchView(QWidget* parent) : ChartView(parent) {
     if (t.isEmpty()) QToolTip::hideText();
     else QToolTip::showText(e->globalPosition().toPoint(), t, plot_);
   });
-  source_.axes = {{"heads", {"1", "2", "4", "8", "16", "32"}}, {"seq", {"512", "1024", "2048", "4096"}}};
-  source_name_ = tr("an example grid (set up a sweep to see yours)");
   sourceChanged();
 }
 
 void DispatchView::setSweeps(const SweepSnapshots& sweeps) {
   sweeps_ = sweeps;
-  if (planned_ || sweeps_.empty()) return;
-  source_ = sweeps_.front()->spec;
-  source_name_ = tr("sweep %1").arg(q(sweeps_.front()->info.name));
-  sourceChanged();
+  if (source_.setShown(sweeps_)) sourceChanged();
 }
 
 void DispatchView::setPlannedSweep(const SweepSpec& sweep) {
-  // The window calls this on every edit of the spec or the lists; most leave the grid as it is.
-  if (planned_ && toJson(*planned_) == toJson(sweep)) return;
-  planned_ = sweep;
-  source_ = sweep;
-  source_name_ = tr("the sweep being set up");
-  sourceChanged();
+  if (source_.setPlanned(sweep)) sourceChanged();
 }
 
 void DispatchView::sourceChanged() {
@@ -130,7 +129,7 @@ void DispatchView::sourceChanged() {
   QSignalBlocker bx(x_), by(y_);
   x_->clear();
   y_->clear();
-  for (const auto& f : gridFields(source_)) {
+  for (const auto& f : gridFields(source_.spec())) {
     x_->addItem(q(f));
     y_->addItem(q(f));
   }
@@ -169,7 +168,7 @@ void DispatchView::rebuild() {
   }
   // With the release as an axis the torch box has nothing to choose.
   torch_->setEnabled(x_->currentText() != kTorchAxis && y_->currentText() != kTorchAxis);
-  grid_ = dispatchGrid(source_, x_->currentText().toStdString(), y_->currentText().toStdString(), *t);
+  grid_ = dispatchGrid(source_.spec(), x_->currentText().toStdString(), y_->currentText().toStdString(), *t);
   const int nx = static_cast<int>(grid_.xs.size()), ny = static_cast<int>(grid_.ys.size());
   map_->data()->setSize(nx, ny);
   map_->data()->setRange(QCPRange(0, std::max(0, nx - 1)), QCPRange(0, std::max(0, ny - 1)));
@@ -197,10 +196,10 @@ void DispatchView::rebuild() {
   plot_->yAxis->setLabel(y_->currentText() == x_->currentText() ? QString() : y_->currentText());
   plot_->xAxis->setRange(-0.5, std::max(0.5, nx - 0.5));
   plot_->yAxis->setRange(-0.5, std::max(0.5, ny - 0.5));
-  setPlotContext(plot_, tr("predicted for %1 \u00b7 %2").arg(source_name_, q(t->describe())));
+  setPlotContext(plot_, tr("predicted for %1 \u00b7 %2").arg(source_.name(), q(t->describe())));
   status_->setText(tr("What torch's scaled_dot_product_attention would pick for %1 on %2 (predicted; hover a cell for "
                       "the rules).%3")
-                       .arg(source_name_, q(t->describe()),
+                       .arg(source_.name(), q(t->describe()),
                             grid_.truncated ? tr(" Only the first %1 x %2 values are shown.").arg(nx).arg(ny) : QString()));
   plot_->replot(QCustomPlot::rpQueuedReplot);
 }

@@ -10,6 +10,7 @@
 #include "core/spec/sweep_spec.h"
 #include "core/torch_dispatch/dispatch_grid.h"
 #include "ui/chart_view.h"
+#include "ui/planned_source.h"
 
 class QComboBox;
 class QCPColorMap;
@@ -46,9 +47,7 @@ class DispatchView : public ChartView {
   QLabel* status_ = nullptr;
   QCustomPlot* plot_ = nullptr;
   QCPColorMap* map_ = nullptr;
-  std::optional<SweepSpec> planned_;
-  SweepSpec source_;
-  QString source_name_;
+  PlannedSource source_;
   torch_dispatch::DispatchGrid grid_;
 };
 

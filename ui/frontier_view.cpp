@@ -34,7 +34,8 @@ const char* const kOurs[] = {"cpu.reference", "cpu.flash", "cuda.math", "cuda.ch
 
 }  // namespace
 
-FrontierView::FrontierView(QWidget* parent) : ChartView(parent) {
+FrontierView::FrontierView(QWidget* parent)
+    : ChartView(parent), source_(SweepSpec{}, tr("the default workload (set up a sweep to see yours)")) {
   auto* layout = new QVBoxLayout(this);
   auto* bar = new QHBoxLayout;
   budget_ = new QComboBox(this);
@@ -95,36 +96,27 @@ FrontierView::FrontierView(QWidget* parent) : ChartView(parent) {
   });
   for (QComboBox* b : {torch_, vary_, pass_}) connect(b, &QComboBox::currentIndexChanged, this, [this] { rebuild(); });
   for (QComboBox* b : {budget_, gpu_}) connect(b, &QComboBox::currentTextChanged, this, [this] { rebuild(); });
-  source_.base.head_dim = 64;
-  source_name_ = tr("the default workload (set up a sweep to see yours)");
   rebuild();
 }
 
 void FrontierView::setSweeps(const SweepSnapshots& sweeps) {
   sweeps_ = sweeps;
-  if (planned_ || sweeps_.empty()) return;
-  source_ = sweeps_.front()->spec;
-  source_name_ = tr("sweep %1").arg(q(sweeps_.front()->info.name));
-  rebuild();
+  if (source_.setShown(sweeps_)) rebuild();
 }
 
 void FrontierView::setPlannedSweep(const SweepSpec& sweep) {
-  if (planned_ && toJson(*planned_) == toJson(sweep)) return;
-  planned_ = sweep;
-  source_ = sweep;
-  source_name_ = tr("the sweep being set up");
-  rebuild();
+  if (source_.setPlanned(sweep)) rebuild();
 }
 
 FrontierView::Setup FrontierView::setup() const {
   Setup s;
   FrontierQuery& fq = s.query;
-  fq.spec = source_.base;
+  fq.spec = source_.spec().base;
   fq.spec.pass = pass_->currentText() == "train" ? Pass::train : Pass::forward;
   fq.vary = vary_->currentText() == "batch" ? FrontierAxis::batch : FrontierAxis::seq;
   fq.other = FrontierAxis::heads;
   // The sweep's own head counts when it sweeps them, else 1 .. 64.
-  for (const auto& [field, values] : source_.axes)
+  for (const auto& [field, values] : source_.spec().axes)
     if (field == "heads" && values.size() >= 2) {
       fq.others.clear();
       for (const auto& v : values)
@@ -193,7 +185,7 @@ void FrontierView::rebuild() {
   }
   const quint64 job = jobs_.startJob();
   computing_ = true;
-  status_->setText(tr("Searching the frontier of %1 in %2...").arg(source_name_, s.budget_text));
+  status_->setText(tr("Searching the frontier of %1 in %2...").arg(source_.name(), s.budget_text));
   QPointer<FrontierView> self(this);
   auto setup = std::make_shared<Setup>(std::move(s));
   QThreadPool::globalInstance()->start([self, job, setup] {
@@ -254,7 +246,7 @@ void FrontierView::showRows(const Setup& s, std::vector<FrontierRow> rows) {
   if (query_.vary == FrontierAxis::seq) what.remove(QRegularExpression(" L\\d+x\\d+"));
   else what.remove(QRegularExpression("^B\\d+ "));
   if (query_.spec.width > 0) what += tr(", width %1 (head_dim = %1 / heads)").arg(query_.spec.width);
-  setPlotContext(plot_, tr("%1 \u00b7 %2 \u00b7 budget %3").arg(source_name_, what, s.budget_text));
+  setPlotContext(plot_, tr("%1 \u00b7 %2 \u00b7 budget %3").arg(source_.name(), what, s.budget_text));
   status_->setText(tr("The longest %1 whose predicted peak fits %2, per head count: exact search over the predictions, "
                       "nothing runs (attnscope frontier --verify checks them). Hover a point for the buffer that decides it.")
                        .arg(q(std::string(toString(query_.vary))), s.budget_text));

@@ -14,6 +14,7 @@
 #include "core/spec/sweep_spec.h"
 #include "ui/chart_view.h"
 #include "ui/job_tracker.h"
+#include "ui/planned_source.h"
 
 class QComboBox;
 class QLabel;
@@ -59,9 +60,7 @@ class FrontierView : public ChartView {
   QComboBox *budget_ = nullptr, *torch_ = nullptr, *gpu_ = nullptr, *vary_ = nullptr, *pass_ = nullptr;
   QLabel* status_ = nullptr;
   QCustomPlot* plot_ = nullptr;
-  std::optional<SweepSpec> planned_;
-  SweepSpec source_;
-  QString source_name_;
+  PlannedSource source_;
   FrontierQuery query_;
   std::vector<FrontierRow> rows_;
   JobTracker jobs_;
