@@ -2,6 +2,8 @@
 // on a V100) with the kernel change and the cheapest fix, the JSON, and bad input named (exit 2).
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+
 #include <nlohmann/json.hpp>
 
 #include "core/store/store.h"
@@ -64,10 +66,10 @@ TEST_F(CliFrontierVerify, TheFrontierPointRunsAndTheNextIsRefused) {
   for (const char* budget : {"2MiB", "5MiB"}) {
     SCOPED_TRACE(budget);
     CliResult r = run({"frontier", "--heads", "1,3", "--head-dim", "16", "--budget", budget, "--backends",
-                       "cpu.reference,cpu.flash,torch", "--gpu", "cpu", "--verify", "--json"});
+                       "cpu.reference,cpu.flash", "--verify", "--json"});
     ASSERT_EQ(r.code, 0) << r.out << r.err;
     const auto j = nlohmann::json::parse(r.out);
-    ASSERT_EQ(j["verify"].size(), 8u) << "2 backends x 2 head counts x (frontier, next); torch's line is not run";
+    ASSERT_EQ(j["verify"].size(), 8u) << "2 backends x 2 head counts x (frontier, next)";
     for (const auto& c : j["verify"]) {
       EXPECT_TRUE(c["held"].get<bool>()) << c;
       EXPECT_EQ(c["status"], c["at_frontier"].get<bool>() ? "ok" : "oom") << c;
@@ -84,9 +86,33 @@ TEST_F(CliFrontierVerify, TheFrontierPointRunsAndTheNextIsRefused) {
   EXPECT_NE(store.sweeps()[0].name.find("frontier --verify"), std::string::npos);
   EXPECT_EQ(store.sweeps()[0].run_count, 8);
   EXPECT_EQ(store.sweeps()[0].ok_count, 4);
-  CliResult none = run({"frontier", "--budget", "1GiB", "--backends", "torch", "--verify"});
+  // torch's lines on a CUDA target are predictions only: nothing here runs them.
+  CliResult none = run({"frontier", "--budget", "1GiB", "--backends", "torch", "--gpu", "V100", "--verify"});
   EXPECT_EQ(none.code, 2);
   EXPECT_NE(none.err.find("--verify: none of the lines runs on this machine"), std::string::npos) << none.err;
+}
+
+// torch's CPU lines against the real installed torch (ATTNSCOPE_TEST_PYTHON, as CI sets): its
+// measured peak is within the budget at the frontier and past it one step further.
+TEST_F(CliFrontierVerify, TorchCpuLinesAreMeasuredAgainstTheBudget) {
+  const char* py = std::getenv("ATTNSCOPE_TEST_PYTHON");
+  if (!py || !*py) GTEST_SKIP() << "ATTNSCOPE_TEST_PYTHON unset: no real torch to verify against";
+  CliResult r = runCli({"frontier", "--heads", "2", "--head-dim", "16", "--budget", "3MiB", "--backends", "torch,torch.math",
+                        "--gpu", "cpu", "--verify", "--json", "--db", db_},
+                       {std::string("ATTNSCOPE_PYTHON=") + py});
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["verify"].size(), 4u) << r.out;
+  for (const auto& c : j["verify"]) {
+    EXPECT_TRUE(c["held"].get<bool>()) << c;
+    EXPECT_FALSE(c["enforced"].get<bool>()) << c;
+    EXPECT_EQ(c["status"], "ok") << c;
+    const int64_t measured = c["measured_peak"].get<int64_t>(), budget = j["budget"].get<int64_t>();
+    if (c["at_frontier"].get<bool>()) EXPECT_LE(measured, budget) << c;
+    else EXPECT_GT(measured, budget) << c;
+  }
+  EXPECT_EQ(j["verify"][0]["backend"], "torch.cpu.auto");
+  EXPECT_EQ(j["verify"][2]["backend"], "torch.cpu.math");
 }
 
 TEST(CliFrontier, BadInputIsNamed) {
