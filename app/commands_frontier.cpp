@@ -192,28 +192,19 @@ int cmdFrontier(const std::vector<std::string>& argv) {
     versions.push_back(*t);
   }
   const std::string gpu_default = gpu_budget ? gpu_budget->gpu : "A100";
-  std::vector<std::pair<TorchDevice, ParsedGpu>> gpus;
-  for (const auto& g : splitList("gpu", args.value("gpu").value_or(gpu_default))) {
-    if (g == "cpu") {
-      gpus.push_back({TorchDevice::cpu, ParsedGpu{}});
-      continue;
-    }
-    auto p = parseGpu(g);
-    if (!p) throw UsageError("--gpu: unknown GPU '" + printable(g) + "' (allowed: " + gpuChoices() + ", or cpu)");
-    gpus.push_back({TorchDevice::cuda, *p});
-  }
-  const int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  std::vector<std::string> gpus = splitList("gpu", args.value("gpu").value_or(gpu_default));
+  for (const auto& g : gpus)
+    if (!targetForGpu(kNewestTorch, g))
+      throw UsageError("--gpu: unknown GPU '" + printable(g) + "' (allowed: " + gpuChoices() + ", or cpu)");
   std::vector<TorchLine> torch_lines;
   for (const auto& v : versions)
-    for (const auto& [device, g] : gpus) {
-      TorchTarget t = defaultTorchTarget(v, device, g.capability);
-      t.gpu_name = g.name;
-      t.cpu_threads = threads;
+    for (const auto& g : gpus) {
+      TorchTarget t = *targetForGpu(v, g);
       t.requires_grad = q.spec.pass == Pass::train;
-      if (device == TorchDevice::cpu) applyLocalCpu(t);
+      const TorchDevice device = t.device;
       const std::string version = v.patch == 0 ? std::to_string(v.major) + "." + std::to_string(v.minor) : v.text();
       const std::string where = "torch " + version + " " +
-                                (device == TorchDevice::cpu ? std::string("cpu") : g.name.empty() ? t.capability.text() : g.name);
+                                (device == TorchDevice::cpu ? std::string("cpu") : t.gpu_name.empty() ? t.capability.text() : t.gpu_name);
       std::vector<std::optional<SdpaKernel>> kernels = {std::nullopt, SdpaKernel::math, SdpaKernel::efficient, SdpaKernel::flash, SdpaKernel::cudnn};
       if (device == TorchDevice::cpu) kernels = {std::nullopt, SdpaKernel::math, SdpaKernel::flash};
       for (const auto& k : kernels) {

@@ -141,19 +141,7 @@ void DispatchView::sourceChanged() {
 std::optional<TorchTarget> DispatchView::target() const {
   const auto version = parseTorchVersion(torch_->currentText().toStdString());
   if (!version) return std::nullopt;
-  const std::string gpu = gpu_->currentText().trimmed().toStdString();
-  TorchTarget t;
-  if (gpu == "cpu") {
-    t = defaultTorchTarget(*version, TorchDevice::cpu);
-    t.cpu_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-    applyLocalCpu(t);
-  } else {
-    auto parsed = parseGpu(gpu);
-    if (!parsed) return std::nullopt;
-    t = defaultTorchTarget(*version, TorchDevice::cuda, parsed->capability);
-    t.gpu_name = parsed->name;
-  }
-  return t;
+  return targetForGpu(*version, gpu_->currentText().trimmed().toStdString());
 }
 
 void DispatchView::rebuild() {

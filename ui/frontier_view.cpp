@@ -139,18 +139,12 @@ FrontierView::Setup FrontierView::setup() const {
   std::string gpu = gpu_->currentText().trimmed().toStdString();
   if (gpu == "budget") gpu = gpu_budget ? gpu_budget->gpu : "A100";
   const auto version = parseTorchVersion(torch_->currentText().toStdString());
-  TorchTarget t;
-  if (gpu == "cpu") {
-    t = defaultTorchTarget(*version, TorchDevice::cpu);
-    t.cpu_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-    applyLocalCpu(t);
-  } else if (auto parsed = parseGpu(gpu)) {
-    t = defaultTorchTarget(*version, TorchDevice::cuda, parsed->capability);
-    t.gpu_name = parsed->name;
-  } else {
+  const auto target = targetForGpu(*version, gpu);
+  if (!target) {
     s.problem = tr("Unknown GPU '%1' (allowed: %2)").arg(gpu_->currentText(), q(gpuChoices()));
     return s;
   }
+  const TorchTarget& t = *target;
   BackendRegistry& registry = builtinSession().registry();
   for (const char* id : kOurs)
     if (Backend* b = registry.find(id)) s.lines.push_back(backendFrontierLine(*b));

@@ -1,5 +1,7 @@
 #include "core/torch_dispatch/torch_target.h"
 
+#include <thread>
+
 #include <fstream>
 #include <sstream>
 
@@ -296,6 +298,20 @@ TorchTarget defaultTorchTarget(const TorchVersion& v, TorchDevice device, Comput
   const WheelFacts w = pypiWheel(v);
   t.cuda_major = w.cuda_major;
   t.cudnn = w.cudnn;
+  return t;
+}
+
+std::optional<TorchTarget> targetForGpu(const TorchVersion& v, std::string_view gpu) {
+  if (gpu == "cpu") {
+    TorchTarget t = defaultTorchTarget(v, TorchDevice::cpu);
+    t.cpu_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    applyLocalCpu(t);
+    return t;
+  }
+  auto parsed = parseGpu(gpu);
+  if (!parsed) return std::nullopt;
+  TorchTarget t = defaultTorchTarget(v, TorchDevice::cuda, parsed->capability);
+  t.gpu_name = parsed->name;
   return t;
 }
 

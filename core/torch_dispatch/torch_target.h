@@ -129,5 +129,8 @@ void applyLocalCpu(TorchTarget& t);
 
 // A target with the PyPI wheel's CUDA and cuDNN versions for that release.
 TorchTarget defaultTorchTarget(const TorchVersion& v, TorchDevice device, ComputeCapability cc = {8, 0});
+// The wheel's target for a GPU as a user writes it (parseGpu: "V100", "sm80", a device name) or
+// "cpu" (this machine's threads and AMX); nullopt for an unknown GPU.
+std::optional<TorchTarget> targetForGpu(const TorchVersion& v, std::string_view gpu);
 
 }  // namespace attnscope::torch_dispatch
