@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <iostream>
 #include <set>
-#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -174,7 +173,7 @@ int cmdFrontier(const std::vector<std::string>& argv) {
   BackendRegistry registry;
   registerBuiltinBackends(registry);
   std::vector<FrontierLine> lines;
-  const std::vector<std::string> ours = {"cpu.reference", "cpu.flash", "cuda.math", "cuda.chunked", "cuda.flash"};
+  const std::vector<std::string> ours(std::begin(kFrontierBackends), std::end(kFrontierBackends));
   const std::vector<std::string> torch_names = {"torch.math", "torch.efficient", "torch.flash", "torch.cudnn", "torch"};
   for (const auto& w : wanted)
     if (std::find(ours.begin(), ours.end(), w) == ours.end() && std::find(torch_names.begin(), torch_names.end(), w) == torch_names.end())
@@ -201,17 +200,8 @@ int cmdFrontier(const std::vector<std::string>& argv) {
     for (const auto& g : gpus) {
       TorchTarget t = *targetForGpu(v, g);
       t.requires_grad = q.spec.pass == Pass::train;
-      const TorchDevice device = t.device;
-      const std::string version = v.patch == 0 ? std::to_string(v.major) + "." + std::to_string(v.minor) : v.text();
-      const std::string where = "torch " + version + " " +
-                                (device == TorchDevice::cpu ? std::string("cpu") : t.gpu_name.empty() ? t.capability.text() : t.gpu_name);
-      std::vector<std::optional<SdpaKernel>> kernels = {std::nullopt, SdpaKernel::math, SdpaKernel::efficient, SdpaKernel::flash, SdpaKernel::cudnn};
-      if (device == TorchDevice::cpu) kernels = {std::nullopt, SdpaKernel::math, SdpaKernel::flash};
-      for (const auto& k : kernels) {
-        const std::string id = k ? "torch." + std::string(toString(*k)) : "torch";
-        if (!want(id)) continue;
-        torch_lines.push_back({t, k, where + (k ? " " + std::string(toString(*k)) : " (picks)")});
-      }
+      for (const auto& k : torchFrontierKernels(t.device))
+        if (want(k ? "torch." + std::string(toString(*k)) : "torch")) torch_lines.push_back({t, k, torchFrontierName(t, k)});
     }
   for (const auto& t : torch_lines) lines.push_back(torchFrontierLine(t.name, t.target, t.kernel));
   if (lines.empty()) throw UsageError("--backends: none of the lines asked for is built here");

@@ -2,7 +2,6 @@
 
 #include <cmath>
 #include <limits>
-#include <thread>
 
 #include <QComboBox>
 #include <QHBoxLayout>

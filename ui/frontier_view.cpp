@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <memory>
-#include <thread>
 
 #include <QComboBox>
 #include <QHBoxLayout>
@@ -29,8 +28,6 @@ namespace {
 QString q(const std::string& s) { return QString::fromStdString(s); }
 
 QString commas(int64_t v) { return QLocale(QLocale::English).toString(static_cast<qlonglong>(v)); }
-
-const char* const kOurs[] = {"cpu.reference", "cpu.flash", "cuda.math", "cuda.chunked", "cuda.flash"};
 
 }  // namespace
 
@@ -146,17 +143,9 @@ FrontierView::Setup FrontierView::setup() const {
   }
   const TorchTarget& t = *target;
   BackendRegistry& registry = builtinSession().registry();
-  for (const char* id : kOurs)
+  for (std::string_view id : kFrontierBackends)
     if (Backend* b = registry.find(id)) s.lines.push_back(backendFrontierLine(*b));
-  const std::string where = "torch " + t.version.text() + " " + (t.device == TorchDevice::cpu ? "cpu" : t.gpu_name.empty() ? t.capability.text() : t.gpu_name);
-  std::vector<std::optional<SdpaKernel>> kernels = {std::nullopt, SdpaKernel::math, SdpaKernel::efficient, SdpaKernel::flash, SdpaKernel::cudnn};
-  if (t.device == TorchDevice::cpu) kernels = {std::nullopt, SdpaKernel::math, SdpaKernel::flash};
-  for (const auto& k : kernels) {
-    std::string name = where;
-    name += k ? " " : " (picks)";
-    if (k) name += toString(*k);
-    s.lines.push_back(torchFrontierLine(std::move(name), t, k));
-  }
+  for (const auto& k : torchFrontierKernels(t.device)) s.lines.push_back(torchFrontierLine(torchFrontierName(t, k), t, k));
   if (auto errors = validate(withAxis(withAxis(fq.spec, fq.other, fq.others.front()), fq.vary, 1)); !errors.empty())
     s.problem = tr("The workload is not valid: %1").arg(q(describe(errors)));
   return s;

@@ -214,6 +214,23 @@ std::vector<FrontierRow> computeFrontier(const FrontierQuery& q, const std::vect
   return rows;
 }
 
+std::vector<std::optional<torch_dispatch::SdpaKernel>> torchFrontierKernels(torch_dispatch::TorchDevice device) {
+  using torch_dispatch::SdpaKernel;
+  if (device == torch_dispatch::TorchDevice::cpu) return {std::nullopt, SdpaKernel::math, SdpaKernel::flash};
+  return {std::nullopt, SdpaKernel::math, SdpaKernel::efficient, SdpaKernel::flash, SdpaKernel::cudnn};
+}
+
+std::string torchFrontierName(const torch_dispatch::TorchTarget& t, std::optional<torch_dispatch::SdpaKernel> kernel) {
+  const auto& v = t.version;
+  std::string name = "torch ";
+  name += v.patch == 0 ? std::to_string(v.major) + "." + std::to_string(v.minor) : v.text();
+  name += " ";
+  name += t.device == torch_dispatch::TorchDevice::cpu ? "cpu" : t.gpu_name.empty() ? t.capability.text() : t.gpu_name;
+  name += kernel ? " " : " (picks)";
+  if (kernel) name += torch_dispatch::toString(*kernel);
+  return name;
+}
+
 FrontierLine backendFrontierLine(const Backend& backend) {
   const Backend* b = &backend;
   return {b->id(), [b](const WorkloadSpec& s) {

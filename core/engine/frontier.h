@@ -58,6 +58,14 @@ inline constexpr int64_t kFrontierSeqAlign = 16;
 // (cuDNN refuses seq 1; a kernel that runs none of them reports "cannot run").
 inline constexpr int64_t kFrontierStartScan = 64;
 
+// Our in-process backends a frontier has lines for, in drawing order (those built here).
+inline constexpr std::string_view kFrontierBackends[] = {"cpu.reference", "cpu.flash", "cuda.math", "cuda.chunked",
+                                                         "cuda.flash"};
+// Torch's lines on a device: its own pick (nullopt) first, then each kernel it can be forced to.
+std::vector<std::optional<torch_dispatch::SdpaKernel>> torchFrontierKernels(torch_dispatch::TorchDevice device);
+// A torch line's name: "torch 2.1 V100 (picks)", "torch 2.15 cpu math", "torch 2.5.1 sm90 cudnn".
+std::string torchFrontierName(const torch_dispatch::TorchTarget& target, std::optional<torch_dispatch::SdpaKernel> kernel);
+
 // One of our backends: its plan where its support() allows the spec on any machine (this
 // machine's lack of a device is not held against it: the frontier is for any GPU).
 FrontierLine backendFrontierLine(const Backend& backend);

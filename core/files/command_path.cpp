@@ -33,7 +33,7 @@ std::string resolveCommand(const std::string& command) {
   return {};
 }
 
-CommandOutput runCommand(const std::vector<std::string>& argv, const std::string& input) {
+CommandOutput runCommand(const std::vector<std::string>& argv) {
   CommandOutput r;
   if (argv.empty()) return r;
   const std::string program = resolveCommand(argv[0]);
@@ -45,19 +45,21 @@ CommandOutput runCommand(const std::vector<std::string>& argv, const std::string
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
   const std::string exec_failed = argv[0] + ": cannot be run\n";
-  int outp[2], errp[2], inp[2];
-  if (::pipe2(outp, O_CLOEXEC) != 0 || ::pipe2(errp, O_CLOEXEC) != 0 || ::pipe2(inp, O_CLOEXEC) != 0) {
+  int outp[2], errp[2];
+  if (::pipe2(outp, O_CLOEXEC) != 0 || ::pipe2(errp, O_CLOEXEC) != 0) {
     r.err = std::strerror(errno);
     return r;
   }
+  const int null_in = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
   const pid_t pid = ::fork();
   if (pid < 0) {
     r.err = std::strerror(errno);
-    for (int fd : {outp[0], outp[1], errp[0], errp[1], inp[0], inp[1]}) ::close(fd);
+    for (int fd : {outp[0], outp[1], errp[0], errp[1], null_in})
+      if (fd >= 0) ::close(fd);
     return r;
   }
   if (pid == 0) {  // async-signal-safe calls only from here on
-    ::dup2(inp[0], 0);
+    if (null_in >= 0) ::dup2(null_in, 0);
     ::dup2(outp[1], 1);
     ::dup2(errp[1], 2);
     ::execv(program.c_str(), args.data());
@@ -66,15 +68,7 @@ CommandOutput runCommand(const std::vector<std::string>& argv, const std::string
   }
   ::close(outp[1]);
   ::close(errp[1]);
-  ::close(inp[0]);
-  size_t done = 0;
-  while (done < input.size()) {
-    const ssize_t w = ::write(inp[1], input.data() + done, input.size() - done);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) break;
-    done += static_cast<size_t>(w);
-  }
-  ::close(inp[1]);
+  if (null_in >= 0) ::close(null_in);
   pollfd fds[2] = {{outp[0], POLLIN, 0}, {errp[0], POLLIN, 0}};
   int open_fds = 2;
   char buf[4096];

@@ -16,10 +16,10 @@ struct CommandOutput {
   std::string out, err;
 };
 
-// Runs argv (argv[0] found with resolveCommand) with `input` on its stdin, collecting stdout and
+// Runs argv (argv[0] found with resolveCommand) with stdin from /dev/null, collecting stdout and
 // stderr until it exits. Safe in a threaded process (the GUI polls Slurm from a pool thread):
 // everything is allocated before fork, the pipes are close-on-exec, so a child started meanwhile
 // by another thread never holds them open.
-CommandOutput runCommand(const std::vector<std::string>& argv, const std::string& input = {});
+CommandOutput runCommand(const std::vector<std::string>& argv);
 
 }  // namespace attnscope

@@ -29,7 +29,7 @@ TorchTarget target(const char* version, TorchDevice device, int sm) {
 std::vector<FrontierLine> allLines(BackendRegistry& registry) {
   registerBuiltinBackends(registry);
   std::vector<FrontierLine> lines;
-  for (const char* id : {"cpu.reference", "cpu.flash", "cuda.math", "cuda.chunked", "cuda.flash"})
+  for (std::string_view id : kFrontierBackends)
     if (Backend* b = registry.find(id)) lines.push_back(backendFrontierLine(*b));
   const std::vector<std::pair<TorchTarget, std::vector<std::optional<SdpaKernel>>>> torch = {
       {target("2.1", TorchDevice::cuda, 70), {std::nullopt, SdpaKernel::math, SdpaKernel::efficient}},
@@ -37,7 +37,7 @@ std::vector<FrontierLine> allLines(BackendRegistry& registry) {
       {target("2.15", TorchDevice::cpu, 0), {std::nullopt, SdpaKernel::math, SdpaKernel::flash}}};
   for (const auto& [t, kernels] : torch)
     for (const auto& k : kernels)
-      lines.push_back(torchFrontierLine(t.describe() + (k ? " " + std::string(torch_dispatch::toString(*k)) : " picks"), t, k));
+      lines.push_back(torchFrontierLine(torchFrontierName(t, k), t, k));
   return lines;
 }
 
@@ -101,6 +101,7 @@ TEST(Frontier, SeqIsTheLongestThatFitsWithEveryShorterOne) {
   BackendRegistry registry;
   const auto lines = allLines(registry);
   ASSERT_GE(lines.size(), 11u);
+  EXPECT_EQ(lines[2].name.substr(0, 9), std::string(registry.find("cuda.math") ? "cuda.math" : "torch 2.1"));
   for (const auto& shape : shapes())
     for (const auto& line : lines) {
       FrontierQuery q;
@@ -213,6 +214,10 @@ TEST(Frontier, GpuBudgetsAndAxes) {
   EXPECT_FALSE(gpuBudget("sm80")) << "a capability names no memory";
   EXPECT_FALSE(gpuBudget("V100", int64_t{16} << 30)) << "a reserve that leaves nothing";
   EXPECT_FALSE(gpuBudget("K80"));
+  EXPECT_EQ(torchFrontierName(target("2.1", TorchDevice::cuda, 70), std::nullopt), "torch 2.1 sm70 (picks)");
+  EXPECT_EQ(torchFrontierName(target("2.5.1", TorchDevice::cpu, 0), SdpaKernel::math), "torch 2.5.1 cpu math");
+  EXPECT_EQ(torchFrontierKernels(TorchDevice::cpu).size(), 3u);
+  EXPECT_EQ(torchFrontierKernels(TorchDevice::cuda).size(), 5u);
   EXPECT_EQ(parseFrontierAxis("batch"), FrontierAxis::batch);
   EXPECT_FALSE(parseFrontierAxis("Seq"));
   FrontierQuery q;

@@ -44,7 +44,7 @@ class TestFrontierView : public QObject {
     v.setPlannedSweep(classic());
     QTRY_VERIFY_WITH_TIMEOUT(!v.isComputing(), 30000);
     QCOMPARE(v.query().others, (std::vector<int64_t>{4, 8, 16, 32}));
-    const FrontierRow* picks = row(v, "torch 2.1.0 V100 (picks)");
+    const FrontierRow* picks = row(v, "torch 2.1 V100 (picks)");
     QVERIFY(picks);
     QCOMPARE(picks->points[2].other, int64_t{16});
     QCOMPARE(picks->points[2].max, int64_t{15589});
