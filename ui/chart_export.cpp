@@ -16,6 +16,7 @@
 
 #include "core/files/output_file.h"
 #include "core/export/results_export.h"
+#include "ui/plot_layout.h"
 
 namespace attnscope::ui {
 
@@ -26,8 +27,10 @@ void paintPlots(QCPPainter& painter, const QRectF& rect, const QList<QCustomPlot
   for (int i = 0; i < plots.size(); ++i) {
     painter.save();
     painter.translate(rect.left() + (i % columns) * w, rect.top() + (i / columns) * h);
+    fitLegend(plots[i], QSize(w, h));  // the export's own size may want the legend elsewhere
     plots[i]->toPainter(&painter, w, h);
     painter.restore();
+    plots[i]->replot(QCustomPlot::rpQueuedReplot);  // and the widget its own again
   }
 }
 

@@ -62,7 +62,7 @@ void MemoryView::fillPlot(QCustomPlot* plot, SeriesPlot& sp, std::vector<PlotSer
   sp.clear(plot);
   series = buildSeries(sweeps_, x);
   for (const auto& s : series) sp.add(plot, s, Metric::memory, predicted_box_->isChecked());
-  if (!series.empty()) addStyleKey(plot, true, predicted_box_->isChecked(), sp.failedStatuses());
+  if (!series.empty()) sp.addKey(plot, predicted_box_->isChecked());
   plot->clearItems();
   if (series.empty()) {  // the first start: say what to do instead of showing empty axes
     auto* hint = new QCPItemText(plot);

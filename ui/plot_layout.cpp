@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include <qcustomplot.h>
 
@@ -54,6 +55,7 @@ void initPlotLayout(QCustomPlot* plot, const QString& title, bool with_legend) {
     rect->insetLayout()->take(plot->legend);
     rect->insetLayout()->simplify();
     auto* column = new QCPLayoutGrid;
+    column->setObjectName("legendColumn");
     body->addElement(0, 1, column);
     column->addElement(0, 0, plot->legend);
     // A plain element as the spacer: an empty grid's maximum height is 0, which would hand all
@@ -65,8 +67,131 @@ void initPlotLayout(QCustomPlot* plot, const QString& title, bool with_legend) {
     body->setColumnStretchFactor(1, 0.001);
     plot->legend->setLayer("legend");
     plot->legend->setFillOrder(QCPLegend::foRowsFirst);
+    plot->legend->setProperty("baseFontSize", plot->legend->font().pointSizeF());
+    // Icons no taller than the text: rows of 8 pt text 16 px apart instead of 22.
+    plot->legend->setIconSize(26, 11);
+    plot->legend->setRowSpacing(0);
     wrapLegend(plot);
+    QObject::connect(plot, &QCustomPlot::beforeReplot, plot, [plot] { fitLegend(plot, plot->viewport().size()); });
   }
+}
+
+namespace {
+
+QCPLayoutGrid* legendColumn(const QCustomPlot* plot) { return plot->findChild<QCPLayoutGrid*>("legendColumn"); }
+
+// The axis rect's inner rect when the whole layout is laid out in size.
+QRect layOut(QCustomPlot* plot, QSize size) {
+  QCPLayoutGrid* top = plot->plotLayout();
+  top->setOuterRect(QRect(QPoint(0, 0), size));
+  top->update(QCPLayoutElement::upPreparation);
+  top->update(QCPLayoutElement::upMargins);
+  top->update(QCPLayoutElement::upLayout);
+  return plot->axisRect()->rect();
+}
+
+void moveLegend(QCustomPlot* plot, LegendPlace place) {
+  QCPLegend* legend = plot->legend;
+  QCPLayoutGrid* body = plotBody(plot);
+  QCPLayoutGrid* column = legendColumn(plot);
+  if (place == LegendPlace::below && legend->layout() == column) {
+    column->take(legend);
+    column->simplify();
+    body->addElement(1, 0, legend);
+    body->setRowStretchFactor(0, 1);
+    body->setRowStretchFactor(1, 0.001);
+    legend->setMargins(QMargins(7, 5, 7, 4));
+    column->setMargins(QMargins(0, 0, 0, 0));
+  } else if (place == LegendPlace::right && legend->layout() == body) {
+    body->take(legend);
+    body->simplify();
+    column->insertRow(0);
+    column->addElement(0, 0, legend);
+    column->setRowStretchFactor(0, 0.001);
+    column->setRowStretchFactor(1, 1);
+    column->setMargins(QMargins(0, 8, 4, 0));
+  }
+}
+
+}  // namespace
+
+LegendPlace legendPlace(const QCustomPlot* plot) {
+  return plot->legend && plot->legend->layout() == plotBody(const_cast<QCustomPlot*>(plot)) ? LegendPlace::below
+                                                                                            : LegendPlace::right;
+}
+
+LegendPlace fitLegend(QCustomPlot* plot, QSize size) {
+  QCPLegend* legend = plot->legend;
+  if (!legend || !plotBody(plot) || !legendColumn(plot) || size.width() <= 0 || size.height() <= 0)
+    return LegendPlace::right;
+  // itemCount() counts the wrapped grid's empty cells too.
+  int n = 0;
+  QCPAbstractLegendItem* first = nullptr;
+  for (int i = 0; i < legend->itemCount(); ++i)
+    if (QCPAbstractLegendItem* item = legend->item(i)) {
+      ++n;
+      if (!first) first = item;
+    }
+  if (!legend->visible() || n == 0) {
+    moveLegend(plot, LegendPlace::right);
+    return LegendPlace::right;
+  }
+  const QRect view = plot->viewport();
+  const double base = legend->property("baseFontSize").toDouble();
+  struct Try {
+    LegendPlace place;
+    double font;
+    int wrap;
+    QRect rect;
+  };
+  auto apply = [&](LegendPlace place, double font, int wrap) {
+    QFont f = legend->font();
+    if (font > 0 && f.pointSizeF() != font) {
+      f.setPointSizeF(font);
+      legend->setFont(f);
+      for (int i = 0; i < legend->itemCount(); ++i)
+        if (legend->item(i)) legend->item(i)->setFont(f);
+    }
+    moveLegend(plot, place);
+    legend->setWrap(wrap);
+    legend->setFillOrder(place == LegendPlace::right ? QCPLegend::foRowsFirst : QCPLegend::foColumnsFirst, true);
+    return layOut(plot, size);
+  };
+  auto fits = [&](const QRect& r) {
+    return r.width() >= kMinPlotWidthShare * size.width() && r.height() >= kMinPlotHeightShare * size.height();
+  };
+  std::vector<Try> tried;
+  for (double font : {base, std::min(base, 7.0)}) {
+    if (!tried.empty() && font == tried.back().font) break;
+    // Beside the plot: as many rows as the height holds (at most 14, so a column stays scannable).
+    QRect r = apply(LegendPlace::right, font, 1);
+    const int item_h = std::max(1, first->minimumOuterSizeHint().height() + legend->rowSpacing());
+    const int rows = std::clamp((r.height() + 20) / item_h, 1, 14);
+    r = apply(LegendPlace::right, font, rows);
+    tried.push_back({LegendPlace::right, font, rows, r});
+    if (fits(r)) break;
+    // Below the plot: as many columns as the width holds.
+    int cols = n;
+    for (; cols > 1; --cols) {
+      apply(LegendPlace::below, font, cols);
+      if (legend->minimumOuterSizeHint().width() <= size.width() - 8) break;
+    }
+    r = apply(LegendPlace::below, font, cols);
+    tried.push_back({LegendPlace::below, font, cols, r});
+    if (fits(r)) break;
+  }
+  const Try* best = &tried.back();
+  if (!fits(best->rect)) {  // none keeps the share: the one that leaves the plot most room
+    auto area = [&](const Try& t) {
+      return std::min(t.rect.width() / (kMinPlotWidthShare * size.width()),
+                      t.rect.height() / (kMinPlotHeightShare * size.height()));
+    };
+    for (const Try& t : tried)
+      if (area(t) > area(*best)) best = &t;
+    apply(best->place, best->font, best->wrap);
+  }
+  plot->plotLayout()->setOuterRect(view);
+  return best->place;
 }
 
 QCPLayoutGrid* plotBody(QCustomPlot* plot) {

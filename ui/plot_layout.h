@@ -7,6 +7,7 @@
 #include <vector>
 
 #include <QSharedPointer>
+#include <QSize>
 #include <QString>
 
 #include "core/result/run_result.h"
@@ -38,6 +39,20 @@ void addStyleKey(QCustomPlot* plot, bool measured, bool predicted, const std::se
 int failedMarkerShape(RunStatus status);  // a QCPScatterStyle::ScatterShape
 // A long legend wraps into more columns instead of running off the bottom.
 void wrapLegend(QCustomPlot* plot, int max_rows = 14);
+
+// The plot area's guaranteed share of a chart whatever its legend: at least half the chart's
+// width and a third of its height, for up to kFitEntries legend entries of up to 60 characters
+// on a chart of at least 380 x 360 px (tests/ui/test_chart_layout.cpp measures it).
+inline constexpr double kMinPlotWidthShare = 0.5;
+inline constexpr double kMinPlotHeightShare = 1.0 / 3.0;
+inline constexpr int kFitEntries = 24;
+enum class LegendPlace { right, below };
+// Puts the legend where the plot keeps its share on a chart of `size` px: beside the plot in as
+// many rows as fit the height, else below it in as many columns as fit the width, else the same
+// in a smaller font. Entries are never cut. initPlotLayout's plots do this before every replot;
+// exports call it for their own size.
+LegendPlace fitLegend(QCustomPlot* plot, QSize size);
+LegendPlace legendPlace(const QCustomPlot* plot);
 
 // An x axis over swept integer values (heads, seq): ticks at the values themselves when there
 // are few (never at 2.5 heads), otherwise integer steps (linear) or powers of two (log).

@@ -77,16 +77,43 @@ std::vector<PlotSeries> buildSeries(const SweepSnapshots& sweeps, XField x) {
     if (varying.erase(std::string(f.name))) ordered.emplace_back(f.name);
   ordered.insert(ordered.end(), varying.begin(), varying.end());
 
+  // Pass is the line pattern and checkpoint the marker when they vary; where they do not, those
+  // tell overlaid sweeps apart (as before: fp16 and fp32 sweeps of one backend stay apart even
+  // where their shades are close).
+  const bool by_pass = std::find(ordered.begin(), ordered.end(), "pass") != ordered.end();
+  const bool by_checkpoint = std::find(ordered.begin(), ordered.end(), "checkpoint") != ordered.end();
+  auto choiceIndex = [](std::string_view field, const std::string& value) {
+    const SpecField* f = findSpecField(field);
+    if (f)
+      for (size_t i = 0; i < f->choices.size(); ++i)
+        if (f->choices[i] == value) return static_cast<int>(i);
+    return 0;
+  };
+
   std::vector<PlotSeries> out;
-  std::map<std::string, int> per_backend;
+
   for (const auto& g : groups) {
     PlotSeries ps;
     ps.backend = g.backend;
     ps.sweep = g.sweep;
     ps.label = g.backend;
-    for (const auto& k : ordered)
-      if (g.key.contains(k)) ps.label += " " + k + "=" + valueText(g.key[k]);
-    ps.variant = per_backend[g.backend]++;
+    ps.colour_label = g.backend;
+    for (const auto& k : ordered) {
+      if (!g.key.contains(k)) continue;
+      const std::string part = k + "=" + valueText(g.key[k]);
+      ps.label += " " + part;
+      if (k == "pass" && by_pass) {
+        ps.line = choiceIndex(k, valueText(g.key[k]));
+        ps.line_key = part;
+      } else if (k == "checkpoint" && by_checkpoint) {
+        ps.marker = choiceIndex(k, valueText(g.key[k]));
+        ps.marker_key = part;
+      } else {
+        ps.colour_label += " " + part;
+      }
+    }
+    if (!by_pass) ps.line = static_cast<int>(g.sweep);
+    if (!by_checkpoint) ps.marker = static_cast<int>(g.sweep);
     for (const RunResult* r : g.runs) {
       SeriesPoint p;
       p.x = xValue(r->spec, x);
@@ -102,15 +129,27 @@ std::vector<PlotSeries> buildSeries(const SweepSnapshots& sweeps, XField x) {
                      [](const SeriesPoint& a, const SeriesPoint& b) { return a.x < b.x; });
     out.push_back(std::move(ps));
   }
-  for (auto& ps : out) ps.variant_count = per_backend[ps.backend];
-  // Overlaid sweeps: the sweep's name leads only where the fields alone would give two series one
+  // Overlaid sweeps: the sweep's id leads only where the fields alone would give two series one
   // label (sweeps of the same spec); a train sweep beside a forward one reads "pass=train" vs
   // "pass=forward" and keeps its legend short enough to leave the plot its width.
   std::set<std::string> labels;
   bool clash = false;
   for (const auto& ps : out) clash = clash || !labels.insert(ps.label).second;
   if (clash)
-    for (auto& ps : out) ps.label = sweeps[ps.sweep]->info.name + ": " + ps.label;
+    for (auto& ps : out) {
+      // The sweep's id, which the context line spells out with its name ("S1 train vs S3 ...").
+      const std::string id = "S" + std::to_string(sweeps[ps.sweep]->info.id) + ": ";
+      ps.label = id + ps.label;
+      ps.colour_label = id + ps.colour_label;
+    }
+  // A shade per colour label of a backend: the series that differ only by pass or checkpoint
+  // (pattern, marker) share one.
+  std::map<std::string, std::map<std::string, int>> shades;  // backend -> colour label -> shade
+  for (auto& ps : out) {
+    auto& colours = shades[ps.backend];
+    ps.variant = colours.try_emplace(ps.colour_label, static_cast<int>(colours.size())).first->second;
+  }
+  for (auto& ps : out) ps.variant_count = static_cast<int>(shades[ps.backend].size());
   return out;
 }
 

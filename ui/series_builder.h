@@ -2,6 +2,12 @@
 // Turns the runs of one or more sweeps into chart series: one per backend, and per value of
 // every other varying spec field (so a heads x seq sweep plotted against heads gets one series
 // per seq value). Pure data; the chart widgets only draw what this returns.
+//
+// Forward vs train and the checkpoint modes are read at a glance: when pass varies it is the line
+// pattern, when checkpoint varies it is the marker, and the colour (one hue per backend, a shade
+// per value) tells the remaining fields apart. The legend then names each colour once
+// (colour_label) and a key names the patterns and markers, so a train sweep's legend is a third
+// as long and no entry needs cutting.
 
 #include <cstdint>
 #include <string>
@@ -28,14 +34,23 @@ struct SeriesPoint {
 
 struct PlotSeries {
   std::string backend;
-  std::string label;    // "cpu.flash pass=train seq=1024", or "sweep 3: cpu.flash" for sweeps alike
-  int variant = 0;      // index among the series of the same backend (colour shade)
+  std::string label;    // "cpu.flash pass=train seq=1024", or "S3: cpu.flash" for sweeps alike
+  // The label less what line pattern and marker encode ("cpu.flash seq=1024"): the legend's
+  // entry for this colour. Equal to label when nothing is encoded.
+  std::string colour_label;
+  int variant = 0;      // index among the colours of the same backend (shade)
   int variant_count = 1;
+  // Line pattern and marker indices (kLineStyles, kMarkers in series_plot) and what they encode:
+  // "pass=train" and "checkpoint=layer"; empty where they tell overlaid sweeps apart instead.
+  int line = 0;
+  int marker = 0;
+  std::string line_key;
+  std::string marker_key;
   size_t sweep = 0;     // index of its sweep among those shown (line style and marker in overlays)
   std::vector<SeriesPoint> points;  // sorted by x
 };
 
-// Builds the series of several sweeps (labels are prefixed by the sweep name when two series of
+// Builds the series of several sweeps (labels are prefixed by the sweep id, S<n>, when two series of
 // different sweeps would otherwise read the same). The snapshots must outlive the result (points
 // point into their runs).
 std::vector<PlotSeries> buildSeries(const SweepSnapshots& sweeps, XField x);

@@ -22,10 +22,20 @@ double metricValue(const SeriesPoint& p, Metric m, bool predicted, double unit) 
   return 0;
 }
 
+constexpr Qt::PenStyle kLineStyles[] = {Qt::SolidLine, Qt::DashDotLine, Qt::DotLine, Qt::DashDotDotLine};
+constexpr QCPScatterStyle::ScatterShape kMarkers[] = {QCPScatterStyle::ssDisc, QCPScatterStyle::ssSquare,
+                                                       QCPScatterStyle::ssTriangleInverted, QCPScatterStyle::ssDiamond};
+
 }  // namespace
+
+int seriesLineStyle(int index) { return kLineStyles[static_cast<size_t>(index) % std::size(kLineStyles)]; }
+int seriesMarker(int index) { return kMarkers[static_cast<size_t>(index) % std::size(kMarkers)]; }
 
 void SeriesPlot::clear(QCustomPlot* plot) {
   failed_.clear();
+  line_keys_.clear();
+  marker_keys_.clear();
+  colours_.clear();
   for (int i = 0; i < plot->graphCount(); ++i) {
     points_.remove(plot->graph(i));
     labels_.remove(plot->graph(i));
@@ -70,14 +80,28 @@ void SeriesPlot::add(QCustomPlot* plot, const PlotSeries& s, Metric metric, bool
       }
     }
   }
-  // Overlaid sweeps differ by line pattern and marker as well as shade: fp16 and fp32 sweeps of
-  // one backend stay apart even where their colours are close.
-  static const Qt::PenStyle sweep_lines[] = {Qt::SolidLine, Qt::DashDotLine, Qt::DotLine, Qt::DashDotDotLine};
-  static const QCPScatterStyle::ScatterShape sweep_markers[] = {
-      QCPScatterStyle::ssDisc, QCPScatterStyle::ssSquare, QCPScatterStyle::ssTriangleInverted, QCPScatterStyle::ssDiamond};
+  const auto line = static_cast<Qt::PenStyle>(seriesLineStyle(s.line));
+  const auto marker = static_cast<QCPScatterStyle::ScatterShape>(seriesMarker(s.marker));
   QCPGraph* measured = make("measured", label);
-  measured->setPen(QPen(color, 2, sweep_lines[s.sweep % 4]));
-  measured->setScatterStyle(QCPScatterStyle(sweep_markers[s.sweep % 4], color, color, 6));
+  measured->setPen(QPen(color, 2, line));
+  measured->setScatterStyle(QCPScatterStyle(marker, color, color, 6));
+  if (!s.line_key.empty() || !s.marker_key.empty()) {
+    // One legend entry per colour, drawn with what does not encode pass or checkpoint.
+    measured->removeFromLegend();
+    if (!s.line_key.empty()) line_keys_[s.line] = s.line_key;
+    if (!s.marker_key.empty()) marker_keys_[s.marker] = s.marker_key;
+    const QString colour_label = QString::fromStdString(s.colour_label);
+    if (colours_.insert(s.backend + "|" + s.colour_label).second) {
+      QCPGraph* entry = plot->addGraph();
+      entry->setName(colour_label);
+      entry->setProperty("kind", "colour");
+      entry->setProperty("backend", QString::fromStdString(s.backend));
+      entry->setSelectable(QCP::stNone);
+      entry->setPen(QPen(color, 2, s.line_key.empty() ? line : Qt::SolidLine));
+      entry->setScatterStyle(
+          QCPScatterStyle(s.marker_key.empty() ? marker : QCPScatterStyle::ssDisc, color, color, 6));
+    }
+  }
   fill(measured, ok, false);
 
   if (with_predicted && metric == Metric::memory) {
@@ -98,6 +122,24 @@ void SeriesPlot::add(QCustomPlot* plot, const PlotSeries& s, Metric metric, bool
     fill(g, pts, true);
     g->removeFromLegend();
   }
+}
+
+void SeriesPlot::addKey(QCustomPlot* plot, bool with_predicted, bool measured) {
+  const QColor grey(0x80, 0x80, 0x80);
+  auto key = [&](const std::string& name, Qt::PenStyle pen, QCPScatterStyle::ScatterShape shape, bool line) {
+    QCPGraph* g = plot->addGraph();
+    g->setName(QString::fromStdString(name));
+    g->setPen(QPen(grey, 2, pen));
+    g->setScatterStyle(QCPScatterStyle(shape, grey, grey, 6));
+    g->setLineStyle(line ? QCPGraph::lsLine : QCPGraph::lsNone);
+    g->setProperty("kind", "key");
+    g->setSelectable(QCP::stNone);
+  };
+  for (const auto& [i, name] : line_keys_)
+    key(name, static_cast<Qt::PenStyle>(seriesLineStyle(i)), QCPScatterStyle::ssNone, true);
+  for (const auto& [i, name] : marker_keys_)
+    key(name, Qt::NoPen, static_cast<QCPScatterStyle::ScatterShape>(seriesMarker(i)), false);
+  addStyleKey(plot, measured, with_predicted, failed_);
 }
 
 const SeriesPoint* SeriesPlot::point(QCPGraph* graph, int index) const {

@@ -71,6 +71,8 @@ void TimeView::rebuild() {
     latency_series_plot_.add(latency_, s, Metric::latency, false);
     throughput_series_plot_.add(throughput_, s, Metric::throughput, false);
   }
+  latency_series_plot_.addKey(latency_, false, false);
+  throughput_series_plot_.addKey(throughput_, false, false);
   const QString context = QString::fromStdString(chartContext(sweeps_));
   const auto values = distinctValues(sweeps_, x);
   std::vector<double> xs(values.begin(), values.end());

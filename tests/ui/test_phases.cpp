@@ -292,9 +292,10 @@ class TestPhases : public QObject {
       }
     }
     QCOMPARE(points, 2 * static_cast<int>(runs.size()));  // every run in both plots
-    // "pass=train checkpoint=none" is in both sweeps: the sweep's name leads every label.
-    QVERIFY2(labels.contains("train: cpu.reference pass=train checkpoint=attention seq=32"), qPrintable(labels.join(" | ")));
-    QVERIFY2(labels.contains("passes: cpu.flash pass=forward checkpoint=none heads=2"), qPrintable(labels.join(" | ")));
+    // "pass=train checkpoint=none" is in both sweeps: the sweep's id leads every label.
+    const QString train_id = QString("S%1: ").arg(train_->info.id), passes_id = QString("S%1: ").arg(passes_->info.id);
+    QVERIFY2(labels.contains(train_id + "cpu.reference pass=train checkpoint=attention seq=32"), qPrintable(labels.join(" | ")));
+    QVERIFY2(labels.contains(passes_id + "cpu.flash pass=forward checkpoint=none heads=2"), qPrintable(labels.join(" | ")));
     // Beside only the forward runs the fields tell the series apart: no sweep name needed.
     auto forward = std::make_shared<SweepSnapshot>(*passes_);
     std::erase_if(forward->runs, [](const RunResult& r) { return r.spec.pass != Pass::forward; });

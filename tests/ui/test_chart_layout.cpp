@@ -1,0 +1,214 @@
+// How the charts read whatever their series: the plot keeps its share of the chart beside a long
+// legend (alone, and in the window at the screen sizes users have), no legend entry runs outside
+// the chart, and forward vs train and the checkpoint modes are told by line pattern and marker,
+// the other fields by shade, with a key that says so. Real CPU sweeps in a real database.
+
+#include <map>
+#include <set>
+
+#include <QTabWidget>
+#include <qcustomplot.h>
+
+#include "core/spec/sweep_spec.h"
+#include "core/store/store.h"
+#include "ui/main_window.h"
+#include "ui/memory_view.h"
+#include "ui/plot_layout.h"
+#include "ui/series_plot.h"
+#include "ui/time_view.h"
+#include "ui_test_support.h"
+
+using namespace attnscope;
+using namespace attnscope::ui;
+
+namespace {
+
+QStringList legendNames(QCustomPlot* plot) {
+  QStringList names;
+  for (int i = 0; i < plot->legend->itemCount(); ++i)
+    if (auto* item = qobject_cast<QCPPlottableLegendItem*>(plot->legend->item(i)))
+      names << item->plottable()->name();
+  return names;
+}
+
+// The plot area against the chart, and every legend entry inside the chart.
+void checkShare(QCustomPlot* plot, const QString& where) {
+  if (qEnvironmentVariableIsSet("ATTNSCOPE_TEST_SHOTS"))  // to look at what was measured
+    plot->grab().save(qEnvironmentVariable("ATTNSCOPE_TEST_SHOTS") + "/" + QString(where).replace(' ', '_') + ".png");
+  const QRect chart(QPoint(0, 0), plot->size());
+  const QRect area = plot->axisRect()->rect();
+  QVERIFY2(area.width() >= kMinPlotWidthShare * chart.width(),
+           qPrintable(QString("%1: plot %2 px wide in a %3 px chart (legend %4)")
+                          .arg(where).arg(area.width()).arg(chart.width())
+                          .arg(legendPlace(plot) == LegendPlace::right ? "right" : "below")));
+  QVERIFY2(area.height() >= kMinPlotHeightShare * chart.height(),
+           qPrintable(QString("%1: plot %2 px high in a %3 px chart").arg(where).arg(area.height()).arg(chart.height())));
+  for (int i = 0; i < plot->legend->itemCount(); ++i) {
+    if (!plot->legend->item(i)) continue;  // an empty cell of the wrapped grid
+    const QRect r = plot->legend->item(i)->outerRect();
+    // Never cut: the entry has the width its text asks for.
+    QVERIFY2(r.width() >= plot->legend->item(i)->minimumOuterSizeHint().width(),
+             qPrintable(QString("%1: legend entry %2 cut to %3 of %4 px").arg(where).arg(i).arg(r.width())
+                            .arg(plot->legend->item(i)->minimumOuterSizeHint().width())));
+    QVERIFY2(chart.contains(r), qPrintable(QString("%1: legend entry %2 at %3,%4 %5x%6 leaves the %7x%8 chart")
+                                               .arg(where).arg(i).arg(r.x()).arg(r.y()).arg(r.width())
+                                               .arg(r.height()).arg(chart.width()).arg(chart.height())));
+  }
+  // Nothing overlaps: the legend is beside or below the plot, never on it.
+  QVERIFY2(!plot->legend->outerRect().intersects(area), qPrintable(where + ": the legend covers the plot"));
+}
+
+}  // namespace
+
+class TestChartLayout : public QObject {
+  Q_OBJECT
+  QTemporaryDir dir_;
+  std::unique_ptr<Store> store_;
+  int64_t train_ = 0, wide_ = 0, named_a_ = 0, named_b_ = 0;
+
+ private Q_SLOTS:
+  void initTestCase() {
+    store_ = std::make_unique<Store>(dir_.filePath("layout.db").toStdString());
+    // Forward vs train, checkpoint none vs attention, two seq values, two backends.
+    SweepSpec train = test::tinySweep();
+    train.name = "train";
+    train.axes = {{"heads", {"1", "2"}}, {"seq", {"16", "32"}}, {"pass", {"forward", "train"}},
+                  {"checkpoint", {"none", "attention"}}};
+    train_ = test::runSweepInto(*store_, train);
+    // Many series: ten seq values of two backends plotted against heads (with the key, 22
+    // legend entries: near kFitEntries).
+    SweepSpec wide = test::tinySweep();
+    wide.name = "wide";
+    wide.axes = {{"heads", {"1", "2"}}, {"seq", {"8", "12", "16", "20", "24", "28", "32", "40", "48", "64"}}};
+    wide_ = test::runSweepInto(*store_, wide);
+    // Sweeps alike with long names: every label is prefixed by its sweep's name.
+    SweepSpec a = test::tinySweep();
+    a.name = "a sweep whose name alone is forty characters";
+    named_a_ = test::runSweepInto(*store_, a);
+    a.name = "another sweep with a name just as long ok";
+    named_b_ = test::runSweepInto(*store_, a);
+  }
+
+  void passIsTheLineCheckpointTheMarker() {
+    MemoryView view;
+    view.resize(900, 600);
+    view.show();
+    view.setSweeps({loadSweepSnapshot(*store_, train_)});
+    QCustomPlot* plot = view.findChild<QCustomPlot*>("memoryHeadsPlot");
+    QVERIFY(plot);
+    int measured = 0;
+    std::map<QString, std::set<QRgb>> colours;  // "backend seq" -> colours seen
+    for (int i = 0; i < plot->graphCount(); ++i) {
+      QCPGraph* g = plot->graph(i);
+      if (g->property("kind").toString() != "measured" || g->dataCount() == 0) continue;
+      const auto ids = g->property("runIds").toList();
+      QVERIFY(!ids.isEmpty());
+      const RunResult r = *store_->run(ids.front().toLongLong(), false);
+      ++measured;
+      QCOMPARE(g->pen().style(), r.spec.pass == Pass::train ? Qt::DashDotLine : Qt::SolidLine);
+      QCOMPARE(g->scatterStyle().shape(),
+               r.spec.checkpoint == Checkpoint::attention ? QCPScatterStyle::ssSquare : QCPScatterStyle::ssDisc);
+      colours[g->property("backend").toString() + QString(" seq=%1").arg(r.spec.seq_q)].insert(g->pen().color().rgb());
+    }
+    // forward (none), train none, train attention: 3 series per backend and seq value.
+    QCOMPARE(measured, 2 * 2 * 3);
+    // One colour per backend and seq, shared by its pass and checkpoint variants; all distinct.
+    std::set<QRgb> all;
+    for (const auto& [name, seen] : colours) {
+      QVERIFY2(seen.size() == 1, qPrintable(name + " drawn in more than one colour"));
+      all.insert(*seen.begin());
+    }
+    QCOMPARE(all.size(), colours.size());
+    // The legend names each colour once, then the key; no entry repeats the encoded fields.
+    const QStringList names = legendNames(plot);
+    for (const char* want : {"cpu.reference seq=16", "cpu.reference seq=32", "cpu.flash seq=16", "cpu.flash seq=32",
+                             "pass=forward", "pass=train", "checkpoint=none", "checkpoint=attention", "measured",
+                             "predicted"})
+      QVERIFY2(names.contains(QString(want)), qPrintable(QString("legend lacks '%1': %2").arg(want, names.join(" | "))));
+    QCOMPARE(names.size(), 10);
+    // The key's own entries draw what they name.
+    for (int i = 0; i < plot->graphCount(); ++i) {
+      QCPGraph* g = plot->graph(i);
+      if (g->name() == "pass=train") QCOMPARE(g->pen().style(), Qt::DashDotLine);
+      if (g->name() == "pass=forward") QCOMPARE(g->pen().style(), Qt::SolidLine);
+      if (g->name() == "checkpoint=attention") QCOMPARE(g->scatterStyle().shape(), QCPScatterStyle::ssSquare);
+      if (g->name() == "checkpoint=none") QCOMPARE(g->scatterStyle().shape(), QCPScatterStyle::ssDisc);
+    }
+  }
+
+  void forwardOnlyKeepsOneEntryPerSeries() {
+    MemoryView view;
+    view.resize(900, 600);
+    view.show();
+    view.setSweeps({loadSweepSnapshot(*store_, wide_)});
+    QCustomPlot* plot = view.findChild<QCustomPlot*>("memoryHeadsPlot");
+    const QStringList names = legendNames(plot);
+    QVERIFY(names.contains("cpu.flash seq=40"));
+    QVERIFY(!names.contains("pass=forward"));  // nothing encoded, no key for it
+    QCOMPARE(names.size(), 2 * 10 + 2);        // the series, measured and predicted
+  }
+
+  void plotKeepsItsShare_data() {
+    QTest::addColumn<int>("width");
+    QTest::addColumn<int>("height");
+    QTest::addColumn<int>("which");
+    for (int which = 0; which < 3; ++which)
+      for (auto [w, h] : {std::pair{380, 650}, {480, 360}, {640, 480}, {900, 700}, {1400, 500}})
+        QTest::addRow("%s %dx%d", which == 0 ? "train" : which == 1 ? "wide" : "named", w, h) << w << h << which;
+  }
+  void plotKeepsItsShare() {
+    QFETCH(int, width);
+    QFETCH(int, height);
+    QFETCH(int, which);
+    SweepSnapshots shown;
+    if (which == 0) shown = {loadSweepSnapshot(*store_, train_)};
+    if (which == 1) shown = {loadSweepSnapshot(*store_, wide_)};
+    if (which == 2) shown = {loadSweepSnapshot(*store_, named_a_), loadSweepSnapshot(*store_, named_b_)};
+    MemoryView memory;
+    TimeView time;
+    for (ChartView* view : std::initializer_list<ChartView*>{&memory, &time}) {
+      view->setSweeps(shown);
+      for (QCustomPlot* plot : view->plots()) {
+        plot->setParent(nullptr);  // measured alone, at exactly this size
+        plot->resize(width, height);
+        plot->show();
+        QVERIFY(QTest::qWaitForWindowExposed(plot));
+        QCOMPARE(plot->viewport().size(), QSize(width, height));
+        plot->replot();
+        checkShare(plot, QString("%1 %2x%3 %4").arg(plot->objectName()).arg(width).arg(height).arg(which));
+        plot->setParent(view);
+      }
+    }
+  }
+
+  // The window at the screen sizes users have, every chart of Memory and Time.
+  void windowSizes_data() {
+    QTest::addColumn<QSize>("size");
+    for (QSize s : {QSize(1280, 800), QSize(1440, 900), QSize(1600, 1000), QSize(1920, 1080)})
+      QTest::addRow("%dx%d", s.width(), s.height()) << s;
+  }
+  void windowSizes() {
+    QFETCH(QSize, size);
+    store_.reset();  // the window's own connection (a second one is fine; this keeps it simple)
+    MainWindow w(dir_.filePath("layout.db"));
+    w.resize(size);
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    w.showSweeps({train_, named_a_});
+    for (int t = 0; t < w.tabs()->count(); ++t) {
+      auto* view = qobject_cast<ChartView*>(w.tabs()->widget(t));
+      if (!qobject_cast<MemoryView*>(view) && !qobject_cast<TimeView*>(view)) continue;
+      w.tabs()->setCurrentIndex(t);
+      QTest::qWait(50);
+      for (QCustomPlot* plot : view->plots()) {
+        plot->replot();
+        checkShare(plot, QString("%1 at %2x%3").arg(plot->objectName()).arg(size.width()).arg(size.height()));
+      }
+    }
+    w.close();
+    store_ = std::make_unique<Store>(dir_.filePath("layout.db").toStdString());
+  }
+};
+
+ATTNSCOPE_UI_TEST_MAIN(TestChartLayout)
+#include "test_chart_layout.moc"
