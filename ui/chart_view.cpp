@@ -1,5 +1,7 @@
 #include "ui/chart_view.h"
 
+#include <memory>
+
 #include <limits>
 
 #include <QToolTip>
@@ -18,31 +20,49 @@ QCustomPlot* ChartView::makePlot(QWidget* parent) {
   return plot;
 }
 
-void ChartView::installHover(QCustomPlot* plot, HoverText text) {
-  plot->setMouseTracking(true);
-  QObject::connect(plot, &QCustomPlot::mouseMove, plot, [plot, text](QMouseEvent* e) {
-    const QPointF pos = e->position();
-    double best = 12 * 12;
-    QCPGraph* best_graph = nullptr;
-    int best_index = -1;
-    for (int g = 0; g < plot->graphCount(); ++g) {
-      QCPGraph* graph = plot->graph(g);
-      if (!graph->visible()) continue;
-      const auto data = graph->data();
-      int i = 0;
-      for (auto it = data->constBegin(); it != data->constEnd(); ++it, ++i) {
-        const double dx = graph->keyAxis()->coordToPixel(it->key) - pos.x();
-        const double dy = graph->valueAxis()->coordToPixel(it->value) - pos.y();
-        if (dx * dx + dy * dy < best) {
-          best = dx * dx + dy * dy;
-          best_graph = graph;
-          best_index = i;
-        }
+bool ChartView::nearestPoint(QCustomPlot* plot, QPointF pos, QCPGraph** graph_out, int* index_out) {
+  double best = 12 * 12;
+  QCPGraph* best_graph = nullptr;
+  int best_index = -1;
+  for (int g = 0; g < plot->graphCount(); ++g) {
+    QCPGraph* graph = plot->graph(g);
+    if (!graph->visible()) continue;
+    const auto data = graph->data();
+    int i = 0;
+    for (auto it = data->constBegin(); it != data->constEnd(); ++it, ++i) {
+      const double dx = graph->keyAxis()->coordToPixel(it->key) - pos.x();
+      const double dy = graph->valueAxis()->coordToPixel(it->value) - pos.y();
+      if (dx * dx + dy * dy < best) {
+        best = dx * dx + dy * dy;
+        best_graph = graph;
+        best_index = i;
       }
     }
-    const QString t = best_graph ? text(best_graph, best_index) : QString();
+  }
+  *graph_out = best_graph;
+  *index_out = best_index;
+  return best_graph != nullptr;
+}
+
+void ChartView::installHover(QCustomPlot* plot, HoverText text, PickRun pick) {
+  plot->setMouseTracking(true);
+  QObject::connect(plot, &QCustomPlot::mouseMove, plot, [plot, text](QMouseEvent* e) {
+    QCPGraph* graph = nullptr;
+    int index = -1;
+    const QString t = nearestPoint(plot, e->position(), &graph, &index) ? text(graph, index) : QString();
     if (t.isEmpty()) QToolTip::hideText();
     else QToolTip::showText(e->globalPosition().toPoint(), t, plot);
+  });
+  if (!pick) return;
+  auto press = std::make_shared<QPointF>();
+  QObject::connect(plot, &QCustomPlot::mousePress, plot, [press](QMouseEvent* e) { *press = e->position(); });
+  QObject::connect(plot, &QCustomPlot::mouseRelease, plot, [plot, press, pick](QMouseEvent* e) {
+    if (e->button() != Qt::LeftButton || (e->position() - *press).manhattanLength() > 4) return;  // a drag
+    QCPGraph* graph = nullptr;
+    int index = -1;
+    if (!nearestPoint(plot, e->position(), &graph, &index)) return;
+    const QVariantList ids = graph->property("runIds").toList();
+    if (index >= 0 && index < ids.size() && ids[index].toLongLong() > 0) pick(ids[index].toLongLong());
   });
 }
 

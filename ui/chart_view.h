@@ -32,8 +32,13 @@ class ChartView : public QWidget {
 
   // Tooltip text for the data point `index` of `graph`; empty for none.
   using HoverText = std::function<QString(QCPGraph* graph, int index)>;
-  // Shows hover tooltips for the graph point nearest the mouse (within 12 px).
-  static void installHover(QCustomPlot* plot, HoverText text);
+  // Shows hover tooltips for the graph point nearest the mouse (within 12 px). With pick, a click
+  // (press and release within 4 px) on a point of a graph with property "runIds" calls pick with
+  // that point's run id.
+  using PickRun = std::function<void(qint64 run_id)>;
+  static void installHover(QCustomPlot* plot, HoverText text, PickRun pick = {});
+  // The graph point nearest pos within 12 px; false when none.
+  static bool nearestPoint(QCustomPlot* plot, QPointF pos, QCPGraph** graph, int* index);
   static QCustomPlot* makePlot(QWidget* parent);
 
  Q_SIGNALS:

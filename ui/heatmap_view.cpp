@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <tuple>
 
 #include <QCheckBox>
 #include <QGridLayout>
@@ -80,16 +81,27 @@ int HeatmapView::exportColumns() const {
 
 void HeatmapView::setSharedScale(bool shared) { shared_->setChecked(shared); }
 
-QCPColorMap* HeatmapView::colorMap(const std::string& backend, size_t sweep) const {
+const HeatmapView::Map* HeatmapView::findMap(const std::string& backend, size_t sweep, const std::string& variant) const {
   for (const Map& m : maps_)
-    if (m.backend == backend && m.sweep == sweep) return m.map;
+    if (m.backend == backend && m.sweep == sweep && (variant.empty() || m.variant == variant)) return &m;
   return nullptr;
 }
 
-HeatmapView::Map HeatmapView::makeMap(size_t sweep, const std::string& backend) {
+QCPColorMap* HeatmapView::colorMap(const std::string& backend, size_t sweep, const std::string& variant) const {
+  const Map* m = findMap(backend, sweep, variant);
+  return m ? m->map : nullptr;
+}
+
+QCustomPlot* HeatmapView::mapPlot(const std::string& backend, size_t sweep, const std::string& variant) const {
+  const Map* m = findMap(backend, sweep, variant);
+  return m ? m->plot : nullptr;
+}
+
+HeatmapView::Map HeatmapView::makeMap(size_t sweep, const std::string& backend, const std::string& variant) {
   Map m;
   m.sweep = sweep;
   m.backend = backend;
+  m.variant = variant;
   m.plot = makePlot(grid_host_);
   m.plot->setObjectName(QStringLiteral("heatmap:") + QString::fromStdString(backend));
   m.plot->setInteractions({});
@@ -121,26 +133,44 @@ HeatmapView::Map HeatmapView::makeMap(size_t sweep, const std::string& backend) 
       else QToolTip::showText(e->globalPosition().toPoint(), t, plot);
     }
   });
+  // A click on a cell picks its run for Breakdown and Timeline.
+  connect(plot, &QCustomPlot::mousePress, this, [this, plot](QMouseEvent* e) { press_ = e->position().toPoint(); Q_UNUSED(plot); });
+  connect(plot, &QCustomPlot::mouseRelease, this, [this, plot](QMouseEvent* e) {
+    if ((e->position().toPoint() - press_).manhattanLength() > 4 || e->button() != Qt::LeftButton) return;
+    if (const RunResult* r = cellRun(plot, e->position())) Q_EMIT runPicked(r->id);
+  });
   applyPlotTheme(m.plot, palette());
   return m;
 }
 
 void HeatmapView::setSweeps(const SweepSnapshots& sweeps) {
   sweeps_ = sweeps;
-  std::vector<std::pair<size_t, std::string>> wanted;
-  for (size_t s = 0; s < sweeps_.size(); ++s)
+  variants_.clear();
+  // Backend by backend, each with its variants in the order the sweep ran them.
+  using Key = std::tuple<size_t, std::string, std::string>;
+  std::vector<Key> wanted;
+  for (size_t s = 0; s < sweeps_.size(); ++s) {
+    variants_.push_back(mapVariants(*sweeps_[s]));
+    std::vector<std::string> backends;
     for (const auto& r : sweeps_[s]->runs)
-      if (std::find(wanted.begin(), wanted.end(), std::pair{s, r.backend}) == wanted.end()) wanted.emplace_back(s, r.backend);
-  if (wanted.empty()) wanted.emplace_back(0, std::string());  // one empty map saying what to do
+      if (std::find(backends.begin(), backends.end(), r.backend) == backends.end()) backends.push_back(r.backend);
+    for (const auto& b : backends)
+      for (size_t i = 0; i < sweeps_[s]->runs.size(); ++i) {
+        if (sweeps_[s]->runs[i].backend != b) continue;
+        Key k{s, b, variants_[s][i]};
+        if (std::find(wanted.begin(), wanted.end(), k) == wanted.end()) wanted.push_back(std::move(k));
+      }
+  }
+  if (wanted.empty()) wanted.emplace_back(0, std::string(), std::string());  // one empty map saying what to do
   bool same = wanted.size() == maps_.size();
   for (size_t i = 0; same && i < wanted.size(); ++i)
-    same = maps_[i].sweep == wanted[i].first && maps_[i].backend == wanted[i].second;
+    same = Key{maps_[i].sweep, maps_[i].backend, maps_[i].variant} == wanted[i];
   if (!same) {
     for (Map& m : maps_) delete m.plot;
     maps_.clear();
     const int columns = wanted.size() <= 3 ? static_cast<int>(wanted.size()) : wanted.size() == 4 ? 2 : 3;
     for (size_t i = 0; i < wanted.size(); ++i) {
-      maps_.push_back(makeMap(wanted[i].first, wanted[i].second));
+      maps_.push_back(makeMap(std::get<0>(wanted[i]), std::get<1>(wanted[i]), std::get<2>(wanted[i])));
       grid_->addWidget(maps_.back().plot, static_cast<int>(i) / columns, static_cast<int>(i) % columns);
     }
   }
@@ -155,7 +185,8 @@ void HeatmapView::fill(Map& m) {
   m.plot->clearItems();
   const SweepSnapshotPtr snap = m.sweep < sweeps_.size() ? sweeps_[m.sweep] : nullptr;
   QString title = QString::fromStdString(m.backend.empty() ? std::string("Heatmap") : m.backend);
-  if (snap && sweeps_.size() > 1) title = QString::fromStdString(snap->info.name) + ": " + title;
+  if (!m.variant.empty()) title += QStringLiteral(" \u00b7 ") + QString::fromStdString(m.variant);
+  if (snap && sweeps_.size() > 1) title = QStringLiteral("S%1: ").arg(snap->info.id) + title;
   setPlotTitle(m.plot, title);
   setPlotContext(m.plot, QString::fromStdString(chartContext(snap ? SweepSnapshots{snap} : SweepSnapshots{})));
   if (snap) {
@@ -169,18 +200,17 @@ void HeatmapView::fill(Map& m) {
     m.cells.assign(m.heads.size() * m.seqs.size(), nullptr);
     for (int x = 0; x < nx; ++x)
       for (int y = 0; y < ny; ++y) m.map->data()->setCell(x, y, std::numeric_limits<double>::quiet_NaN());
-    for (const RunResult& r : snap->runs) {
-      if (r.backend != m.backend) continue;
+    for (size_t i = 0; i < snap->runs.size(); ++i) {
+      const RunResult& r = snap->runs[i];
+      if (r.backend != m.backend || variants_[m.sweep][i] != m.variant) continue;
       const int x = static_cast<int>(std::lower_bound(m.heads.begin(), m.heads.end(), r.spec.heads) - m.heads.begin());
       const int y = static_cast<int>(std::lower_bound(m.seqs.begin(), m.seqs.end(), r.spec.seq_q) - m.seqs.begin());
       const RunResult*& cell = m.cells[static_cast<size_t>(x) * m.seqs.size() + static_cast<size_t>(y)];
-      // With other varying fields several runs share a cell; the largest peak wins.
-      if (!cell || shownPeak(r) > shownPeak(*cell)) cell = &r;
-      if (r.status == RunStatus::ok && r.memory.measured_peak > 0) {
-        const double old = m.map->data()->cell(x, y);
-        m.map->data()->setCell(x, y, std::isnan(old) ? double(r.memory.measured_peak)
-                                                     : std::max(old, double(r.memory.measured_peak)));
-      }
+      // Only a repeated point (the same spec run twice in one sweep) shares a cell: the later wins.
+      cell = &r;
+      m.map->data()->setCell(x, y, r.status == RunStatus::ok && r.memory.measured_peak > 0
+                                       ? double(r.memory.measured_peak)
+                                       : std::numeric_limits<double>::quiet_NaN());
     }
   }
   auto ticks = [](const std::vector<int64_t>& v) {
@@ -222,6 +252,8 @@ void HeatmapView::rebuild() {
         QColor color = palette().color(QPalette::WindowText);
         if (r->status == RunStatus::ok && r->memory.measured_peak > 0) {
           text = QString::fromStdString(formatBytes(r->memory.measured_peak));
+          if (auto ran = r->facts.find("torch.ran"); ran != r->facts.end())
+            text += "\n" + QString::fromStdString(ran->second);  // what torch ran, in the cell itself
           const QColor cell = QColor::fromRgb(gradient.color(double(r->memory.measured_peak), range, true));
           color = cell.lightness() > 140 ? QColor(0x10, 0x10, 0x10) : QColor(0xf5, 0xf5, 0xf5);
         } else {
@@ -241,16 +273,32 @@ void HeatmapView::rebuild() {
   }
 }
 
+const RunResult* HeatmapView::cellRun(const QCustomPlot* plot, QPointF pos) const {
+  for (const Map& m : maps_) {
+    if (m.plot != plot) continue;
+    const int x = static_cast<int>(std::lround(plot->xAxis->pixelToCoord(pos.x())));
+    const int y = static_cast<int>(std::lround(plot->yAxis->pixelToCoord(pos.y())));
+    if (x < 0 || y < 0 || x >= static_cast<int>(m.heads.size()) || y >= static_cast<int>(m.seqs.size())) return nullptr;
+    return m.cells[static_cast<size_t>(x) * m.seqs.size() + static_cast<size_t>(y)];
+  }
+  return nullptr;
+}
+
 QString HeatmapView::cellText(const Map& m, double xc, double yc) const {
   const int x = static_cast<int>(std::lround(xc)), y = static_cast<int>(std::lround(yc));
   if (x < 0 || y < 0 || x >= static_cast<int>(m.heads.size()) || y >= static_cast<int>(m.seqs.size())) return {};
   const RunResult* r = m.cells[static_cast<size_t>(x) * m.seqs.size() + static_cast<size_t>(y)];
   if (!r) return tr("heads %1, seq %2: no run").arg(m.heads[static_cast<size_t>(x)]).arg(m.seqs[static_cast<size_t>(y)]);
-  return tr("<b>%1</b><br>%2<br>status: %3<br>measured: %4<br>predicted: %5")
+  QString ran;
+  if (auto it = r->facts.find("torch.ran"); it != r->facts.end())
+    ran = tr("<br>torch ran: <b>%1</b>").arg(QString::fromStdString(it->second).toHtmlEscaped());
+  return tr("<b>R%1</b> %2<br>%3<br>status: %4<br>measured: %5<br>predicted: %6%7<br><i>click: show R%1 in Breakdown "
+            "and Timeline</i>")
+      .arg(r->id)
       .arg(QString::fromStdString(r->backend), QString::fromStdString(summary(r->spec)),
            QString::fromStdString(statusText(*r)).toHtmlEscaped(),
            r->status == RunStatus::ok ? QString::fromStdString(formatBytes(r->memory.measured_peak)) : QStringLiteral("-"),
-           QString::fromStdString(formatBytes(r->memory.predicted_peak)));
+           QString::fromStdString(formatBytes(r->memory.predicted_peak)), ran);
 }
 
 }  // namespace attnscope::ui

@@ -8,6 +8,7 @@
 #include <QDockWidget>
 #include <QFileInfo>
 #include <QHeaderView>
+#include <QItemSelectionModel>
 #include <QLabel>
 #include <QMessageBox>
 #include <QMimeData>
@@ -106,13 +107,29 @@ MainWindow::MainWindow(const QString& db_path, QWidget* parent)
   tabs_->addTab(recording_view_, recording_view_->title());
   connect(recording_view_, &RecordingView::sweepRequested, this, &MainWindow::sweepCall);
   setCentralWidget(tabs_);
-  connect(results_view_, &QTableView::activated, this, [this](const QModelIndex& i) {
-    if (const RunResult* r = results_model_->run(i.row())) Q_EMIT pointShown(r->id);
-  });
+  // A run picked anywhere (a point in Memory or Time, a heatmap cell, a Results row, Breakdown's
+  // or Timeline's chooser) is shown in every per-run view and selected in Results.
+  results_view_->horizontalHeader()->setSectionResizeMode(ResultsTableModel::SpecColumn, QHeaderView::ResizeToContents);
+  connect(results_view_->selectionModel(), &QItemSelectionModel::currentRowChanged, this,
+          [this](const QModelIndex& i) {
+            if (const RunResult* r = results_model_->run(i.row())) Q_EMIT pointShown(r->id);
+          });
   for (ChartView* v : charts_) {
     connect(this, &MainWindow::pointShown, v, &ChartView::selectRun);
     connect(v, &ChartView::runPicked, this, &MainWindow::pointShown);
   }
+  connect(this, &MainWindow::pointShown, this, [this](qint64 run_id) {
+    const int row = results_model_->rowOf(run_id);
+    if (row >= 0 && results_view_->currentIndex().row() != row)
+      results_view_->setCurrentIndex(results_model_->index(row, ResultsTableModel::RunColumn));
+    if (row >= 0) {
+      const RunResult* r = results_model_->run(row);
+      statusBar()->showMessage(tr("R%1 (%2, %3) shown in Breakdown and Timeline")
+                                   .arg(run_id)
+                                   .arg(QString::fromStdString(r->backend), QString::fromStdString(summary(r->spec))),
+                               8000);
+    }
+  });
 
   buildDocks();
   buildMenus();

@@ -34,8 +34,8 @@ MemoryView::MemoryView(QWidget* parent) : ChartView(parent) {
   plots->addWidget(heads_plot_);
   plots->addWidget(seq_plot_);
   layout->addLayout(plots, 1);
-  installHover(heads_plot_, [this](QCPGraph* g, int i) { return heads_series_plot_.tooltip(g, i); });
-  installHover(seq_plot_, [this](QCPGraph* g, int i) { return seq_series_plot_.tooltip(g, i); });
+  installHover(heads_plot_, [this](QCPGraph* g, int i) { return heads_series_plot_.tooltip(g, i); }, [this](qint64 id) { Q_EMIT runPicked(id); });
+  installHover(seq_plot_, [this](QCPGraph* g, int i) { return seq_series_plot_.tooltip(g, i); }, [this](qint64 id) { Q_EMIT runPicked(id); });
   connect(log_box_, &QCheckBox::toggled, this, [this] { rebuild(); });
   connect(predicted_box_, &QCheckBox::toggled, this, [this] { rebuild(); });
   applyTheme();

@@ -245,10 +245,12 @@ QString writeReport(const SweepSnapshots& sweeps, const QString& pdf_file, const
   // The results table, paginated.
   ResultsTableModel model;
   model.setSweeps(sweeps);
-  const int cols[] = {ResultsTableModel::BackendColumn, ResultsTableModel::SpecColumn, ResultsTableModel::StatusColumn,
+  const int cols[] = {ResultsTableModel::RunColumn,       ResultsTableModel::BackendColumn,
+                      ResultsTableModel::SpecColumn,      ResultsTableModel::StatusColumn,
                       ResultsTableModel::PredictedColumn, ResultsTableModel::MeasuredColumn,
-                      ResultsTableModel::MedianColumn, ResultsTableModel::ThroughputColumn, ResultsTableModel::ErrorColumn};
-  const double widths[] = {0.12, 0.30, 0.09, 0.10, 0.10, 0.09, 0.11, 0.09};
+                      ResultsTableModel::MedianColumn,    ResultsTableModel::ThroughputColumn,
+                      ResultsTableModel::ErrorColumn};
+  const double widths[] = {0.06, 0.11, 0.27, 0.09, 0.10, 0.10, 0.09, 0.09, 0.09};
   const int row_h = 16;
   int row = 0;
   while (row < model.rowCount() || row == 0) {

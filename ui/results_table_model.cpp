@@ -29,6 +29,12 @@ const RunResult* ResultsTableModel::run(int row) const {
   return row >= 0 && row < static_cast<int>(rows_.size()) ? rows_[static_cast<size_t>(row)].run : nullptr;
 }
 
+int ResultsTableModel::rowOf(qint64 run_id) const {
+  for (size_t i = 0; i < rows_.size(); ++i)
+    if (rows_[i].run->id == run_id) return static_cast<int>(i);
+  return -1;
+}
+
 int ResultsTableModel::rowCount(const QModelIndex& parent) const {
   return parent.isValid() ? 0 : static_cast<int>(rows_.size());
 }
@@ -52,8 +58,15 @@ QVariant ResultsTableModel::data(const QModelIndex& index, int role) const {
     return b < 0 ? QStringLiteral("-") : QString::fromStdString(formatBytes(b));
   };
   switch (index.column()) {
-    case SweepColumn: return QString::fromStdString(row.sweep->info.name);
+    case RunColumn:
+      if (raw) return QVariant::fromValue<qlonglong>(r.id);
+      return QStringLiteral("R%1").arg(r.id);
+    case SweepColumn: return QStringLiteral("S%1 %2").arg(row.sweep->info.id).arg(QString::fromStdString(row.sweep->info.name));
     case BackendColumn: return QString::fromStdString(r.backend);
+    case RanColumn: {
+      auto ran = r.facts.find("torch.ran");
+      return ran == r.facts.end() ? QString() : QString::fromStdString(ran->second);
+    }
     case SpecColumn: return QString::fromStdString(summary(r.spec));
     case StatusColumn:
       if (role == Qt::ToolTipRole) return QString::fromStdString("accuracy: " + accuracySummary(r.accuracy));
@@ -69,20 +82,15 @@ QVariant ResultsTableModel::data(const QModelIndex& index, int role) const {
     case ErrorColumn:
       if (raw) return r.accuracy.max_abs_error;
       return r.accuracy.checked ? QString::number(r.accuracy.max_abs_error, 'g', 3) : QStringLiteral("-");
-    case MessageColumn: {
-      // The kernel PyTorch ran leads the note of a torch run, as in the CLI's table.
-      auto ran = r.facts.find("torch.ran");
-      if (ran == r.facts.end()) return QString::fromStdString(r.message);
-      return QString::fromStdString("torch ran: " + ran->second + (r.message.empty() ? "" : "; " + r.message));
-    }
+    case MessageColumn: return QString::fromStdString(r.message);
   }
   return {};
 }
 
 QVariant ResultsTableModel::headerData(int section, Qt::Orientation orientation, int role) const {
   if (orientation != Qt::Horizontal || role != Qt::DisplayRole || section < 0 || section >= ColumnCount) return {};
-  static const char* names[] = {"Sweep", "Backend", "Spec", "Status", "Predicted peak", "Measured peak",
-                                "Median", "Throughput", "Max abs error", "Message"};
+  static const char* names[] = {"Run", "Sweep", "Backend", "torch ran", "Spec", "Status", "Predicted peak",
+                                "Measured peak", "Median", "Throughput", "Max abs error", "Message"};
   return tr(names[section]);
 }
 

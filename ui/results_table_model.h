@@ -11,13 +11,16 @@ namespace attnscope::ui {
 class ResultsTableModel : public QAbstractTableModel {
   Q_OBJECT
  public:
-  enum Column { SweepColumn, BackendColumn, SpecColumn, StatusColumn, PredictedColumn, MeasuredColumn,
-                MedianColumn, ThroughputColumn, ErrorColumn, MessageColumn, ColumnCount };
+  // Run: "R<id>" as the CLI, the Runs dock and the tooltips name it; Ran: the kernel torch ran
+  // (its fact torch.ran), empty for AttnScope's own backends.
+  enum Column { RunColumn, SweepColumn, BackendColumn, RanColumn, SpecColumn, StatusColumn, PredictedColumn,
+                MeasuredColumn, MedianColumn, ThroughputColumn, ErrorColumn, MessageColumn, ColumnCount };
   enum Role { RunIdRole = Qt::UserRole + 1 };
 
   explicit ResultsTableModel(QObject* parent = nullptr);
   void setSweeps(const SweepSnapshots& sweeps);
   const RunResult* run(int row) const;
+  int rowOf(qint64 run_id) const;  // -1 when not shown
 
   int rowCount(const QModelIndex& parent = {}) const override;
   int columnCount(const QModelIndex& parent = {}) const override;

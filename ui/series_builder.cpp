@@ -142,6 +142,22 @@ std::vector<PlotSeries> buildSeries(const SweepSnapshots& sweeps, XField x) {
       ps.label = id + ps.label;
       ps.colour_label = id + ps.colour_label;
     }
+  // What torch ran, in the legend: "torch.cuda.auto seq=512 [ran flash]" ("[ran efficient, math]"
+  // when the points differ), per series and per colour.
+  auto ranText = [](const std::set<std::string>& ran) {
+    std::string t;
+    for (const auto& k : ran) t += (t.empty() ? " [ran " : ", ") + k;
+    return t.empty() ? t : t + "]";
+  };
+  std::map<std::string, std::set<std::string>> ran_per_colour;
+  for (auto& ps : out) {
+    std::set<std::string> ran;
+    for (const SeriesPoint& p : ps.points)
+      if (auto it = p.run->facts.find("torch.ran"); it != p.run->facts.end()) ran.insert(it->second);
+    ran_per_colour[ps.colour_label].insert(ran.begin(), ran.end());
+    ps.label += ranText(ran);
+  }
+  for (auto& ps : out) ps.colour_label += ranText(ran_per_colour[ps.colour_label]);
   // A shade per colour label of a backend: the series that differ only by pass or checkpoint
   // (pattern, marker) share one.
   std::map<std::string, std::map<std::string, int>> shades;  // backend -> colour label -> shade
@@ -150,6 +166,33 @@ std::vector<PlotSeries> buildSeries(const SweepSnapshots& sweeps, XField x) {
     ps.variant = colours.try_emplace(ps.colour_label, static_cast<int>(colours.size())).first->second;
   }
   for (auto& ps : out) ps.variant_count = static_cast<int>(shades[ps.backend].size());
+  return out;
+}
+
+std::vector<std::string> mapVariants(const SweepSnapshot& sweep) {
+  std::vector<nlohmann::json> keys;
+  for (const RunResult& r : sweep.runs) {
+    nlohmann::json j = groupKey(r.spec, XField::heads);
+    j.erase("seq");
+    if (r.spec.seq_kv == 0) j.erase("seq_kv");
+    keys.push_back(std::move(j));
+  }
+  std::set<std::string> varying;
+  for (const auto& k : keys)
+    for (const auto& [name, v] : k.items())
+      if (std::any_of(keys.begin(), keys.end(), [&](const nlohmann::json& o) { return !o.contains(name) || o[name] != v; }))
+        varying.insert(name);
+  std::vector<std::string> ordered;
+  for (const SpecField& f : specFields())
+    if (varying.erase(std::string(f.name))) ordered.emplace_back(f.name);
+  ordered.insert(ordered.end(), varying.begin(), varying.end());
+  std::vector<std::string> out;
+  for (const auto& k : keys) {
+    std::string label;
+    for (const auto& name : ordered)
+      if (k.contains(name)) label += (label.empty() ? "" : " ") + name + "=" + valueText(k[name]);
+    out.push_back(std::move(label));
+  }
   return out;
 }
 

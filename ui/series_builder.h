@@ -55,6 +55,11 @@ struct PlotSeries {
 // point into their runs).
 std::vector<PlotSeries> buildSeries(const SweepSnapshots& sweeps, XField x);
 
+// For maps over heads x seq (the Heatmap): each run's other varying fields as a label, in the
+// field table's order ("pass=train checkpoint=attention"), empty when nothing else varies in the
+// sweep. Parallel to sweep.runs. Runs with different labels never share a map's cell.
+std::vector<std::string> mapVariants(const SweepSnapshot& sweep);
+
 // Distinct x values (heads or seq) present in the runs, sorted.
 std::vector<int64_t> distinctValues(const SweepSnapshots& sweeps, XField x);
 

@@ -152,9 +152,12 @@ QString SeriesPlot::tooltip(QCPGraph* graph, int index) const {
   const SeriesPoint* p = point(graph, index);
   if (!p || !p->run) return {};
   const RunResult& r = *p->run;
-  QString t = QStringLiteral("<b>%1</b><br>%2<br>status: <b>%3</b>")
+  QString t = QStringLiteral("<b>R%1</b> %2<br>%3<br>status: <b>%4</b>")
+                  .arg(r.id)
                   .arg(labels_.value(graph).toHtmlEscaped(), QString::fromStdString(summary(r.spec)),
                        QString::fromStdString(statusText(r)).toHtmlEscaped());
+  if (auto ran = r.facts.find("torch.ran"); ran != r.facts.end())
+    t += "<br>torch ran: <b>" + QString::fromStdString(ran->second).toHtmlEscaped() + "</b>";
   auto bytes = [](int64_t b) {
     return b < 0 ? QStringLiteral("-")
                  : QStringLiteral("%1 (%2 B)").arg(QString::fromStdString(formatBytes(b))).arg(b);
@@ -166,6 +169,7 @@ QString SeriesPlot::tooltip(QCPGraph* graph, int index) const {
     t += "<br>throughput: " + QString::fromStdString(formatFlops(r.flopsPerSecond()));
   }
   if (!r.message.empty()) t += "<br>" + QString::fromStdString(r.message).toHtmlEscaped();
+  t += "<br><i>" + QObject::tr("click: show R%1 in Breakdown and Timeline").arg(r.id) + "</i>";
   return t;
 }
 

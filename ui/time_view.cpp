@@ -38,8 +38,8 @@ TimeView::TimeView(QWidget* parent) : ChartView(parent) {
   latency_->yAxis->setScaleType(QCPAxis::stLogarithmic);
   latency_->yAxis->setTicker(QSharedPointer<QCPAxisTickerLog>::create());
   layout->addLayout(row, 1);
-  installHover(latency_, [this](QCPGraph* g, int i) { return latency_series_plot_.tooltip(g, i); });
-  installHover(throughput_, [this](QCPGraph* g, int i) { return throughput_series_plot_.tooltip(g, i); });
+  installHover(latency_, [this](QCPGraph* g, int i) { return latency_series_plot_.tooltip(g, i); }, [this](qint64 id) { Q_EMIT runPicked(id); });
+  installHover(throughput_, [this](QCPGraph* g, int i) { return throughput_series_plot_.tooltip(g, i); }, [this](qint64 id) { Q_EMIT runPicked(id); });
   connect(axis_, &QComboBox::currentIndexChanged, this, [this] { rebuild(); });
   applyTheme();
 }

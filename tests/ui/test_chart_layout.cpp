@@ -6,14 +6,20 @@
 #include <map>
 #include <set>
 
+#include <QComboBox>
 #include <QTabWidget>
+#include <QTableView>
+#include <type_traits>
 #include <qcustomplot.h>
 
 #include "core/spec/sweep_spec.h"
 #include "core/store/store.h"
+#include "ui/heatmap_view.h"
 #include "ui/main_window.h"
 #include "ui/memory_view.h"
 #include "ui/plot_layout.h"
+#include "ui/results_table_model.h"
+#include "ui/series_builder.h"
 #include "ui/series_plot.h"
 #include "ui/time_view.h"
 #include "ui_test_support.h"
@@ -136,6 +142,37 @@ class TestChartLayout : public QObject {
     }
   }
 
+  // One map per backend x pass x checkpoint: every run has a cell of its own holding its own peak,
+  // and the title says which runs the map shows.
+  void heatmapPerPassAndCheckpoint() {
+    HeatmapView view;
+    view.resize(1200, 800);
+    view.show();
+    const SweepSnapshotPtr snap = loadSweepSnapshot(*store_, train_);
+    view.setSweeps({snap});
+    QCOMPARE(view.plots().size(), 2 * 3);
+    const std::vector<std::string> variants = mapVariants(*snap);
+    QCOMPARE(variants.size(), snap->runs.size());
+    std::set<std::string> distinct(variants.begin(), variants.end());
+    QCOMPARE(distinct, (std::set<std::string>{"pass=forward checkpoint=none", "pass=train checkpoint=none",
+                                              "pass=train checkpoint=attention"}));
+    for (size_t i = 0; i < snap->runs.size(); ++i) {
+      const RunResult& r = snap->runs[i];
+      QCPColorMap* map = view.colorMap(r.backend, 0, variants[i]);
+      QVERIFY2(map, variants[i].c_str());
+      const int x = r.spec.heads == 1 ? 0 : 1, y = r.spec.seq_q == 16 ? 0 : 1;
+      QCOMPARE(map->data()->cell(x, y), static_cast<double>(r.memory.measured_peak));
+      QCustomPlot* plot = view.mapPlot(r.backend, 0, variants[i]);
+      const QString title = plotTitle(plot)->text();
+      QVERIFY2(title.contains(QString::fromStdString(r.backend)) && title.contains(QString::fromStdString(variants[i])),
+               qPrintable(title));
+    }
+    // Forward only: nothing else varies, one map per backend titled with the backend alone.
+    view.setSweeps({loadSweepSnapshot(*store_, wide_)});
+    QCOMPARE(view.plots().size(), 2);
+    QCOMPARE(plotTitle(view.mapPlot("cpu.flash"))->text(), QString("cpu.flash"));
+  }
+
   void forwardOnlyKeepsOneEntryPerSeries() {
     MemoryView view;
     view.resize(900, 600);
@@ -179,6 +216,86 @@ class TestChartLayout : public QObject {
         plot->setParent(view);
       }
     }
+  }
+
+  // Every mark is linked to its run: a click on a point in Memory or Time, on a heatmap cell or a
+  // Results row shows that run in Breakdown and Timeline and selects its Results row; the
+  // tooltip and the Results table name it R<n>.
+  void aClickPicksItsRun() {
+    store_.reset();
+    MainWindow w(dir_.filePath("layout.db"));
+    w.resize(1600, 1000);
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    w.showSweeps({train_});
+    auto* breakdown = w.findChild<QComboBox*>("breakdownRun");
+    auto* timeline = w.findChild<QComboBox*>("timelineRun");
+    auto* results = w.findChild<QTableView*>("resultsView");
+    QVERIFY(breakdown && timeline && results);
+    auto shownEverywhere = [&](qint64 id) {
+      QTRY_COMPARE(breakdown->currentData().toLongLong(), id);
+      QCOMPARE(timeline->currentData().toLongLong(), id);
+      QCOMPARE(results->currentIndex().data(ResultsTableModel::RunIdRole).toLongLong(), id);
+      QCOMPARE(results->model()->index(results->currentIndex().row(), ResultsTableModel::RunColumn).data().toString(),
+               QString("R%1").arg(id));
+    };
+    auto tab = [&](auto* type_tag) {
+      using View = std::remove_pointer_t<decltype(type_tag)>;
+      for (int t = 0; t < w.tabs()->count(); ++t)
+        if (auto* v = qobject_cast<View*>(w.tabs()->widget(t))) {
+          w.tabs()->setCurrentIndex(t);
+          return v;
+        }
+      return static_cast<View*>(nullptr);
+    };
+    // Memory and Time: click the last point of a measured graph (every graph a different run).
+    std::set<qint64> picked;
+    for (ChartView* view : std::initializer_list<ChartView*>{tab(static_cast<MemoryView*>(nullptr)),
+                                                             tab(static_cast<TimeView*>(nullptr))}) {
+      QVERIFY(view);
+      w.tabs()->setCurrentWidget(view);
+      QTest::qWait(50);
+      for (QCustomPlot* plot : view->plots()) {
+        plot->replot();
+        int clicked = 0;
+        for (int g = 0; g < plot->graphCount() && clicked < 2; ++g) {
+          QCPGraph* graph = plot->graph(g);
+          if (graph->property("kind").toString() != "measured" || graph->dataCount() == 0) continue;
+          const int i = graph->dataCount() - 1;
+          const QPoint at(qRound(graph->keyAxis()->coordToPixel(graph->data()->at(i)->key)),
+                          qRound(graph->valueAxis()->coordToPixel(graph->data()->at(i)->value)));
+          // Another graph's point may lie exactly there (forward and train of tiny sizes); the
+          // nearest one is picked, so ask which that is.
+          QCPGraph* nearest = nullptr;
+          int index = -1;
+          QVERIFY(ChartView::nearestPoint(plot, at, &nearest, &index));
+          const qint64 want = nearest->property("runIds").toList().at(index).toLongLong();
+          QTest::mouseClick(plot, Qt::LeftButton, {}, at);
+          shownEverywhere(want);
+          picked.insert(want);
+          ++clicked;
+        }
+        QVERIFY2(clicked > 0, qPrintable(plot->objectName()));
+      }
+    }
+    QVERIFY(picked.size() >= 2);
+    // A heatmap cell.
+    auto* heatmap = tab(static_cast<HeatmapView*>(nullptr));
+    QVERIFY(heatmap);
+    QTest::qWait(50);
+    QCustomPlot* map_plot = heatmap->plots().back();
+    map_plot->replot();
+    const QPoint cell(qRound(map_plot->xAxis->coordToPixel(1)), qRound(map_plot->yAxis->coordToPixel(0)));
+    const RunResult* in_cell = heatmap->cellRun(map_plot, cell);
+    QVERIFY(in_cell);
+    QTest::mouseClick(map_plot, Qt::LeftButton, {}, cell);
+    shownEverywhere(in_cell->id);
+    // A Results row.
+    w.tabs()->setCurrentWidget(results);
+    results->setCurrentIndex(results->model()->index(3, ResultsTableModel::SpecColumn));
+    shownEverywhere(results->model()->index(3, 0).data(ResultsTableModel::RunIdRole).toLongLong());
+    w.close();
+    store_ = std::make_unique<Store>(dir_.filePath("layout.db").toStdString());
   }
 
   // The window at the screen sizes users have, every chart of Memory and Time.
