@@ -408,9 +408,11 @@ const CommandDef kExportDef{
     "or the memory charts as PNG, SVG or PDF.",
     {{"format", "F", "csv, json, trace, png, svg or pdf"},
      {"out", "FILE", "output file; - writes csv, json and trace to standard output"},
-     {"width", "PX", "image width for png/svg/pdf, 100 to 20000 (default 1600)"},
+     {"size", "WxH", "printed size of png/svg/pdf: 7x3.5in, 183x90mm, 12x6cm, 504x252pt or 1600x700px (pixels "
+                     "at --dpi); png gets size x dpi pixels, pdf a page of that many points; instead of --width/--height"},
+     {"width", "PX", "image width for png/svg/pdf, 100 to 20000 (default 1600); svg/pdf at 96 px per inch"},
      {"height", "PX", "image height, 100 to 20000 (default 700)"},
-     {"dpi", "N", "resolution for png, 24 to 2400 (default 96)"},
+     {"dpi", "N", "resolution for png, 24 to 2400 (default 96): with --size, more pixels for the same inches"},
      dbOption()},
     1,
     "A sweep's trace export writes one file with a process per run. The file is written under a temporary name in "
@@ -448,6 +450,13 @@ int cmdExport(const std::vector<std::string>& argv) {
   // Every option is checked before anything is read or written.
   const int width = boundedInt(args, "width", 1600, 100, 20000), height = boundedInt(args, "height", 700, 100, 20000);
   const int dpi = boundedInt(args, "dpi", 96, 24, 2400);
+  std::optional<PrintSize> printed;
+  if (auto size = args.value("size")) {
+    if (args.value("width") || args.value("height"))
+      throw UsageError("--size gives width and height: drop --width/--height, or --size");
+    printed = parsePrintSize(*size, dpi);
+    if (!printed) throw UsageError("--size must be " + std::string(kPrintSizeForms) + ", at most 200 in a side (got '" + *size + "')");
+  }
   const std::string dbPath = databasePath(args);
   if (!toStdout) {
     try {
@@ -472,12 +481,14 @@ int cmdExport(const std::vector<std::string>& argv) {
     if (id.is_run) throw UsageError("chart export takes a sweep id (S<n>); the run R" + std::to_string(id.id) + " is in S" +
                                     std::to_string(store->sweepOfRun(id.id).value_or(0)));
     store.reset();
-    std::string err = exportSweepChart(dbPath, id.id, *format, *out, width, height, dpi);
+    std::string err = printed ? exportSweepChartPrinted(dbPath, id.id, *format, *out, printed->width_in,
+                                                        printed->height_in, dpi)
+                              : exportSweepChart(dbPath, id.id, *format, *out, width, height, dpi);
     if (!err.empty()) throw std::runtime_error(err);
     std::cout << "wrote " << printable(*out) << "\n";
     return 0;
 #else
-    (void)width, (void)height, (void)dpi;  // checked above all the same, so a script fails the same way in every build
+    (void)width, (void)height, (void)dpi, (void)printed;  // checked above all the same, so a script fails the same way in every build
     throw std::runtime_error("this build has no GUI (ATTNSCOPE_GUI=OFF): chart export needs it; use csv or json");
 #endif
   }

@@ -27,7 +27,7 @@ void paintPlots(QCPPainter& painter, const QRectF& rect, const QList<QCustomPlot
   for (int i = 0; i < plots.size(); ++i) {
     painter.save();
     painter.translate(rect.left() + (i % columns) * w, rect.top() + (i / columns) * h);
-    fitLegend(plots[i], QSize(w, h));  // the export's own size may want the legend elsewhere
+    fitChart(plots[i], QSize(w, h));  // the export's own size may want the legend elsewhere, smaller titles
     plots[i]->toPainter(&painter, w, h);
     painter.restore();
     plots[i]->replot(QCustomPlot::rpQueuedReplot);  // and the widget its own again
@@ -39,6 +39,11 @@ int layoutDpi() {
   const QScreen* screen = QGuiApplication::primaryScreen();
   if (!screen || QCoreApplication::testAttribute(Qt::AA_Use96Dpi)) return 96;
   return qMax(1, qRound(screen->logicalDotsPerInchY()));
+}
+
+QSize exportPixels(QSizeF inches, const QString& format, int dpi) {
+  const double per_inch = format.toLower() == "png" ? dpi : layoutDpi();
+  return {qMax(1, qRound(inches.width() * per_inch)), qMax(1, qRound(inches.height() * per_inch))};
 }
 
 bool renderPlots(QPaintDevice* device, QSize size, int dpi, const QList<QCustomPlot*>& plots, int columns) {
@@ -76,6 +81,7 @@ QString renderFile(const QList<QCustomPlot*>& plots, int columns, const QString&
     QSvgGenerator gen;
     gen.setFileName(file);
     gen.setSize(size);
+    gen.setResolution(layoutDpi());  // the file's width and height in mm: size / layoutDpi inches
     gen.setViewBox(QRect(QPoint(0, 0), size));
     gen.setTitle("AttnScope chart");
     QCPPainter painter;

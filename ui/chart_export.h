@@ -4,6 +4,7 @@
 
 #include <QList>
 #include <QSize>
+#include <QSizeF>
 #include <QString>
 
 #include <string>
@@ -32,6 +33,11 @@ int layoutDpi();
 // layoutDpi() (the PNG export's image has, and so has the test's recording device); size is
 // the device's size in pixels. Returns false when device cannot be painted on.
 bool renderPlots(QPaintDevice* device, QSize size, int dpi, const QList<QCustomPlot*>& plots, int columns);
+
+// The size exportPlots takes for a chart printed `inches` large: for PNG its pixels at dpi; for
+// SVG and PDF the layout's pixels (layoutDpi() per inch), written as a page of inches x 72 points
+// (PDF) or a width and height in mm (SVG). Fonts keep their point size on paper in every format.
+QSize exportPixels(QSizeF inches, const QString& format, int dpi);
 
 // format: "png", "svg" or "pdf" (empty: from the file suffix). size in pixels; dpi lays out
 // PNG output for that resolution (96: 1 point = 1.33 px) and is written into the file, under a

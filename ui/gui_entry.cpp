@@ -119,6 +119,20 @@ std::string exportSweepChart(const std::string& db_path, int64_t sweep_id, const
   return err.toStdString();
 }
 
+std::string exportSweepChartPrinted(const std::string& db_path, int64_t sweep_id, const std::string& format,
+                                    const std::string& out_file, double width_in, double height_in, int dpi) {
+  HeadlessApp app;
+  std::string error;
+  auto snap = loadSweep(db_path, sweep_id, error);
+  if (!snap) return error;
+  const QSize px = ui::exportPixels(QSizeF(width_in, height_in), QString::fromStdString(format), dpi);
+  ui::MemoryView view;
+  view.resize(ui::exportPixels(QSizeF(width_in, height_in), "svg", dpi));  // on "screen": the layout's pixels
+  view.setSweeps({snap});
+  return ui::exportPlots(view.plots(), 2, QString::fromStdString(format), QString::fromStdString(out_file), px, dpi)
+      .toStdString();
+}
+
 std::string writeSweepReport(const std::string& db_path, int64_t sweep_id, const std::string& out_dir) {
   HeadlessApp app;
   std::string error;

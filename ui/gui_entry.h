@@ -17,6 +17,10 @@ int runGui(int argc, char** argv, const std::string& db_path, bool explicit_path
 std::string exportSweepChart(const std::string& db_path, int64_t sweep_id, const std::string& format,
                              const std::string& out_file, int width_px = 1600, int height_px = 700,
                              int dpi = 96);
+// The same at a printed size (inches): PNG pixels are inches x dpi, PDF pages inches x 72 points,
+// SVG width and height in mm (exportPixels in ui/chart_export.h).
+std::string exportSweepChartPrinted(const std::string& db_path, int64_t sweep_id, const std::string& format,
+                                    const std::string& out_file, double width_in, double height_in, int dpi);
 
 // Writes every chart as PNG plus one PDF report (spec, environment, every chart, results table)
 // for a sweep into out_dir. Returns an error message, empty on success; throws OutputRefused

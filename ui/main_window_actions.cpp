@@ -21,6 +21,7 @@
 #include <QToolBar>
 
 #include <nlohmann/json.hpp>
+#include <qcustomplot.h>
 
 #include "core/export/chrome_trace.h"
 #include "core/result/environment.h"
@@ -28,6 +29,7 @@
 #include "core/store/store.h"
 #include "kernels/builtin_session.h"
 #include "ui/chart_export.h"
+#include "ui/plot_layout.h"
 #include "ui/chart_view.h"
 #include "ui/compare_view.h"
 #include "ui/export_dialog.h"
@@ -215,18 +217,32 @@ void MainWindow::exportChart() {
   QSettings settings;
   const QString folder = settings.value("export/folder", QDir::homePath()).toString();
   const QString format = settings.value("export/format", "png").toString();
-  const QSize size = settings.value("export/size", QSize(1600, 700)).toSize();
-  ExportDialog dlg(QDir(folder).filePath(name + "-" + view->title().toLower() + "." + format), size, this);
+  // Printed size: as the chart is on screen (at 96 px per inch) until the user picks another.
+  const QSize screen = view->size();
+  const QSizeF inches =
+      settings.value("export/inches", QSizeF(screen.width() / 96.0, screen.height() / 96.0)).toSizeF();
+  ExportDialog dlg(QDir(folder).filePath(name + "-" + view->title().toLower() + "." + format), inches, screen, this);
   dlg.setDpi(settings.value("export/dpi", 96).toInt());
+  dlg.setUnit(settings.value("export/unit", "in").toString());
+  QStringList titles;
+  for (QCustomPlot* p : view->plots()) titles << (plotTitle(p) ? plotTitle(p)->text() : p->objectName());
+  dlg.setCharts(titles);
   if (dlg.exec() != QDialog::Accepted) return;
   if (const QString why = refusedOutput(dlg.file(), store_.get(), OutputRule::file); !why.isEmpty()) return report(why);
   settings.setValue("export/folder", QFileInfo(dlg.file()).absolutePath());
   settings.setValue("export/format", dlg.format());
-  settings.setValue("export/size", dlg.size());
+  settings.setValue("export/inches", dlg.inches());
+  settings.setValue("export/unit", dlg.unit());
   settings.setValue("export/dpi", dlg.dpi());
-  const QString error = exportPlots(view->plots(), view->exportColumns(), dlg.format(), dlg.file(), dlg.size(), dlg.dpi());
+  QList<QCustomPlot*> plots = view->plots();
+  int columns = view->exportColumns();
+  if (dlg.chart() >= 0 && dlg.chart() < plots.size()) {
+    plots = {plots[dlg.chart()]};
+    columns = 1;
+  }
+  const QString error = exportPlots(plots, columns, dlg.format(), dlg.file(), dlg.size(), dlg.dpi());
   if (!error.isEmpty()) report(error);
-  else statusBar()->showMessage(tr("Wrote %1").arg(dlg.file()), 5000);
+  else statusBar()->showMessage(tr("Wrote %1 (%2)").arg(dlg.file(), dlg.summary()), 8000);
 }
 
 void MainWindow::exportData(const QString& format) {

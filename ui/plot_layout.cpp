@@ -72,8 +72,11 @@ void initPlotLayout(QCustomPlot* plot, const QString& title, bool with_legend) {
     plot->legend->setIconSize(26, 11);
     plot->legend->setRowSpacing(0);
     wrapLegend(plot);
-    QObject::connect(plot, &QCustomPlot::beforeReplot, plot, [plot] { fitLegend(plot, plot->viewport().size()); });
   }
+  title_text->setProperty("baseFontSize", title_text->font().pointSizeF());
+  title_text->setProperty("rawTitle", title);
+  context->setProperty("baseFontSize", context->font().pointSizeF());
+  QObject::connect(plot, &QCustomPlot::beforeReplot, plot, [plot] { fitChart(plot, plot->viewport().size()); });
 }
 
 namespace {
@@ -102,6 +105,7 @@ void moveLegend(QCustomPlot* plot, LegendPlace place) {
     body->setRowStretchFactor(1, 0.001);
     legend->setMargins(QMargins(7, 5, 7, 4));
     column->setMargins(QMargins(0, 0, 0, 0));
+    body->setMargins(QMargins(0, 0, 2, 3));  // the legend's frame inside the chart's edge
   } else if (place == LegendPlace::right && legend->layout() == body) {
     body->take(legend);
     body->simplify();
@@ -110,6 +114,7 @@ void moveLegend(QCustomPlot* plot, LegendPlace place) {
     column->setRowStretchFactor(0, 0.001);
     column->setRowStretchFactor(1, 1);
     column->setMargins(QMargins(0, 8, 4, 0));
+    body->setMargins(QMargins(0, 0, 0, 0));
   }
 }
 
@@ -142,7 +147,8 @@ LegendPlace fitLegend(QCustomPlot* plot, QSize size) {
     LegendPlace place;
     double font;
     int wrap;
-    QRect rect;
+    QRect rect;       // the plot area
+    bool whole;       // the legend inside the chart, at its full size
   };
   auto apply = [&](LegendPlace place, double font, int wrap) {
     QFont f = legend->font();
@@ -155,39 +161,43 @@ LegendPlace fitLegend(QCustomPlot* plot, QSize size) {
     moveLegend(plot, place);
     legend->setWrap(wrap);
     legend->setFillOrder(place == LegendPlace::right ? QCPLegend::foRowsFirst : QCPLegend::foColumnsFirst, true);
-    return layOut(plot, size);
+    const QRect area = layOut(plot, size);
+    const QRect outer = legend->outerRect();
+    const QSize need = legend->minimumOuterSizeHint();
+    const bool whole = QRect(QPoint(0, 0), size).contains(outer) && outer.width() >= need.width() &&
+                       outer.height() >= need.height();
+    return Try{place, font, wrap, area, whole};
   };
-  auto fits = [&](const QRect& r) {
-    return r.width() >= kMinPlotWidthShare * size.width() && r.height() >= kMinPlotHeightShare * size.height();
+  auto fits = [&](const Try& t) {
+    return t.whole && t.rect.width() >= kMinPlotWidthShare * size.width() &&
+           t.rect.height() >= kMinPlotHeightShare * size.height();
   };
   std::vector<Try> tried;
-  for (double font : {base, std::min(base, 7.0)}) {
-    if (!tried.empty() && font == tried.back().font) break;
+  for (double font : {base, std::min(base, 7.0), std::min(base, 6.0)}) {
+    if (!tried.empty() && font == tried.back().font) continue;
     // Beside the plot: as many rows as the height holds (at most 14, so a column stays scannable).
-    QRect r = apply(LegendPlace::right, font, 1);
+    const Try one = apply(LegendPlace::right, font, 1);
     const int item_h = std::max(1, first->minimumOuterSizeHint().height() + legend->rowSpacing());
-    const int rows = std::clamp((r.height() + 20) / item_h, 1, 14);
-    r = apply(LegendPlace::right, font, rows);
-    tried.push_back({LegendPlace::right, font, rows, r});
-    if (fits(r)) break;
+    const int rows = std::clamp((one.rect.height() + 20) / item_h, 1, 14);
+    tried.push_back(apply(LegendPlace::right, font, rows));
+    if (fits(tried.back())) break;
     // Below the plot: as many columns as the width holds.
     int cols = n;
     for (; cols > 1; --cols) {
       apply(LegendPlace::below, font, cols);
       if (legend->minimumOuterSizeHint().width() <= size.width() - 8) break;
     }
-    r = apply(LegendPlace::below, font, cols);
-    tried.push_back({LegendPlace::below, font, cols, r});
-    if (fits(r)) break;
+    tried.push_back(apply(LegendPlace::below, font, cols));
+    if (fits(tried.back())) break;
   }
   const Try* best = &tried.back();
-  if (!fits(best->rect)) {  // none keeps the share: the one that leaves the plot most room
-    auto area = [&](const Try& t) {
-      return std::min(t.rect.width() / (kMinPlotWidthShare * size.width()),
-                      t.rect.height() / (kMinPlotHeightShare * size.height()));
+  if (!fits(*best)) {  // none keeps the share: a whole legend that leaves the plot most room
+    auto score = [&](const Try& t) {
+      return (t.whole ? 1.0 : 0.0) + 0.5 * std::min(1.0, std::min(t.rect.width() / (kMinPlotWidthShare * size.width()),
+                                                                   t.rect.height() / (kMinPlotHeightShare * size.height())));
     };
     for (const Try& t : tried)
-      if (area(t) > area(*best)) best = &t;
+      if (score(t) > score(*best)) best = &t;
     apply(best->place, best->font, best->wrap);
   }
   plot->plotLayout()->setOuterRect(view);
@@ -202,23 +212,100 @@ QCPTextElement* plotTitle(QCustomPlot* plot) { return textAt(plot, 0); }
 QCPTextElement* plotContext(QCustomPlot* plot) { return textAt(plot, 1); }
 
 void setPlotTitle(QCustomPlot* plot, const QString& title) {
-  if (auto* t = plotTitle(plot)) t->setText(title);
+  if (auto* t = plotTitle(plot)) {
+    t->setText(title);
+    t->setProperty("rawTitle", title);  // fitTexts may break it into lines
+  }
 }
 
-void setPlotContext(QCustomPlot* plot, const QString& context) {
-  // Wrapped at its " · " separators into lines of about 60 characters: a text element cannot
-  // wrap to its width itself, and one long line would be clipped on a narrow chart.
+namespace {
+
+// The context's " · "-separated parts in lines no wider than `width` px in `font` (a part wider
+// than that gets a line of its own).
+QString wrapContext(const QString& context, const QFont& font, int width) {
   const QString sep = QStringLiteral(" \u00b7 ");
+  const QFontMetrics fm(font);
   QString text, line;
   for (const QString& part : context.split(sep)) {
-    if (!line.isEmpty() && line.size() + sep.size() + part.size() > 60) {
+    const QString longer = line.isEmpty() ? part : line + sep + part;
+    if (!line.isEmpty() && fm.horizontalAdvance(longer) > width) {
       text += line + '\n';
-      line.clear();
+      line = part;
+    } else {
+      line = longer;
     }
-    line += (line.isEmpty() ? QString() : sep) + part;
   }
-  text += line;
-  if (auto* t = plotContext(plot)) t->setText(text.isEmpty() ? QStringLiteral(" ") : text);
+  return text + line;
+}
+
+int widestLine(const QString& text, const QFont& font) {
+  const QFontMetrics fm(font);
+  int w = 0;
+  for (const QString& line : text.split('\n')) w = std::max(w, fm.horizontalAdvance(line));
+  return w;
+}
+
+}  // namespace
+
+void setPlotContext(QCustomPlot* plot, const QString& context) {
+  // Wrapped at its " · " separators to the chart's width when laid out (fitChart): a text element
+  // cannot wrap itself, and one long line would be clipped on a narrow chart. Until then, lines
+  // of about 60 characters.
+  QCPTextElement* t = plotContext(plot);
+  if (!t) return;
+  t->setProperty("rawContext", context);
+  const QString wrapped = wrapContext(context, t->font(), QFontMetrics(t->font()).averageCharWidth() * 60);
+  t->setText(wrapped.isEmpty() ? QStringLiteral(" ") : wrapped);
+}
+
+void fitTexts(QCustomPlot* plot, QSize size) {
+  const int room = size.width() - 16;
+  if (room <= 0) return;
+  // The title in its own size while it fits, else smaller down to 7 pt (never cut).
+  if (QCPTextElement* title = plotTitle(plot)) {
+    const double base = title->property("baseFontSize").toDouble();
+    const QString raw = title->property("rawTitle").toString();
+    QFont f = title->font();
+    if (base > 0) f.setPointSizeF(base);
+    while (f.pointSizeF() > 7 && widestLine(raw, f) > room) f.setPointSizeF(f.pointSizeF() - 0.5);
+    // Still too wide at 7 pt: lines broken between words.
+    QString text = raw;
+    if (widestLine(raw, f) > room) {
+      QString line;
+      text.clear();
+      for (const QString& word : raw.split(' ')) {
+        const QString longer = line.isEmpty() ? word : line + ' ' + word;
+        if (!line.isEmpty() && QFontMetrics(f).horizontalAdvance(longer) > room) {
+          text += line + '\n';
+          line = word;
+        } else {
+          line = longer;
+        }
+      }
+      text += line;
+    }
+    if (f != title->font()) title->setFont(f);
+    if (text != title->text()) title->setText(text);
+  }
+  if (QCPTextElement* context = plotContext(plot)) {
+    const QString raw = context->property("rawContext").toString();
+    if (raw.isEmpty()) return;
+    const double base = context->property("baseFontSize").toDouble();
+    QFont f = context->font();
+    if (base > 0) f.setPointSizeF(base);
+    QString text = wrapContext(raw, f, room);
+    while (f.pointSizeF() > 6 && widestLine(text, f) > room) {  // one part alone is wider
+      f.setPointSizeF(f.pointSizeF() - 0.5);
+      text = wrapContext(raw, f, room);
+    }
+    if (f != context->font()) context->setFont(f);
+    if (text != context->text()) context->setText(text);
+  }
+}
+
+LegendPlace fitChart(QCustomPlot* plot, QSize size) {
+  fitTexts(plot, size);
+  return fitLegend(plot, size);
 }
 
 void wrapLegend(QCustomPlot* plot, int max_rows) {

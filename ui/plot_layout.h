@@ -24,7 +24,7 @@ namespace attnscope::ui {
 // hidden inside the axis rect). Call once, right after making the plot.
 void initPlotLayout(QCustomPlot* plot, const QString& title, bool with_legend = true);
 void setPlotTitle(QCustomPlot* plot, const QString& title);
-// The context line, wrapped at its " · " separators into lines of about 60 characters.
+// The context line, wrapped at its " · " separators to the chart's width (fitTexts).
 void setPlotContext(QCustomPlot* plot, const QString& context);
 QCPTextElement* plotTitle(QCustomPlot* plot);
 QCPTextElement* plotContext(QCustomPlot* plot);
@@ -52,6 +52,12 @@ enum class LegendPlace { right, below };
 // in a smaller font. Entries are never cut. initPlotLayout's plots do this before every replot;
 // exports call it for their own size.
 LegendPlace fitLegend(QCustomPlot* plot, QSize size);
+// Title and context for a chart `size` px wide: the context re-wrapped at its " · " separators to
+// the width, the title (and a context part wider than the chart) in a smaller font where its own
+// would not fit, down to 7 pt (6 for the context). Never cut.
+void fitTexts(QCustomPlot* plot, QSize size);
+// Both, as every replot and export of an initPlotLayout plot does.
+LegendPlace fitChart(QCustomPlot* plot, QSize size);
 LegendPlace legendPlace(const QCustomPlot* plot);
 
 // An x axis over swept integer values (heads, seq): ticks at the values themselves when there

@@ -71,4 +71,25 @@ std::optional<double> parseByteSize(const std::string& text) {
   return std::nullopt;
 }
 
+std::optional<PrintSize> parsePrintSize(const std::string& text, int dpi) {
+  static const std::pair<const char*, double> units[] = {{"in", 1.0}, {"mm", 1 / 25.4}, {"cm", 1 / 2.54},
+                                                          {"pt", 1 / 72.0}, {"px", 0}};
+  if (text.empty() || !std::isdigit(static_cast<unsigned char>(text[0])) || dpi <= 0) return std::nullopt;
+  char* end = nullptr;
+  const double w = std::strtod(text.c_str(), &end);
+  if (*end != 'x' || !std::isdigit(static_cast<unsigned char>(end[1]))) return std::nullopt;
+  const char* h_start = end + 1;
+  const double h = std::strtod(h_start, &end);
+  if (end == h_start || !std::isfinite(w) || !std::isfinite(h) || w <= 0 || h <= 0) return std::nullopt;
+  const std::string unit(end);
+  for (const auto& [name, per] : units) {
+    if (unit != name) continue;
+    const double f = per > 0 ? per : 1.0 / dpi;
+    const PrintSize out{w * f, h * f};
+    if (out.width_in > 200 || out.height_in > 200) return std::nullopt;
+    return out;
+  }
+  return std::nullopt;
+}
+
 }  // namespace attnscope

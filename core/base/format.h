@@ -14,6 +14,14 @@ std::string formatBytes(int64_t bytes);
 // decimal KB..TB), as a double so that the caller says what is too large. nullopt for anything
 // else: a negative or non-finite number, an unknown unit, blanks before it.
 std::optional<double> parseByteSize(const std::string& text);
+// A figure's size as printed: "7x3.5in", "183x90mm", "12x6cm", "504x252pt" or "1600x700px"
+// (pixels at dpi) -> inches, width then height. nullopt for anything else, a side of 0 or less,
+// or a side over 200 inches.
+struct PrintSize {
+  double width_in = 0, height_in = 0;
+};
+std::optional<PrintSize> parsePrintSize(const std::string& text, int dpi);
+inline constexpr const char* kPrintSizeForms = "WxH with a unit in, mm, cm, pt or px, e.g. 7x3.5in or 183x90mm";
 // Seconds -> "12.3 us", "4.56 ms", "1.23 s".
 std::string formatDuration(double seconds);
 // Flop/s -> "12.3 GFLOP/s", "1.23 TFLOP/s".

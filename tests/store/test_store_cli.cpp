@@ -56,6 +56,44 @@ TEST(StoreCli, ExportToStandardOutputAndItsLimits) {
   EXPECT_NE(missing.err.find("No such file or directory"), std::string::npos) << missing.err;
 }
 
+TEST(StoreCli, ExportAtAPrintedSize) {
+  Db db;
+  saveOneRun(db.path);
+  // Checked in every build, before anything is drawn.
+  CliResult bad = runCli({"export", "S1", "--format", "png", "--size", "7x", "--out", db.dir + "/a.png", "--db", db.path});
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.err.find("--size must be WxH with a unit in, mm, cm, pt or px"), std::string::npos) << bad.err;
+  CliResult both = runCli({"export", "S1", "--format", "png", "--size", "7x3in", "--width", "900", "--out",
+                           db.dir + "/a.png", "--db", db.path});
+  EXPECT_EQ(both.code, 2);
+  EXPECT_NE(both.err.find("drop --width/--height, or --size"), std::string::npos) << both.err;
+  CliResult huge = runCli({"export", "S1", "--format", "pdf", "--size", "6000x100mm", "--out", db.dir + "/a.pdf", "--db", db.path});
+  EXPECT_EQ(huge.code, 2) << huge.err;
+#ifndef ATTNSCOPE_HAVE_GUI
+  GTEST_SKIP() << "this build has no GUI (ATTNSCOPE_GUI=OFF), so it has no image export";
+#endif
+  // 183 mm (a journal page's width) at 300 DPI: 2161 px; the PNG says 300 DPI.
+  const std::string png = db.dir + "/page.png";
+  CliResult r = runCli({"export", "S1", "--format", "png", "--size", "183x90mm", "--dpi", "300", "--out", png, "--db", db.path});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const std::string bytes = readFile(png);
+  ASSERT_GT(bytes.size(), 24u);
+  auto be32 = [&](size_t at) {
+    return (uint32_t(uint8_t(bytes[at])) << 24) | (uint32_t(uint8_t(bytes[at + 1])) << 16) |
+           (uint32_t(uint8_t(bytes[at + 2])) << 8) | uint32_t(uint8_t(bytes[at + 3]));
+  };
+  EXPECT_EQ(be32(16), 2161u);  // IHDR width
+  EXPECT_EQ(be32(20), 1063u);  // 90 mm
+  const size_t phys = bytes.find("pHYs");
+  ASSERT_NE(phys, std::string::npos);
+  EXPECT_EQ(be32(phys + 4), 11811u);  // 300 DPI in dots per metre
+  // A PDF of 7 x 3.5 in is a page of 504 x 252 points.
+  const std::string pdf = db.dir + "/page.pdf";
+  r = runCli({"export", "S1", "--format", "pdf", "--size", "7x3.5in", "--out", pdf, "--db", db.path});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(readFile(pdf).find("MediaBox [0 0 504"), std::string::npos);
+}
+
 TEST(StoreCli, ImageExportPrintsNoQtWarnings) {
   // Under cron, ssh -T or a container XDG_RUNTIME_DIR is unset, and Qt used to warn about it on
   // the first stderr line of every image export.

@@ -1,6 +1,8 @@
 // Export: PNG decodes with the requested size, SVG parses, PDF starts with %PDF and has its
 // pages, CSV has one row per point, JSON parses; the headless entry points write the same.
 
+#include <QComboBox>
+#include <QDoubleSpinBox>
 #include <QFile>
 #include <QImage>
 #include <QRegularExpression>
@@ -10,6 +12,7 @@
 
 #include "core/store/store.h"
 #include "ui/chart_export.h"
+#include "ui/export_dialog.h"
 #include "ui/gui_entry.h"
 #include "ui/memory_view.h"
 #include "ui/report_writer.h"
@@ -132,6 +135,68 @@ class TestExport : public QObject {
     // The cover holds the memory chart; then one page per other chart, the phase tables of the
     // representative points (2 here: one per backend, on one page) and the results table.
     QCOMPARE(pdfPages(bytes), charts + 2);
+  }
+
+  // Exports sized for print: the same printed size at 72/150/300 DPI, in every format. PNG gets
+  // inches x dpi pixels and says its DPI, a PDF page is inches x 72 points, an SVG names its
+  // width and height in mm; the dialog converts units and presets to those inches.
+  void printedSize_data() {
+    QTest::addColumn<int>("dpi");
+    for (int dpi : {72, 150, 300}) QTest::addRow("%d dpi", dpi) << dpi;
+  }
+  void printedSize() {
+    QFETCH(int, dpi);
+    const QSizeF inches(3.5, 2.6);  // a journal column
+    const QString png = dir_.filePath(QString("column-%1.png").arg(dpi));
+    QCOMPARE(exportPlots({view_.plots().front()}, 1, "png", png, exportPixels(inches, "png", dpi), dpi), QString());
+    const QImage img(png);
+    QCOMPARE(img.size(), QSize(qRound(3.5 * dpi), qRound(2.6 * dpi)));
+    QCOMPARE(qRound(img.dotsPerMeterX() * 0.0254), dpi);
+    QVERIFY(std::abs(img.width() / (img.dotsPerMeterX() * 0.0254) - 3.5) < 0.01);  // dots per metre are integers
+
+    const QString pdf = dir_.filePath(QString("column-%1.pdf").arg(dpi));
+    QCOMPARE(exportPlots({view_.plots().front()}, 1, "pdf", pdf, exportPixels(inches, "pdf", dpi), dpi), QString());
+    const auto box = QRegularExpression("MediaBox\\s*\\[\\s*0\\s+0\\s+([0-9.]+)\\s+([0-9.]+)").match(QString::fromLatin1(readAll(pdf)));
+    QVERIFY(box.hasMatch());
+    QVERIFY2(std::abs(box.captured(1).toDouble() - 3.5 * 72) <= 1 && std::abs(box.captured(2).toDouble() - 2.6 * 72) <= 1,
+             qPrintable(box.captured(0)));
+
+    const QString svg = dir_.filePath(QString("column-%1.svg").arg(dpi));
+    QCOMPARE(exportPlots({view_.plots().front()}, 1, "svg", svg, exportPixels(inches, "svg", dpi), dpi), QString());
+    QXmlStreamReader xml(readAll(svg));
+    while (!xml.atEnd() && xml.readNext() != QXmlStreamReader::StartElement) {}
+    QCOMPARE(xml.name(), QLatin1String("svg"));
+    const QString w = xml.attributes().value("width").toString(), h = xml.attributes().value("height").toString();
+    QVERIFY2(w.endsWith("mm") && std::abs(w.chopped(2).toDouble() - 88.9) < 0.5, qPrintable(w));
+    QVERIFY2(h.endsWith("mm") && std::abs(h.chopped(2).toDouble() - 66.04) < 0.5, qPrintable(h));
+  }
+
+  void exportDialogUnits() {
+    ExportDialog dlg(dir_.filePath("x.png"), QSizeF(7.2, 3.2), QSize(1200, 500));
+    QCOMPARE(dlg.findChild<QComboBox*>("exportPreset")->currentText(), QString("Journal page width (7.2 x 3.2 in)"));
+    dlg.setDpi(300);
+    QCOMPARE(dlg.size(), QSize(2160, 960));
+    dlg.setUnit("mm");
+    QCOMPARE(dlg.findChild<QDoubleSpinBox*>("exportWidth")->value(), 182.9);  // 7.2 in, to 0.1 mm
+    QVERIFY(std::abs(dlg.inches().width() - 7.2) < 0.005);
+    dlg.setUnit("px");
+    QCOMPARE(dlg.findChild<QDoubleSpinBox*>("exportWidth")->value(), 2160.0);
+    dlg.setDpi(150);  // pixels shown at the new DPI: the printed size stays
+    QCOMPARE(dlg.findChild<QDoubleSpinBox*>("exportWidth")->value(), 1080.0);
+    QVERIFY(std::abs(dlg.inches().width() - 7.2) < 0.005);
+    dlg.choosePreset(1);  // journal column
+    QCOMPARE(dlg.size(), QSize(525, 390));
+    QVERIFY2(dlg.summary().contains("525") && dlg.summary().contains("3.50") && dlg.summary().contains("150 DPI"),
+             qPrintable(dlg.summary()));
+    dlg.choosePreset(0);  // as on screen: 1200 x 500 px at 96 per inch
+    QVERIFY(std::abs(dlg.inches().width() - 12.5) < 0.01);
+    dlg.findChild<QComboBox*>()->setCurrentText("pdf");
+    QCOMPARE(dlg.size(), QSize(1200, 500));  // vector: the layout's pixels, a 900 x 375 pt page
+    QVERIFY2(dlg.summary().contains("900") && dlg.summary().contains("375"), qPrintable(dlg.summary()));
+    dlg.setCharts({"Peak memory vs number of heads", "Peak memory vs sequence length"});
+    QCOMPARE(dlg.chart(), -1);
+    dlg.findChild<QComboBox*>("exportChart")->setCurrentIndex(2);
+    QCOMPARE(dlg.chart(), 1);
   }
 
   void headlessChartExport() {
