@@ -175,6 +175,7 @@ MainWindow::MainWindow(const QString& db_path, QWidget* parent)
       QMetaObject::invokeMethod(app, [self] { if (self) self->updateRunnable(); }, Qt::QueuedConnection);
   });
 
+  default_state_ = saveState();
   restoreSettings();
   if (!db_path.isEmpty()) openDatabase(db_path, true);
   updateRunnable();
@@ -445,7 +446,16 @@ void MainWindow::dropEvent(QDropEvent* event) {
 
 void MainWindow::restoreSettings() {
   QSettings s;
-  if (!restoreGeometry(s.value("window/geometry").toByteArray())) {
+  const bool restored = restoreGeometry(s.value("window/geometry").toByteArray());
+  if (const QScreen* screen = QGuiApplication::primaryScreen(); restored && screen) {
+    // Saved on a larger screen (or widened by a view since): never wider or taller than this one.
+    const QRect avail = screen->availableGeometry();
+    if (width() > avail.width() || height() > avail.height()) {
+      resize(std::min(width(), avail.width()), std::min(height(), avail.height()));
+      move(avail.topLeft());
+    }
+  }
+  if (!restored) {
     // First start: most of the screen, so both memory plots and the docks have room.
     if (const QScreen* screen = QGuiApplication::primaryScreen()) {
       const QRect avail = screen->availableGeometry();

@@ -8,6 +8,7 @@
 #include <memory>
 #include <vector>
 
+#include <QByteArray>
 #include <QMainWindow>
 #include <QString>
 
@@ -147,6 +148,7 @@ class MainWindow : public QMainWindow {
   StoreWatcher* watcher_ = nullptr;
   JobTracker list_jobs_;           // the latest listing counts; one of an older database is dropped
   bool list_after_sweep_ = false;  // the database changed while our sweep ran
+  QByteArray default_state_;       // the docks as built, for View > Reset layout
   bool merging_ = false;
   bool polling_slurm_ = false;
   bool slurm_missing_told_ = false;  // "Slurm's commands are not on PATH" shown once per database

@@ -13,6 +13,7 @@
 #include <QMessageBox>
 #include <QPointer>
 #include <QThreadPool>
+#include <QScreen>
 #include <QSettings>
 #include <QStatusBar>
 #include <QStyleFactory>
@@ -151,6 +152,26 @@ void MainWindow::buildMenus() {
   });
 
   QMenu* view = menuBar()->addMenu(tr("&View"));
+  // The dock follows other writers by itself (StoreWatcher); F5 lists and re-reads at once.
+  QAction* refresh = view->addAction(tr("&Refresh"), this, [this] {
+    listStore();
+    refreshShown();
+    statusBar()->showMessage(tr("Listed the database again"), 3000);
+  });
+  refresh->setObjectName("refreshAction");
+  refresh->setShortcut(QKeySequence::Refresh);
+  QAction* reset = view->addAction(tr("Reset &layout"), this, [this] {
+    restoreState(default_state_);
+    for (QDockWidget* d : findChildren<QDockWidget*>()) d->setVisible(true);
+    if (const QScreen* screen = this->screen()) {
+      const QRect avail = screen->availableGeometry();
+      showNormal();
+      resize(avail.width() * 9 / 10, avail.height() * 9 / 10);
+      move(avail.center() - rect().center());
+    }
+  });
+  reset->setObjectName("resetLayoutAction");
+  view->addSeparator();
   for (QDockWidget* d : findChildren<QDockWidget*>()) view->addAction(d->toggleViewAction());
   view->addSeparator();
   QAction* dark = view->addAction(tr("&Dark palette"));
@@ -190,7 +211,7 @@ void MainWindow::buildMenus() {
   QMenu* help = menuBar()->addMenu(tr("&Help"));
   help->addAction(tr("&About AttnScope"), this, &MainWindow::showAbout);
   help->addAction(tr("About &Qt"), qApp, &QApplication::aboutQt);
-  addActions({run_action_, cancel_action_, export_chart, open});
+  addActions({run_action_, cancel_action_, export_chart, open, refresh});
 }
 
 namespace {

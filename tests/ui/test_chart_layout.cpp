@@ -6,7 +6,11 @@
 #include <map>
 #include <set>
 
+#include <QAction>
 #include <QComboBox>
+#include <QDockWidget>
+#include <QElapsedTimer>
+#include <QProcess>
 #include <QTabWidget>
 #include <QTableView>
 #include <type_traits>
@@ -19,6 +23,7 @@
 #include "ui/memory_view.h"
 #include "ui/plot_layout.h"
 #include "ui/results_table_model.h"
+#include "ui/sweep_tree_model.h"
 #include "ui/series_builder.h"
 #include "ui/series_plot.h"
 #include "ui/time_view.h"
@@ -296,6 +301,40 @@ class TestChartLayout : public QObject {
     shownEverywhere(results->model()->index(3, 0).data(ResultsTableModel::RunIdRole).toLongLong());
     w.close();
     store_ = std::make_unique<Store>(dir_.filePath("layout.db").toStdString());
+  }
+
+  // A sweep the real CLI writes while the window is open is listed within 5 s, without F5; F5
+  // and Reset layout are in the View menu.
+  void runsDockFollowsTheCli() {
+    store_.reset();
+    const QString db = dir_.filePath("layout.db");
+    MainWindow w(db);
+    w.resize(1440, 900);
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    const int before = w.sweepTreeModel()->rowCount();
+    QProcess cli;
+    cli.start(ATTNSCOPE_BIN, {"sweep", "--db", db, "--backends", "cpu.flash", "--heads", "1,2", "--seq", "16",
+                              "--head-dim", "8", "--reps", "1", "--warmup", "0", "--name", "from a terminal"});
+    QVERIFY(cli.waitForFinished(120000));
+    QVERIFY2(cli.exitCode() == 0, cli.readAllStandardError().constData());
+    QElapsedTimer listed;
+    listed.start();
+    QTRY_COMPARE_WITH_TIMEOUT(w.sweepTreeModel()->rowCount(), before + 1, 5000);
+    qInfo("listed %lld ms after the CLI ended", static_cast<long long>(listed.elapsed()));
+    auto* refresh = w.findChild<QAction*>("refreshAction");
+    QVERIFY(refresh);
+    QCOMPARE(refresh->shortcut(), QKeySequence(QKeySequence::Refresh));
+    refresh->trigger();
+    QTRY_COMPARE(w.sweepTreeModel()->rowCount(), before + 1);
+    // Reset layout brings a closed dock back.
+    auto* dock = w.findChildren<QDockWidget*>().front();
+    dock->close();
+    QVERIFY(!dock->isVisible());
+    w.findChild<QAction*>("resetLayoutAction")->trigger();
+    QVERIFY(dock->isVisible());
+    w.close();
+    store_ = std::make_unique<Store>(db.toStdString());
   }
 
   // The window at the screen sizes users have, every chart of Memory and Time.
