@@ -116,7 +116,49 @@ DispatchView::DispatchView(QWidget* parent)
 
 void DispatchView::setSweeps(const SweepSnapshots& sweeps) {
   sweeps_ = sweeps;
-  if (source_.setShown(sweeps_)) sourceChanged();
+  const bool changed = source_.setShown(sweeps_);
+  // Sweeps with torch runs: predict for the release and device they ran on (the installed torch),
+  // once per set of shown sweeps (when their first torch run arrives), so a choice the user makes
+  // afterwards stays.
+  std::vector<int64_t> ids;
+  for (const auto& snap : sweeps_) ids.push_back(snap->info.id);
+  if (ids != torch_defaults_for_)
+    for (const auto& snap : sweeps_)
+      for (const RunResult& r : snap->runs) {
+        auto version = r.facts.find("torch");
+        if (version == r.facts.end() || r.backend.find(".auto") == std::string::npos) continue;
+        const auto v = parseTorchVersion(version->second);
+        if (!v) continue;
+        const QString text = q(v->text());
+        if (torch_->findText(text) < 0) torch_->addItem(text);
+        const QSignalBlocker bt(torch_), bg(gpu_);
+        torch_->setCurrentText(text);
+        auto cap = r.facts.find("torch.capability");
+        gpu_->setCurrentText(r.backend.rfind("torch.cpu", 0) == 0 || cap == r.facts.end() ? QStringLiteral("cpu")
+                                                                                            : q(cap->second));
+        torch_defaults_for_ = ids;
+        return sourceChanged();
+      }
+  if (changed) sourceChanged();
+  else rebuild();  // new runs: what torch ran may have changed
+}
+
+std::map<std::string, DispatchView::Ran> DispatchView::ranAt(const TorchTarget& t) const {
+  std::map<std::string, Ran> out;
+  const std::string prefix = t.device == TorchDevice::cpu ? "torch.cpu." : "torch.cuda.";
+  for (const auto& snap : sweeps_)
+    for (const RunResult& r : snap->runs) {
+      auto ran = r.facts.find("torch.ran");
+      if (ran == r.facts.end() || r.backend.rfind(prefix, 0) != 0 || r.backend.find(".auto") == std::string::npos) continue;
+      out[summary(r.spec)] = {ran->second, r.id};
+    }
+  return out;
+}
+
+QString DispatchView::ranIn(size_t x, size_t y) const {
+  if (x >= grid_.xs.size() || y >= grid_.ys.size()) return {};
+  auto it = ran_.find(grid_.at(x, y).summary);
+  return it == ran_.end() ? QString() : q(it->second.kernel);
 }
 
 void DispatchView::setPlannedSweep(const SweepSpec& sweep) {
@@ -156,6 +198,7 @@ void DispatchView::rebuild() {
   // With the release as an axis the torch box has nothing to choose.
   torch_->setEnabled(x_->currentText() != kTorchAxis && y_->currentText() != kTorchAxis);
   grid_ = dispatchGrid(source_.spec(), x_->currentText().toStdString(), y_->currentText().toStdString(), *t);
+  ran_ = ranAt(*t);
   const int nx = static_cast<int>(grid_.xs.size()), ny = static_cast<int>(grid_.ys.size());
   map_->data()->setSize(nx, ny);
   map_->data()->setRange(QCPRange(0, std::max(0, nx - 1)), QCPRange(0, std::max(0, ny - 1)));
@@ -168,7 +211,13 @@ void DispatchView::rebuild() {
       if (!labels || !valid) continue;
       auto* text = new QCPItemText(plot_);
       text->position->setCoords(x, y);
-      text->setText(c.kernel ? QString::fromUtf8(toString(*c.kernel).data()) + "\n" + q(formatBytes(c.peak_bytes)) : tr("raises"));
+      QString label = c.kernel ? QString::fromUtf8(toString(*c.kernel).data()) + "\n" + q(formatBytes(c.peak_bytes)) : tr("raises");
+      // Beside the prediction, what torch really ran there (a shown run of this point).
+      if (auto ran = ran_.find(c.summary); ran != ran_.end()) {
+        const bool same = c.kernel && ran->second.kernel == toString(*c.kernel);
+        label += "\n" + tr("ran %1%2").arg(q(ran->second.kernel), same ? QStringLiteral(" \u2713") : QStringLiteral(" \u2717"));
+      }
+      text->setText(label);
       text->setColor(Qt::white);
       text->setClipToAxisRect(true);
     }
@@ -201,6 +250,13 @@ QString DispatchView::cellText(double xc, double yc) const {
   if (c.kernel)
     s += tr("<br>predicted peak: %1 (%2 allocated by the call)").arg(q(formatBytes(c.peak_bytes)), q(formatBytes(c.extra_bytes)));
   for (const auto& r : c.rejections) s += "<br>&#10007; " + q(r).toHtmlEscaped();
+  if (auto ran = ran_.find(c.summary); ran != ran_.end()) {
+    const bool same = c.kernel && ran->second.kernel == toString(*c.kernel);
+    s += tr("<br><b>torch ran %1</b> in R%2%3")
+             .arg(q(ran->second.kernel).toHtmlEscaped())
+             .arg(ran->second.run_id)
+             .arg(same ? tr(", as predicted") : tr(": NOT what is predicted (a defect in AttnScope's rules)"));
+  }
   return s;
 }
 

@@ -2,10 +2,15 @@
 // Dispatch: a grid over two fields of the sweep (heads x seq by default, or any two swept fields)
 // coloured by the SDPA kernel PyTorch would pick for the chosen torch version and GPU, with the
 // predicted peak in each cell and, on hover, why the kernels before it were refused. A prediction
-// from core/torch_dispatch; nothing runs. It follows the sweep being set up (setPlannedSweep),
-// or the first shown sweep until one is set up.
+// from core/torch_dispatch; nothing runs. It predicts for what the user touched last: the sweep
+// being set up (setPlannedSweep) or the sweep just shown. A shown sweep with torch runs sets the
+// torch release and device those runs had, and each cell also says what torch really ran there
+// ("ran math", marked where it differs from the prediction).
 
+#include <map>
 #include <optional>
+#include <string>
+#include <vector>
 
 #include "core/spec/sweep_spec.h"
 #include "core/torch_dispatch/dispatch_grid.h"
@@ -26,7 +31,7 @@ class DispatchView : public ChartView {
   void setSweeps(const SweepSnapshots& sweeps) override;
   QList<QCustomPlot*> plots() const override { return {plot_}; }
 
-  // The sweep the user is setting up (the Sweep dock); takes precedence over shown sweeps.
+  // The sweep the user is setting up (the Sweep dock); predicted for until a sweep is shown.
   void setPlannedSweep(const SweepSpec& sweep);
 
   // For tests and the screenshot tool.
@@ -49,6 +54,18 @@ class DispatchView : public ChartView {
   QCPColorMap* map_ = nullptr;
   PlannedSource source_;
   torch_dispatch::DispatchGrid grid_;
+  struct Ran {
+    std::string kernel;
+    int64_t run_id = 0;
+  };
+  // What torch ran per cell summary (summary(spec)), from the shown sweeps' torch.*.auto runs on
+  // the target's device.
+  std::map<std::string, Ran> ranAt(const torch_dispatch::TorchTarget& t) const;
+  std::map<std::string, Ran> ran_;
+  std::vector<int64_t> torch_defaults_for_;  // the shown sweeps whose torch release and device are set
+ public:
+  // What torch ran in the cell (empty when no shown run matches it).
+  QString ranIn(size_t x, size_t y) const;
 };
 
 }  // namespace attnscope::ui

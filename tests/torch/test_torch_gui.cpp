@@ -3,6 +3,7 @@
 // never waits for it), and a sweep of torch.cpu.auto, torch.cpu.math and cpu.flash over heads x
 // seq runs on the worker thread and stores torch's measured memory beside the prediction, with the
 // kernel torch ran. With ATTNSCOPE_TORCH_SCREENSHOT_DIR set it also saves screenshots.
+#include <QComboBox>
 #include <QSettings>
 #include <QSignalSpy>
 #include <QSpinBox>
@@ -14,6 +15,8 @@
 #include "ui/backend_list_model.h"
 #include "ui/compare_model.h"
 #include "ui/compare_view.h"
+#include "core/torch_dispatch/torch_target.h"
+#include "ui/dispatch_view.h"
 #include "ui/main_window.h"
 #include "ui/results_table_model.h"
 #include "ui/sweep_panel.h"
@@ -111,6 +114,28 @@ class TorchGuiTest : public QObject {
     for (int row = 0; table && row < table->model()->rowCount(); ++row)
       noted |= table->model()->index(row, ResultsTableModel::RanColumn).data().toString() == "math";
     QVERIFY(noted);
+
+    // The Dispatch view predicts for the sweep just shown, on the installed torch and the CPU,
+    // and says in each cell what torch really ran there: flash, as predicted.
+    w.showSweeps({id});
+    auto* dispatch = w.findChild<DispatchView*>();
+    QVERIFY(dispatch);
+    const std::string installed = runs.back().facts.count("torch") ? runs.back().facts.at("torch") : "";
+    for (const auto& r : runs)
+      if (r.facts.count("torch")) QVERIFY(torch_dispatch::parseTorchVersion(r.facts.at("torch")));
+    QCOMPARE(dispatch->gpuBox()->currentText(), QString("cpu"));
+    QVERIFY2(QString::fromStdString(installed).startsWith(dispatch->torchBox()->currentText()),
+             qPrintable(dispatch->torchBox()->currentText() + " vs " + QString::fromStdString(installed)));
+    QCOMPARE(dispatch->grid().xs, (std::vector<std::string>{"2", "4"}));
+    int ran_cells = 0;
+    for (size_t x = 0; x < dispatch->grid().xs.size(); ++x)
+      for (size_t y = 0; y < dispatch->grid().ys.size(); ++y) {
+        QCOMPARE(dispatch->ranIn(x, y), QString("flash"));
+        QVERIFY(dispatch->cellText(double(x), double(y)).contains("torch ran flash"));
+        QVERIFY(dispatch->cellText(double(x), double(y)).contains("as predicted"));
+        ++ran_cells;
+      }
+    QCOMPARE(ran_cells, 4);
 
     // Compare (the sweep against itself) shows the kernel torch ran per point and the torch
     // environment the runs saw, as `attnscope compare` does.
