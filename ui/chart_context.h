@@ -26,6 +26,11 @@ std::string workloadInWords(const WorkloadSpec& spec, const std::vector<std::str
 // head_dim 4, width 64 = heads x head_dim, fp32, mask none".
 std::string runInWords(const RunResult& run);
 
+// What the sweeps show, in a few lines for the report's opening: the largest peak and its run,
+// the backends side by side at the largest point (peaks and the ratio of the largest to the
+// smallest), and the points that did not run ok by status ("every point ran ok" otherwise).
+std::vector<std::string> sweepFindings(const SweepSnapshots& sweeps);
+
 // The run with that id among the sweeps' runs; nullptr when none.
 const RunResult* findRun(const SweepSnapshots& sweeps, int64_t run_id);
 

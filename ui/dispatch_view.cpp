@@ -139,6 +139,21 @@ void DispatchView::setSweeps(const SweepSnapshots& sweeps) {
         torch_defaults_for_ = ids;
         return sourceChanged();
       }
+  // No torch run (yet): the device the sweep's backends ran on, so a CPU sweep is not predicted
+  // for an A100.
+  if (ids != torch_defaults_for_ && !sweeps_.empty() && !sweeps_.front()->spec.backends.empty()) {
+    const SweepSnapshot& first = *sweeps_.front();
+    bool cpu = true;
+    for (const auto& b : first.spec.backends) cpu = cpu && (b.rfind("cpu.", 0) == 0 || b.rfind("torch.cpu.", 0) == 0);
+    const QSignalBlocker bg(gpu_);
+    if (cpu) gpu_->setCurrentText(QStringLiteral("cpu"));
+    else if (!first.environment.gpus.empty()) gpu_->setCurrentText(q(first.environment.gpus.front().name));
+    bool torch = false;
+    for (const auto& b : first.spec.backends) torch = torch || b.rfind("torch.", 0) == 0;
+    if (!torch) torch_defaults_for_ = ids;  // else its torch runs, when they come, set the release too
+    if (changed) return sourceChanged();
+    return rebuild();
+  }
   if (changed) sourceChanged();
   else rebuild();  // new runs: what torch ran may have changed
 }

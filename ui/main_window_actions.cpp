@@ -299,9 +299,15 @@ void MainWindow::exportTrace() {
 
 void MainWindow::exportReport() {
   if (shown_.empty()) return report(tr("Select a sweep first."));
-  const QString f = QFileDialog::getSaveFileName(this, tr("Export report"), QDir::home().filePath("attnscope-report.pdf"),
-                                                 tr("PDF (*.pdf)"));
+  // The folder of the last report (or chart export) is kept; the name follows the sweep.
+  QSettings settings;
+  const QString folder =
+      settings.value("report/folder", settings.value("export/folder", QDir::homePath())).toString();
+  const QString f = QFileDialog::getSaveFileName(
+      this, tr("Export report"), QDir(folder).filePath(QStringLiteral("sweep%1-report.pdf").arg(shown_.front()->info.id)),
+      tr("PDF (*.pdf)"));
   if (f.isEmpty()) return;
+  settings.setValue("report/folder", QFileInfo(f).absolutePath());
   if (const QString why = refusedOutput(f, store_.get(), OutputRule::file); !why.isEmpty()) return report(why);
   QString error;
   try {

@@ -210,6 +210,23 @@ QString writeReport(const SweepSnapshots& sweeps, const QString& pdf_file, const
   p.setFont(title_font);
   p.drawText(QRect(0, 0, page.width(), 30), Qt::AlignLeft, QObject::tr("AttnScope report"));
   int y = 40;
+  // What the sweep shows, before what it is: the largest peak, the backends at the largest point,
+  // the points that failed.
+  {
+    QFont bold = body;
+    bold.setBold(true);
+    p.setFont(bold);
+    p.drawText(QRect(0, y, page.width(), 16), Qt::AlignLeft, QObject::tr("What this sweep shows"));
+    y += 18;
+    p.setFont(body);
+    for (const std::string& line : sweepFindings(sweeps)) {
+      const QString text = QStringLiteral("\u2022 ") + QString::fromStdString(line);
+      const QRect r = p.boundingRect(QRect(0, y, page.width(), page.height() - y), Qt::TextWordWrap, text);
+      p.drawText(r, Qt::TextWordWrap, text);
+      y = r.bottom() + 4;
+    }
+    y += 10;
+  }
   p.setFont(body);
   const int half = page.width() / 2 - 10;
   int y_env = y;

@@ -18,6 +18,8 @@
 
 #include "core/spec/sweep_spec.h"
 #include "core/store/store.h"
+#include "core/base/format.h"
+#include "ui/chart_context.h"
 #include "ui/heatmap_view.h"
 #include "ui/main_window.h"
 #include "ui/memory_view.h"
@@ -176,6 +178,32 @@ class TestChartLayout : public QObject {
     view.setSweeps({loadSweepSnapshot(*store_, wide_)});
     QCOMPARE(view.plots().size(), 2);
     QCOMPARE(plotTitle(view.mapPlot("cpu.flash"))->text(), QString("cpu.flash"));
+  }
+
+  // The report opens with what the sweep shows: the largest peak and its run, the backends at the
+  // largest point with their ratio, and the points that did not run.
+  void findings() {
+    const SweepSnapshotPtr wide = loadSweepSnapshot(*store_, wide_);
+    const RunResult* largest = nullptr;
+    for (const RunResult& r : wide->runs)
+      if (!largest || r.memory.measured_peak > largest->memory.measured_peak) largest = &r;
+    std::vector<std::string> lines = sweepFindings({wide});
+    QCOMPARE(lines.size(), size_t{3});
+    QVERIFY2(lines[0].find("R" + std::to_string(largest->id) + " " + largest->backend) != std::string::npos, lines[0].c_str());
+    QVERIFY2(lines[0].find(formatBytes(largest->memory.measured_peak)) != std::string::npos, lines[0].c_str());
+    QVERIFY2(lines[1].find("H2/2 L64x64") != std::string::npos && lines[1].find("cpu.flash") != std::string::npos &&
+                 lines[1].find("cpu.reference") != std::string::npos && lines[1].find("x what") != std::string::npos,
+             lines[1].c_str());
+    QCOMPARE(lines[2], std::string("every point ran ok (40 runs)"));
+    // A budget under the largest points: those are skipped, and said so.
+    SweepSpec tight = test::tinySweep();
+    tight.name = "tight";
+    tight.memory_budget = largest->memory.predicted_peak - 1;
+    tight.axes = {{"heads", {"1", "2"}}, {"seq", {"32", "64"}}};
+    const SweepSnapshotPtr t = loadSweepSnapshot(*store_, test::runSweepInto(*store_, tight));
+    lines = sweepFindings({t});
+    QVERIFY2(lines.back().find(" points did not run ok: ") != std::string::npos && lines.back().find("skipped") != std::string::npos,
+             lines.back().c_str());
   }
 
   void forwardOnlyKeepsOneEntryPerSeries() {

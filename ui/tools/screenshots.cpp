@@ -137,10 +137,10 @@ int main(int argc, char** argv) {
     w.tabs()->setCurrentIndex(i);
     ok &= grab(w, out.filePath(QString("%1.png").arg(names[i])));
   }
-  // A chart as a report would carry it: exported at 300 DPI (10 x 4.4 inches), and the PDF
-  // report (scripts/screenshots.sh turns its pages into PNGs).
-  const QString err = QString::fromStdString(
-      exportSweepChart(db.toStdString(), dense, "png", out.filePath("export-300dpi.png").toStdString(), 3000, 1320, 300));
+  // A chart as a paper would carry it: a journal page's width (7.2 x 3.2 in) at 300 DPI, and the
+  // PDF report (scripts/screenshots.sh turns its pages into PNGs).
+  const QString err = QString::fromStdString(exportSweepChartPrinted(
+      db.toStdString(), dense, "png", out.filePath("export-300dpi.png").toStdString(), 7.2, 3.2, 300));
   std::printf("%s %s\n", err.isEmpty() ? "wrote" : qPrintable("FAILED: " + err), qPrintable(out.filePath("export-300dpi.png")));
   ok &= err.isEmpty();
   QTemporaryDir report_dir;
@@ -175,7 +175,7 @@ int main(int argc, char** argv) {
   // phases of a training layer run (projections, attention and their backward steps).
   w.showSweeps({train, forward});
   w.tabs()->setCurrentIndex(0);
-  w.resize(1920, 1080);  // twelve series a chart: a large screen's room for plot and legend
+  w.resize(1440, 900);  // a laptop screen: pattern, marker and shade keep the legend short
   ok &= grab(w, out.filePath("memory-train.png"));
   w.resize(1680, 1000);
   w.showSweeps({train});
