@@ -141,6 +141,12 @@ LegendPlace fitLegend(QCustomPlot* plot, QSize size) {
     moveLegend(plot, LegendPlace::right);
     return LegendPlace::right;
   }
+  // A replot while panning or zooming changes nothing the fit depends on: the chart's size and
+  // the legend's entries. Then the last fit stands.
+  QString key = QStringLiteral("%1x%2").arg(size.width()).arg(size.height());
+  for (int i = 0; i < legend->itemCount(); ++i)
+    if (auto* item = qobject_cast<QCPPlottableLegendItem*>(legend->item(i))) key += '|' + item->plottable()->name();
+  if (legend->property("fitKey").toString() == key) return legendPlace(plot);
   const QRect view = plot->viewport();
   const double base = legend->property("baseFontSize").toDouble();
   struct Try {
@@ -183,8 +189,11 @@ LegendPlace fitLegend(QCustomPlot* plot, QSize size) {
     if (fits(tried.back())) break;
     // Below the plot: as many columns as the width holds.
     int cols = n;
+    // The legend's own size hint needs no layout of the chart: only the wrap changes here.
+    moveLegend(plot, LegendPlace::below);
     for (; cols > 1; --cols) {
-      apply(LegendPlace::below, font, cols);
+      legend->setWrap(cols);
+      legend->setFillOrder(QCPLegend::foColumnsFirst, true);
       if (legend->minimumOuterSizeHint().width() <= size.width() - 8) break;
     }
     tried.push_back(apply(LegendPlace::below, font, cols));
@@ -201,6 +210,7 @@ LegendPlace fitLegend(QCustomPlot* plot, QSize size) {
     apply(best->place, best->font, best->wrap);
   }
   plot->plotLayout()->setOuterRect(view);
+  legend->setProperty("fitKey", key);
   return best->place;
 }
 
