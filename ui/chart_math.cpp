@@ -128,4 +128,31 @@ std::vector<Interval> mergeForPixels(const std::vector<Interval>& sorted, const 
   return out;
 }
 
+std::string durationText(double s) {
+  const double a = std::fabs(s);
+  const char* unit = "s";
+  double v = s;
+  if (a < 1e-6) {
+    v = s * 1e9;
+    unit = "ns";
+  } else if (a < 1e-3) {
+    v = s * 1e6;
+    unit = "\u00b5s";
+  } else if (a < 1.0) {
+    v = s * 1e3;
+    unit = "ms";
+  }
+  char buf[48];
+  const double av = std::fabs(v);
+  // Rounding may carry into the next decade (999.7 -> "1000"): still three digits of that unit.
+  std::snprintf(buf, sizeof buf, av >= 99.95 || unit[0] == 'n' ? "%.0f %s" : av >= 9.995 ? "%.1f %s" : "%.2f %s", v, unit);
+  return buf;
+}
+
+std::string errorText(double error) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2e", error);
+  return buf;
+}
+
 }  // namespace attnscope::ui

@@ -33,6 +33,11 @@ std::string formatFlopsIn(double flops_per_s, const FlopsUnit& unit);
 
 // Nanoseconds as a compact axis label: "0", "250 ns", "1.5 us", "12 ms", "2 s".
 std::string formatTimeTick(double ns);
+// A duration as the window shows it: three significant digits always ("20.0 ms" beside
+// "18.7 ms", "123 us" -> "123 µs"), ns / µs / ms / s.
+std::string durationText(double seconds);
+// An accuracy error in one form: "8.71e-08", "1.00e-07" (never "1e-07").
+std::string errorText(double error);
 
 // Maps times [t0, t1] onto pixels [px0, px1] (either may be reversed).
 struct TimeToPixel {

@@ -1,4 +1,5 @@
 #include "ui/compare_model.h"
+#include "ui/chart_math.h"
 
 #include <cmath>
 
@@ -70,7 +71,7 @@ QVariant CompareModel::data(const QModelIndex& index, int role) const {
       case 0: return role == RawRole ? QVariant::fromValue<qlonglong>(peak(r)) : QVariant(QString::fromStdString(formatBytes(peak(r))));
       case 1:
         if (role == RawRole) return time(r);
-        return time(r) < 0 ? QStringLiteral("-") : QString::fromStdString(formatDuration(time(r)));
+        return time(r) < 0 ? QStringLiteral("-") : QString::fromStdString(durationText(time(r)));
       default: {
         // A torch run says which kernel torch picked, as `attnscope show` and the Results do.
         const QString status = QString::fromStdString(statusText(*r));

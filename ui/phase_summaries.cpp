@@ -1,4 +1,5 @@
 #include "ui/phase_summaries.h"
+#include "ui/chart_math.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -21,8 +22,8 @@ QStringList phaseCells(const PhaseStats& p) {
   char share[16];
   std::snprintf(share, sizeof share, "%.1f %%", 100.0 * p.share);
   return {QString(2 * p.depth, ' ') + QString::fromStdString(p.name), QString::number(p.count),
-          QString::fromStdString(formatDuration(static_cast<double>(p.total_ns) * 1e-9)),
-          QString::fromStdString(formatDuration(static_cast<double>(p.meanNs()) * 1e-9)), QString::fromLatin1(share),
+          QString::fromStdString(durationText(static_cast<double>(p.total_ns) * 1e-9)),
+          QString::fromStdString(durationText(static_cast<double>(p.meanNs()) * 1e-9)), QString::fromLatin1(share),
           QString::fromStdString(formatBytes(p.peak_bytes))};
 }
 

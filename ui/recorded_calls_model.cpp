@@ -1,4 +1,5 @@
 #include "ui/recorded_calls_model.h"
+#include "ui/chart_math.h"
 
 #include <algorithm>
 
@@ -15,7 +16,7 @@ namespace {
 QString qs(const std::string& s) { return QString::fromStdString(s); }
 
 std::string bytesCell(int64_t b) { return b < 0 ? "-" : formatBytes(b); }
-std::string meanCell(const RecordedStats& s) { return s.count > 0 ? formatDuration(s.meanTime()) : "-"; }
+std::string meanCell(const RecordedStats& s) { return s.count > 0 ? durationText(s.meanTime()) : "-"; }
 
 // A kernel cell's tint: its Dispatch colour, light enough that the text on it stays readable on
 // a light and on a dark base. Nothing for what is not a kernel ("?", an op's name).

@@ -5,6 +5,7 @@
 
 #include "core/base/format.h"
 #include "ui/plot_style.h"
+#include "ui/chart_math.h"
 #include "ui/recorded_calls_model.h"
 #include "ui/recording_view.h"
 
@@ -25,8 +26,8 @@ QString kernelName(const std::string& kernel) {
 QString timeText(const RecordedStats& s) {
   if (s.count <= 0) return QStringLiteral("-");
   return QObject::tr("mean %1 (%2 .. %3) over %4 call%5")
-      .arg(QString::fromStdString(formatDuration(s.meanTime())), QString::fromStdString(formatDuration(s.time_min_s)),
-           QString::fromStdString(formatDuration(s.time_max_s)))
+      .arg(QString::fromStdString(durationText(s.meanTime())), QString::fromStdString(durationText(s.time_min_s)),
+           QString::fromStdString(durationText(s.time_max_s)))
       .arg(s.count)
       .arg(s.count == 1 ? "" : "s");
 }

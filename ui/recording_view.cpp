@@ -1,4 +1,5 @@
 #include "ui/recording_view.h"
+#include "ui/chart_math.h"
 
 #include <algorithm>
 
@@ -221,7 +222,7 @@ void RecordingView::showHeader() {
                    (r.calls.size() == 1 ? tr(", 1 call signature") : tr(", %1 call signatures").arg(r.calls.size())) +
                    (r.calls_seen == 1 ? tr(", 1 call") : tr(", %1 calls").arg(r.calls_seen));
   if (r.calls_dropped > 0) counts += tr(" (%1 not kept: too many signatures)").arg(r.calls_dropped);
-  lines << counts + tr(", recorder overhead %1").arg(qs(formatDuration(r.overhead_s)));
+  lines << counts + tr(", recorder overhead %1").arg(qs(durationText(r.overhead_s)));
   lines << tr("recorded on %1").arg(e->recorded ? qs(e->recorded->describe()) : tr("? (%1)").arg(qs(e->recorded_problem)));
   if (e->target) lines << tr("explained for %1").arg(qs(e->target->describe()));
   if (!r.note.empty()) lines << tr("note: %1").arg(qs(r.note));

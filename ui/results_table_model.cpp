@@ -1,4 +1,5 @@
 #include "ui/results_table_model.h"
+#include "ui/chart_math.h"
 
 #include <QColor>
 
@@ -75,13 +76,13 @@ QVariant ResultsTableModel::data(const QModelIndex& index, int role) const {
     case MeasuredColumn: return bytes(ok ? r.memory.measured_peak : -1);
     case MedianColumn:
       if (raw) return ok ? r.timing.median_s : 0.0;
-      return ok ? QString::fromStdString(formatDuration(r.timing.median_s)) : QStringLiteral("-");
+      return ok ? QString::fromStdString(durationText(r.timing.median_s)) : QStringLiteral("-");
     case ThroughputColumn:
       if (raw) return r.flopsPerSecond();
       return ok ? QString::fromStdString(formatFlopsIn(r.flopsPerSecond(), flops_unit_)) : QStringLiteral("-");
     case ErrorColumn:
       if (raw) return r.accuracy.max_abs_error;
-      return r.accuracy.checked ? QString::number(r.accuracy.max_abs_error, 'g', 3) : QStringLiteral("-");
+      return r.accuracy.checked ? QString::fromStdString(errorText(r.accuracy.max_abs_error)) : QStringLiteral("-");
     case MessageColumn: return QString::fromStdString(r.message);
   }
   return {};

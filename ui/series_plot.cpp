@@ -1,4 +1,5 @@
 #include "ui/series_plot.h"
+#include "ui/chart_math.h"
 
 #include <map>
 
@@ -165,7 +166,7 @@ QString SeriesPlot::tooltip(QCPGraph* graph, int index) const {
   t += "<br>measured peak: " + bytes(r.status == RunStatus::ok ? r.memory.measured_peak : -1);
   t += "<br>predicted peak: " + bytes(r.memory.predicted_peak);
   if (r.status == RunStatus::ok) {
-    t += "<br>median: " + QString::fromStdString(formatDuration(r.timing.median_s));
+    t += "<br>median: " + QString::fromStdString(durationText(r.timing.median_s));
     t += "<br>throughput: " + QString::fromStdString(formatFlops(r.flopsPerSecond()));
   }
   if (!r.message.empty()) t += "<br>" + QString::fromStdString(r.message).toHtmlEscaped();

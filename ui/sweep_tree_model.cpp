@@ -1,4 +1,5 @@
 #include "ui/sweep_tree_model.h"
+#include "ui/chart_math.h"
 
 #include <algorithm>
 #include <unordered_set>
@@ -411,7 +412,7 @@ QVariant SweepTreeModel::sweepData(const SweepNode& s, int column, int role) con
 
 QVariant SweepTreeModel::runData(const RunRow& r, int column, int role) const {
   const QString peak = r.measured_peak >= 0 ? qs(formatBytes(r.measured_peak)) : QStringLiteral("-");
-  const QString median = r.ok ? qs(formatDuration(r.median_s)) : QStringLiteral("-");
+  const QString median = r.ok ? qs(durationText(r.median_s)) : QStringLiteral("-");
   switch (role) {
     case RunIdRole: return QVariant::fromValue<qlonglong>(r.id);
     case FilterRole:

@@ -1,4 +1,5 @@
 #include "ui/timeline_view.h"
+#include "ui/chart_math.h"
 
 #include <algorithm>
 #include <map>
@@ -431,13 +432,13 @@ QString TimelineView::hoverText(QMouseEvent* e) const {
     if (lane.passes)
       return tr("<b>%1</b> (forward pass)<br>start %2, duration %3")
           .arg(QString::fromStdString(passes_[at].label), QString::fromStdString(formatTimeTick(it->start)),
-               QString::fromStdString(formatDuration((it->end - it->start) * 1e-9)));
+               QString::fromStdString(durationText((it->end - it->start) * 1e-9)));
     const TraceEvent& ev = events_[at];
     QString text = tr("<b>%1</b> (%2)<br>start %3, duration %4")
                        .arg(QString::fromStdString(ev.name).toHtmlEscaped(),
                             QString::fromUtf8(toString(ev.kind).data(), toString(ev.kind).size()),
                             QString::fromStdString(formatTimeTick(it->start)),
-                            QString::fromStdString(formatDuration((it->end - it->start) * 1e-9)));
+                            QString::fromStdString(durationText((it->end - it->start) * 1e-9)));
     if (ev.kind == EventKind::kernel && ev.kernel.grid[0] > 0)
       text += tr("<br>grid %1x%2x%3, block %4x%5x%6<br>registers %7, shared memory %8 + %9 B")
                   .arg(ev.kernel.grid[0]).arg(ev.kernel.grid[1]).arg(ev.kernel.grid[2])

@@ -175,6 +175,28 @@ class TestChartMath : public QObject {
     QTest::newRow("mega") << 2.5e6 << 2.5e6 << "2.50 MFLOP/s";
     QTest::newRow("nothing ran") << 0.0 << 0.0 << "0 FLOP/s";
   }
+  void durations_data() {
+    QTest::addColumn<double>("seconds");
+    QTest::addColumn<QString>("text");
+    QTest::newRow("20 ms keeps its digits") << 0.020 << "20.0 ms";
+    QTest::newRow("18.7 ms") << 0.01874 << "18.7 ms";
+    QTest::newRow("1.5 ms") << 0.0015 << "1.50 ms";
+    QTest::newRow("micro sign") << 123e-6 << QString::fromUtf8("123 \u00b5s");
+    QTest::newRow("carry into the next digit") << 9.996e-3 << "10.0 ms";
+    QTest::newRow("ns") << 42e-9 << "42 ns";
+    QTest::newRow("s") << 2.5 << "2.50 s";
+  }
+  void durations() {
+    QFETCH(double, seconds);
+    QFETCH(QString, text);
+    QCOMPARE(QString::fromStdString(durationText(seconds)), text);
+  }
+  void errorsInOneForm() {
+    QCOMPARE(QString::fromStdString(errorText(1e-7)), QString("1.00e-07"));
+    QCOMPARE(QString::fromStdString(errorText(8.71e-8)), QString("8.71e-08"));
+    QCOMPARE(QString::fromStdString(errorText(0)), QString("0.00e+00"));
+  }
+
   void flopsUnit() {
     QFETCH(double, max);
     QFETCH(double, value);
