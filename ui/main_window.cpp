@@ -238,7 +238,7 @@ void MainWindow::buildDocks() {
 void MainWindow::updateRunnable() {
   const WorkloadSpec spec = workload_->spec();
   backend_model_->setSpec(spec);
-  sweep_panel_->update(spec, backend_model_->checkedBackends());
+  sweep_panel_->update(spec, backend_model_->checkedBackends(), !workload_->errors().empty());
   for (ChartView* v : charts_)  // the Dispatch view predicts torch's kernel for the sweep being set up
     if (auto* d = qobject_cast<DispatchView*>(v)) d->setPlannedSweep(sweep_panel_->sweep());
     else if (auto* f = qobject_cast<FrontierView*>(v)) f->setPlannedSweep(sweep_panel_->sweep());

@@ -1,5 +1,7 @@
 #include "ui/sweep_panel.h"
 
+#include <set>
+
 #include <algorithm>
 
 #include <QComboBox>
@@ -81,7 +83,7 @@ SweepPanel::SweepPanel(QWidget* parent) : QWidget(parent) {
   connect(check_, &QComboBox::currentIndexChanged, this, &SweepPanel::changed);
 }
 
-void SweepPanel::update(const WorkloadSpec& base, const std::vector<Backend*>& backends) {
+void SweepPanel::update(const WorkloadSpec& base, const std::vector<Backend*>& backends, bool workload_invalid) {
   SweepSpec s;
   s.name = name_->text().trimmed().toStdString();
   s.base = base;
@@ -120,8 +122,17 @@ void SweepPanel::update(const WorkloadSpec& base, const std::vector<Backend*>& b
   };
   heads_->setStyleSheet(bad("heads") || bad_list("heads") ? highlight : QString());
   seq_->setStyleSheet(bad("seq") || bad("seq_q") || bad_list("seq") ? highlight : QString());
-  const bool other_bad = std::any_of(errors.begin(), errors.end(), [](const SpecError& e) {
-    return e.field != "heads" && e.field != "seq" && e.field != "seq_q";
+  // The other-axes list is pink only for a field it sweeps: an error in a field of the form
+  // (head_dim 1000, kv_heads 3 for 8 heads) is the form's, highlighted there.
+  std::set<std::string> other_fields;
+  for (const SweepAxis& a : s.axes)
+    if (a.field != "heads" && a.field != "seq") {
+      const SpecField* f = findSpecField(a.field);
+      other_fields.insert(f ? std::string(f->name) : a.field);
+    }
+  const bool other_bad = std::any_of(errors.begin(), errors.end(), [&](const SpecError& e) {
+    const SpecField* f = findSpecField(e.field);
+    return other_fields.count(f ? std::string(f->name) : e.field) > 0;
   }) || !other_errors.empty();
   other_->setStyleSheet(other_bad ? highlight : QString());
 
@@ -132,7 +143,7 @@ void SweepPanel::update(const WorkloadSpec& base, const std::vector<Backend*>& b
 
   largest_peak_ = -1;
   QString largest;
-  if (!invalid)
+  if (!invalid && !workload_invalid)
     for (const WorkloadSpec& p : points)
       for (Backend* b : backends) {
         try {
@@ -146,9 +157,11 @@ void SweepPanel::update(const WorkloadSpec& base, const std::vector<Backend*>& b
         }
       }
   sweep_ = std::move(s);
+  problems.removeDuplicates();  // one message per problem, not one per point it spoils
   problem_ = problems.join('\n');
-  QString text = invalid ? tr("invalid sweep: fix the highlighted list")
-                                 : tr("%n point(s)", "", static_cast<int>(sweep_.pointCount()));
+  QString text = workload_invalid ? tr("no points: fix the highlighted Workload field")
+                 : invalid        ? tr("invalid sweep: fix the highlighted list")
+                                  : tr("%n point(s)", "", static_cast<int>(sweep_.pointCount()));
   if (largest_peak_ >= 0)
     text += tr("; largest predicted peak %1 (%2)").arg(QString::fromStdString(formatBytes(largest_peak_)), largest);
   if (sweep_.memory_budget > 0 && largest_peak_ > sweep_.memory_budget)

@@ -25,7 +25,9 @@ class SweepPanel : public QWidget {
   explicit SweepPanel(QWidget* parent = nullptr);
 
   // Recomputes the sweep from the base spec and the selected backends, and shows the summary.
-  void update(const WorkloadSpec& base, const std::vector<Backend*>& backends);
+  // workload_invalid: the Workload form has a field in error (its spec is the last valid one):
+  // no point is counted and the summary says to fix the form.
+  void update(const WorkloadSpec& base, const std::vector<Backend*>& backends, bool workload_invalid = false);
   const SweepSpec& sweep() const { return sweep_; }
   bool valid() const { return problem_.isEmpty(); }
   QString problem() const { return problem_; }

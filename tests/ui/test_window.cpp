@@ -93,6 +93,14 @@ class TestWindow : public QObject {
     QVERIFY(!w.runAction()->isEnabled());
     auto* message = w.workloadForm()->findChild<QLabel*>("workloadMessage");
     QVERIFY(message->text().contains("kv_heads"));
+    // The form's error is the form's: the empty other-axes list stays white, the Sweep dock counts
+    // no points and says where to look, and no message repeats once per point.
+    auto* other = w.sweepPanel()->findChild<QLineEdit*>("sweepOther");
+    QVERIFY2(other->styleSheet().isEmpty(), qPrintable(other->styleSheet()));
+    auto* sweep_summary = w.sweepPanel()->findChild<QLabel*>("sweepSummary");
+    QVERIFY2(sweep_summary->text().contains("fix the highlighted Workload field"), qPrintable(sweep_summary->text()));
+    const QStringList lines = w.sweepPanel()->findChild<QLabel*>("sweepMessage")->text().split('\n');
+    QCOMPARE(QSet<QString>(lines.begin(), lines.end()).size(), lines.size());
     QVERIFY(w.runAction()->toolTip().contains("kv_heads"));
     QVERIFY(!w.startSweep());
     w.workloadForm()->setFieldText("kv_heads", "0");
@@ -100,6 +108,7 @@ class TestWindow : public QObject {
     w.workloadForm()->setFieldText("mask", "window:abc");
     QVERIFY(!w.runAction()->isEnabled());
     QVERIFY(message->text().contains("mask"));
+    QVERIFY2(!sweep_summary->text().contains("point(s)"), qPrintable(sweep_summary->text()));
     w.workloadForm()->setFieldText("mask", "causal");
     QVERIFY(w.runAction()->isEnabled());
     // A bad sweep list disables Run too, with the sweep's message.
