@@ -41,7 +41,7 @@ void SeriesPlot::clear(QCustomPlot* plot) {
     points_.remove(plot->graph(i));
     labels_.remove(plot->graph(i));
   }
-  plot->clearGraphs();
+  plot->clearPlottables();  // graphs and the latency's error bars
 }
 
 void SeriesPlot::add(QCustomPlot* plot, const PlotSeries& s, Metric metric, bool with_predicted) {
@@ -104,6 +104,25 @@ void SeriesPlot::add(QCustomPlot* plot, const PlotSeries& s, Metric metric, bool
     }
   }
   fill(measured, ok, false);
+  if (metric == Metric::latency && !ok.empty()) {
+    // The spread of the repetitions, not only their median: a bar from the fastest to the slowest.
+    auto* spread = new QCPErrorBars(plot->xAxis, plot->yAxis);
+    spread->setName(label + " (min-max)");
+    spread->removeFromLegend();
+    spread->setDataPlottable(measured);
+    spread->setPen(QPen(color, 1.2));
+    spread->setWhiskerWidth(6);
+    spread->setProperty("kind", "spread");
+    QVector<double> minus, plus;
+    for (const SeriesPoint* p : ok) {
+      const RunResult* r = p->run;
+      const double median = r->timing.median_s, lo = r->timing.min_s > 0 ? r->timing.min_s : median,
+                   hi = r->timing.max_s > 0 ? r->timing.max_s : median;
+      minus.push_back(std::max(0.0, median - lo) / unit_);
+      plus.push_back(std::max(0.0, hi - median) / unit_);
+    }
+    spread->setData(minus, plus);
+  }
 
   if (with_predicted && metric == Metric::memory) {
     // Drawn above the measured line, in a deeper (on dark: paler) shade with open rings larger
@@ -167,6 +186,10 @@ QString SeriesPlot::tooltip(QCPGraph* graph, int index) const {
   t += "<br>predicted peak: " + bytes(r.memory.predicted_peak);
   if (r.status == RunStatus::ok) {
     t += "<br>median: " + QString::fromStdString(durationText(r.timing.median_s));
+    if (r.timing.reps > 1)
+      t += QStringLiteral(" (min %1, max %2 of %3 repetitions)")
+               .arg(QString::fromStdString(durationText(r.timing.min_s)), QString::fromStdString(durationText(r.timing.max_s)))
+               .arg(r.timing.reps);
     t += "<br>throughput: " + QString::fromStdString(formatFlops(r.flopsPerSecond()));
   }
   if (!r.message.empty()) t += "<br>" + QString::fromStdString(r.message).toHtmlEscaped();

@@ -206,6 +206,42 @@ class TestChartLayout : public QObject {
              lines.back().c_str());
   }
 
+  // Time shows the spread of the repetitions: a bar from the fastest to the slowest around each
+  // median, as the tooltip says.
+  void latencySpread() {
+    SweepSpec reps = test::tinySweep();
+    reps.name = "reps";
+    reps.reps = 4;
+    reps.axes = {{"heads", {"1", "2"}}, {"seq", {"32"}}};
+    const SweepSnapshotPtr snap = loadSweepSnapshot(*store_, test::runSweepInto(*store_, reps));
+    TimeView view;
+    view.resize(900, 500);
+    view.setSweeps({snap});
+    QCustomPlot* plot = view.findChild<QCustomPlot*>("latencyPlot");
+    int bars = 0;
+    for (int i = 0; i < plot->plottableCount(); ++i) {
+      auto* spread = qobject_cast<QCPErrorBars*>(plot->plottable(i));
+      if (!spread) continue;
+      auto* graph = qobject_cast<QCPGraph*>(spread->dataPlottable());
+      QVERIFY(graph);
+      const QVariantList ids = graph->property("runIds").toList();
+      QCOMPARE(spread->dataCount(), graph->dataCount());
+      for (int k = 0; k < graph->dataCount(); ++k) {
+        const RunResult* r = nullptr;
+        for (const RunResult& run : snap->runs)
+          if (run.id == ids[k].toLongLong()) r = &run;
+        QVERIFY(r && r->timing.reps == 4 && r->timing.max_s >= r->timing.min_s);
+        const double unit = graph->data()->at(k)->value / r->timing.median_s;  // axis units per second
+        QVERIFY(std::abs((graph->data()->at(k)->value - spread->data()->at(k).errorMinus) - r->timing.min_s * unit) <=
+                1e-9 * unit + 1e-12);
+        QVERIFY(std::abs((graph->data()->at(k)->value + spread->data()->at(k).errorPlus) - r->timing.max_s * unit) <=
+                1e-9 * unit + 1e-12);
+        ++bars;
+      }
+    }
+    QCOMPARE(bars, 4);  // two backends at two points
+  }
+
   void forwardOnlyKeepsOneEntryPerSeries() {
     MemoryView view;
     view.resize(900, 600);
