@@ -2,6 +2,7 @@
 #include "ui/chart_math.h"
 
 #include <cmath>
+#include <cstdlib>
 
 #include <QColor>
 
@@ -12,7 +13,7 @@ namespace attnscope::ui {
 
 namespace {
 constexpr int kPerSweep = 3;  // peak, time, status
-constexpr int kPerDelta = 2;  // delta peak, delta time
+constexpr int kPerDelta = 3;  // peak B/A, peak B - A, time B/A
 }  // namespace
 
 CompareModel::CompareModel(QObject* parent) : QAbstractTableModel(parent) {}
@@ -47,7 +48,8 @@ QVariant CompareModel::headerData(int section, Qt::Orientation orientation, int 
   c -= n * kPerSweep;
   const QString name = QString::fromStdString(sweeps_[static_cast<size_t>(1 + c / kPerDelta)]->info.name);
   const QString first = QString::fromStdString(sweeps_[0]->info.name);
-  return (c % kPerDelta == 0 ? tr("peak %1 / %2") : tr("time %1 / %2")).arg(name, first);
+  const int d = c % kPerDelta;
+  return (d == 0 ? tr("peak %1 / %2") : d == 1 ? tr("peak %1 \u2212 %2") : tr("time %1 / %2")).arg(name, first);
 }
 
 QVariant CompareModel::data(const QModelIndex& index, int role) const {
@@ -82,6 +84,19 @@ QVariant CompareModel::data(const QModelIndex& index, int role) const {
   }
   c -= n * kPerSweep;
   const size_t other = static_cast<size_t>(1 + c / kPerDelta);
+  if (c % kPerDelta == 1) {
+    // The absolute difference of the peaks, signed: what B needs more (or less) than A.
+    const RunResult *a = row.runs[0], *b = row.runs[other];
+    const bool both = a && b && peak(a) >= 0 && peak(b) >= 0;
+    const int64_t diff = both ? peak(b) - peak(a) : 0;
+    if (role == RawRole) return both ? QVariant::fromValue<qlonglong>(diff) : QVariant();
+    if (role == Qt::ForegroundRole && both && a && std::llabs(diff) * 10 >= peak(a) && diff != 0)
+      return diff > 0 ? QColor(0xd0, 0x3a, 0x3a) : QColor(0x2e, 0xa0, 0x43);
+    if (role != Qt::DisplayRole) return {};
+    if (!both) return QStringLiteral("-");
+    return (diff > 0 ? QStringLiteral("+") : diff < 0 ? QStringLiteral("\u2212") : QString()) +
+           QString::fromStdString(formatBytes(std::llabs(diff)));
+  }
   const std::optional<double> ratio = c % kPerDelta == 0 ? peakRatio(row, 0, other) : timeRatio(row, 0, other);
   if (role == RawRole) return ratio ? QVariant(*ratio) : QVariant();
   if (role == Qt::ForegroundRole && ratio && std::abs(*ratio - 1) >= 0.1)

@@ -1,5 +1,9 @@
 #include "ui/compare_view.h"
 
+#include <QHBoxLayout>
+
+#include <QComboBox>
+
 #include <algorithm>
 #include <set>
 
@@ -27,7 +31,15 @@ CompareView::CompareView(QWidget* parent) : ChartView(parent) {
   auto* layout = new QVBoxLayout(this);
   hint_ = new QLabel(this);
   hint_->setWordWrap(true);
-  layout->addWidget(hint_);
+  auto* top = new QHBoxLayout;
+  top->addWidget(hint_, 1);
+  top->addWidget(new QLabel(tr("baseline (A):"), this));
+  baseline_ = new QComboBox(this);
+  baseline_->setObjectName("compareBaseline");
+  baseline_->setToolTip(tr("Every ratio is B / A against this sweep"));
+  top->addWidget(baseline_);
+  layout->addLayout(top);
+  connect(baseline_, &QComboBox::currentIndexChanged, this, [this] { setSweeps(shown_); });
   model_ = new CompareModel(this);
   auto* proxy = new QSortFilterProxyModel(this);
   proxy->setSourceModel(model_);
@@ -63,7 +75,7 @@ CompareView::CompareView(QWidget* parent) : ChartView(parent) {
   initPlotLayout(ratio_plot_, tr("B / A per point"));
   ratio_plot_->yAxis->setScaleType(QCPAxis::stLogarithmic);
   ratio_plot_->yAxis->setTicker(QSharedPointer<QCPAxisTickerLog>::create());
-  ratio_plot_->yAxis->setLabel(tr("ratio to the first sweep (log)"));
+  ratio_plot_->yAxis->setLabel(tr("ratio to the baseline (log)"));
   ratio_plot_->legend->setVisible(true);
   ratio_plot_->legend->setFont(QFont(font().family(), 8));
   env_model_ = new QStandardItemModel(this);
@@ -82,12 +94,28 @@ CompareView::CompareView(QWidget* parent) : ChartView(parent) {
   setSweeps({});
 }
 
-void CompareView::setSweeps(const SweepSnapshots& sweeps) {
+void CompareView::setSweeps(const SweepSnapshots& shown) {
+  // The baseline (A) the user chose leads; the others follow in their order.
+  {
+    const QSignalBlocker block(baseline_);
+    const qint64 keep = baseline_->currentData().toLongLong();
+    baseline_->clear();
+    for (const auto& s : shown)
+      baseline_->addItem(QStringLiteral("S%1 %2").arg(s->info.id).arg(QString::fromStdString(s->info.name)),
+                         QVariant::fromValue<qlonglong>(s->info.id));
+    const int at = baseline_->findData(QVariant::fromValue<qlonglong>(keep));
+    baseline_->setCurrentIndex(at >= 0 ? at : 0);
+    baseline_->setEnabled(shown.size() >= 2);
+  }
+  shown_ = shown;
+  SweepSnapshots sweeps = shown;
+  const qint64 base = baseline_->currentData().toLongLong();
+  std::stable_partition(sweeps.begin(), sweeps.end(), [base](const SweepSnapshotPtr& s) { return s->info.id == base; });
   sweeps_ = sweeps;
   hint_->setText(sweeps.size() < 2
                      ? tr("Select two or more sweeps in the Runs dock and press Compare: the Memory, Time and "
                           "Heatmap tabs overlay them, and this tab lists the differences per point.")
-                     : tr("Ratios B/A against the first sweep, paired on the backend and the swept fields "
+                     : tr("Ratios B/A and differences B \u2212 A against the baseline, paired on the backend and the swept fields "
                           "(red: 10% or more memory or time, green: 10% or less). Environments below."));
   model_->setSweeps(sweeps);
   for (int c = 0; c < model_->columnCount(); ++c) {
@@ -96,7 +124,7 @@ void CompareView::setSweeps(const SweepSnapshots& sweeps) {
   }
   table_->resizeColumnsToContents();
   point_table_->resizeColumnToContents(0);
-  point_table_->setMinimumWidth(std::min(point_table_->columnWidth(0) + 8, 420));
+  point_table_->setMinimumWidth(std::min(point_table_->columnWidth(0) + 8, 260));
   ratio_plot_->setVisible(sweeps.size() >= 2);
   rebuildRatioPlot();
   env_model_->clear();
@@ -183,6 +211,7 @@ void CompareView::rebuildRatioPlot() {
                    QString::fromStdString(sweeps_[other]->info.name) + " / " +
                    QString::fromStdString(sweeps_[0]->info.name));
         g->setData(xs, ys);
+        g->setLineStyle(QCPGraph::lsNone);  // the points are different workloads: nothing between them
       }
   auto ticker = QSharedPointer<QCPAxisTickerText>::create();
   for (size_t i = 0; i < keys.size(); ++i) ticker->addTick(static_cast<double>(i), QString::fromStdString(keys[i]));

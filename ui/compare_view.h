@@ -5,6 +5,7 @@
 
 #include "ui/chart_view.h"
 
+class QComboBox;
 class QLabel;
 class QStandardItemModel;
 class QTableView;
@@ -24,9 +25,13 @@ class CompareView : public ChartView {
   QTableView* pointTable() const { return point_table_; }
   CompareModel* model() const { return model_; }
   QStandardItemModel* environmentModel() const { return env_model_; }
+  // The baseline A every ratio is against (the first shown sweep until one is chosen).
+  QComboBox* baselineBox() const { return baseline_; }
 
  private:
   QLabel* hint_;
+  QComboBox* baseline_;
+  SweepSnapshots shown_;  // as shown; sweeps_ has the baseline first
   CompareModel* model_;
   QStandardItemModel* env_model_;
   void rebuildRatioPlot();

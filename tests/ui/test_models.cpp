@@ -9,6 +9,9 @@
 #include "kernels/builtin_backends.h"
 #include "ui/backend_list_model.h"
 #include "ui/compare_model.h"
+#include "ui/compare_view.h"
+#include <qcustomplot.h>
+#include <QComboBox>
 #include "ui/results_table_model.h"
 #include "ui/sweep_tree_filter.h"
 #include "ui/sweep_tree_model.h"
@@ -285,7 +288,7 @@ class TestModels : public QObject {
     // Points match on backend and the swept fields (heads, seq): tiny's 8 points (heads 1, 2 x
     // seq 16, 32) and second's 2 (heads 4 at the base seq 1024) share none: 10 rows.
     QCOMPARE(model.rowCount(), 10);
-    QCOMPARE(model.columnCount(), 1 + 2 * 3 + 2);
+    QCOMPARE(model.columnCount(), 1 + 2 * 3 + 3);
     model.setSweeps({a, a});
     QCOMPARE(model.rowCount(), 8);
     for (int r = 0; r < model.rowCount(); ++r) {
@@ -297,6 +300,37 @@ class TestModels : public QObject {
     QCOMPARE(model.index(0, 0).data().toString(), QString("cpu.reference heads=1 seq=16"));
     model.setSweeps({});
     QCOMPARE(model.rowCount(), 0);
+
+    // Wider heads: every point pairs, B needs more. Columns: Point, A (peak, median, status),
+    // B (the same), peak B/A, peak B - A, time B/A.
+    SweepSpec wider = test::tinySweep();
+    wider.name = "wider";
+    wider.base.head_dim = 16;
+    auto w = loadSweepSnapshot(*store_, test::runSweepInto(*store_, wider));
+    model.setSweeps({a, w});
+    QCOMPARE(model.rowCount(), 8);
+    QCOMPARE(model.headerData(8, Qt::Horizontal, Qt::DisplayRole).toString(), QString("peak wider \u2212 tiny"));
+    for (int r = 0; r < model.rowCount(); ++r) {
+      const qlonglong pa = model.index(r, 1).data(CompareModel::RawRole).toLongLong();
+      const qlonglong pb = model.index(r, 4).data(CompareModel::RawRole).toLongLong();
+      QCOMPARE(model.index(r, 8).data(CompareModel::RawRole).toLongLong(), pb - pa);
+      QVERIFY(pb > pa);
+      QVERIFY(model.index(r, 8).data().toString().startsWith("+"));
+      QCOMPARE(model.index(r, 7).data(CompareModel::RawRole).toDouble(), double(pb) / double(pa));
+    }
+    // The Compare tab's baseline: choosing the wider sweep as A turns every ratio over.
+    CompareView view;
+    view.setSweeps({a, w});
+    const double before = view.model()->index(0, 7).data(CompareModel::RawRole).toDouble();
+    QVERIFY(before > 1);
+    view.baselineBox()->setCurrentIndex(1);
+    QCOMPARE(view.model()->headerData(7, Qt::Horizontal, Qt::DisplayRole).toString(), QString("peak tiny / wider"));
+    QVERIFY(std::abs(view.model()->index(0, 7).data(CompareModel::RawRole).toDouble() * before - 1) < 1e-12);
+    QVERIFY(view.model()->index(0, 8).data().toString().startsWith("\u2212"));
+    // The ratio chart marks points, it does not join different workloads with lines.
+    for (int g = 0; g < view.ratioPlot()->graphCount(); ++g)
+      if (view.ratioPlot()->graph(g)->name().contains(" / ") && view.ratioPlot()->graph(g)->dataCount() > 0)
+        QCOMPARE(view.ratioPlot()->graph(g)->lineStyle(), QCPGraph::lsNone);
   }
 
  private:
