@@ -309,7 +309,7 @@ class TestModels : public QObject {
     auto w = loadSweepSnapshot(*store_, test::runSweepInto(*store_, wider));
     model.setSweeps({a, w});
     QCOMPARE(model.rowCount(), 8);
-    QCOMPARE(model.headerData(8, Qt::Horizontal, Qt::DisplayRole).toString(), QString("peak wider \u2212 tiny"));
+    QCOMPARE(model.headerData(8, Qt::Horizontal, Qt::DisplayRole).toString(), QString("peak wider \u2212 ") + QString::fromStdString(a->info.name));
     for (int r = 0; r < model.rowCount(); ++r) {
       const qlonglong pa = model.index(r, 1).data(CompareModel::RawRole).toLongLong();
       const qlonglong pb = model.index(r, 4).data(CompareModel::RawRole).toLongLong();
@@ -324,7 +324,7 @@ class TestModels : public QObject {
     const double before = view.model()->index(0, 7).data(CompareModel::RawRole).toDouble();
     QVERIFY(before > 1);
     view.baselineBox()->setCurrentIndex(1);
-    QCOMPARE(view.model()->headerData(7, Qt::Horizontal, Qt::DisplayRole).toString(), QString("peak tiny / wider"));
+    QCOMPARE(view.model()->headerData(7, Qt::Horizontal, Qt::DisplayRole).toString(), "peak " + QString::fromStdString(a->info.name) + " / wider");
     QVERIFY(std::abs(view.model()->index(0, 7).data(CompareModel::RawRole).toDouble() * before - 1) < 1e-12);
     QVERIFY(view.model()->index(0, 8).data().toString().startsWith("\u2212"));
     // The ratio chart marks points, it does not join different workloads with lines.
