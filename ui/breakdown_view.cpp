@@ -150,7 +150,6 @@ void BreakdownView::rebuild() {
   const int peak_step = plan.stepCount() > 0 ? plan.peakStep() : -1;
   const QColor base = backendColor(r->backend);
   QCPBars* below = nullptr;
-  int i = 0;
   QString table = tr("<b>%1</b><br>%2<br><br><table cellspacing=4><tr><th align=left>buffer</th><th>role</th>"
                      "<th align=right>bytes</th><th>steps</th></tr>")
                       .arg(QString::fromStdString(r->backend), QString::fromStdString(summary(r->spec)));
@@ -181,7 +180,7 @@ void BreakdownView::rebuild() {
     }
     auto* bars = new QCPBars(plot_->xAxis, plot_->yAxis);
     bars->setName(QString::fromStdString(b.name) + " " + QString::fromStdString(formatBytes(b.bytes)));
-    const QColor c = QColor::fromHsv((base.hsvHue() + 37 * i++) % 360, 120, 220);
+    const QColor c = bufferColor(b.name);  // as in the Timeline
     bars->setBrush(c);
     bars->setPen(QPen(c.darker(150)));
     bars->setWidth(0.6);

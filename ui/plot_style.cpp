@@ -1,6 +1,7 @@
 #include "ui/plot_style.h"
 
 #include <array>
+#include <cctype>
 #include <cstdint>
 
 #include <qcustomplot.h>
@@ -32,6 +33,28 @@ QColor variantColor(const std::string& id, int variant, int count) {
   const double t = static_cast<double>(variant) / (count - 1);
   const int factor = static_cast<int>(60 + t * 55);
   return factor < 100 ? base.darker(100 * 100 / factor) : base.lighter(factor);
+}
+
+QColor bufferColor(const std::string& full) {
+  std::string name = full;
+  if (name.size() > 2 && name[0] == 'L' && std::isdigit(static_cast<unsigned char>(name[1]))) {
+    const size_t dot = name.find('.');
+    if (dot != std::string::npos) name = name.substr(dot + 1);
+  }
+  // Tableau 20 in an order that keeps neighbours in a plan apart (q, k, v; S, P; dq, dk, dv).
+  static const std::array<QColor, 20> palette{
+      QColor(0x1f, 0x77, 0xb4), QColor(0xff, 0x7f, 0x0e), QColor(0x2c, 0xa0, 0x2c), QColor(0xd6, 0x27, 0x28),
+      QColor(0x94, 0x67, 0xbd), QColor(0x8c, 0x56, 0x4b), QColor(0xe3, 0x77, 0xc2), QColor(0x7f, 0x7f, 0x7f),
+      QColor(0xbc, 0xbd, 0x22), QColor(0x17, 0xbe, 0xcf), QColor(0xae, 0xc7, 0xe8), QColor(0xff, 0xbb, 0x78),
+      QColor(0x98, 0xdf, 0x8a), QColor(0xff, 0x98, 0x96), QColor(0xc5, 0xb0, 0xd5), QColor(0xc4, 0x9c, 0x94),
+      QColor(0xf7, 0xb6, 0xd2), QColor(0xc7, 0xc7, 0xc7), QColor(0xdb, 0xdb, 0x8d), QColor(0x9e, 0xda, 0xe5)};
+  static const std::array<const char*, 20> known{"x", "q", "k", "v", "S", "P", "o", "mask", "lse", "dO",
+                                                 "dS", "dP", "dq", "dk", "dv", "dx", "y", "scores", "g", "qkv"};
+  for (size_t i = 0; i < known.size(); ++i)
+    if (name == known[i]) return palette[i];
+  uint32_t h = 2166136261u;  // FNV-1a: the same colour on every run and machine
+  for (unsigned char c : name) h = (h ^ c) * 16777619u;
+  return QColor::fromHsv(static_cast<int>((h % 36) * 10), 110, 225);
 }
 
 QColor kernelColor(std::optional<torch_dispatch::SdpaKernel> kernel) {

@@ -21,6 +21,11 @@ namespace attnscope::ui {
 QColor backendColor(const std::string& backend_id);
 // The colour of series `variant` of `count` for one backend: shades from dark to light.
 QColor variantColor(const std::string& backend_id, int variant, int count);
+// One colour per buffer name, the same in Breakdown and the Timeline and in every run: the
+// buffers attention plans name (x, q, k, v, S, P, o, mask, lse, the gradients, ...) get distinct
+// entries of one 20-colour palette, so no two of one plan share a colour; other names a hue of
+// their own from a hash (a layer's prefix, "L3.", is ignored: L1.P and L3.P are both P).
+QColor bufferColor(const std::string& name);
 
 // flash green, efficient blue, cudnn purple, math red; nullopt (torch raises) grey.
 QColor kernelColor(std::optional<torch_dispatch::SdpaKernel> kernel);

@@ -213,9 +213,7 @@ void TimelineView::drawBands() {
   QCPAxis* y = memory_rect_->axis(QCPAxis::atLeft);
   const double peak = std::max<double>(1.0, static_cast<double>(timeline_.peakBytes()));
   for (const BufferBand& b : bands_) {
-    uint32_t h = 2166136261u;  // one colour per buffer name, the same in every run
-    for (unsigned char c : b.name) h = (h ^ c) * 16777619u;
-    const QColor color = QColor::fromHsv(static_cast<int>(h % 360), 110, 225);
+    const QColor color = bufferColor(b.name);  // as in Breakdown
     // One rectangle per stretch at one height: the band steps down when a block below it is freed.
     const std::vector<BandPiece> pieces = piecesOf(b);
     for (const BandPiece& piece : pieces) {

@@ -6,6 +6,8 @@
 #include <QtTest>
 
 #include "ui/chart_math.h"
+#include "ui/plot_style.h"
+#include <set>
 
 using namespace attnscope::ui;
 
@@ -190,6 +192,14 @@ class TestChartMath : public QObject {
     QFETCH(double, seconds);
     QFETCH(QString, text);
     QCOMPARE(QString::fromStdString(durationText(seconds)), text);
+  }
+  void bufferColoursApart() {
+    // A training layer's buffers: no two share a colour (x and P, q, k and o used to).
+    const char* names[] = {"x", "q", "k", "v", "S", "P", "o", "mask", "lse", "dO", "dS", "dP", "dq", "dk", "dv", "dx"};
+    std::set<QRgb> seen;
+    for (const char* n : names) QVERIFY2(seen.insert(bufferColor(n).rgb()).second, n);
+    QCOMPARE(bufferColor("L3.P"), bufferColor("P"));  // a stack's layers: one colour per buffer
+    QCOMPARE(bufferColor("some_scratch"), bufferColor("some_scratch"));
   }
   void errorsInOneForm() {
     QCOMPARE(QString::fromStdString(errorText(1e-7)), QString("1.00e-07"));
