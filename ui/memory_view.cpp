@@ -3,6 +3,7 @@
 #include <QCheckBox>
 #include <QHBoxLayout>
 #include <QLabel>
+#include <QPushButton>
 #include <QVBoxLayout>
 #include <qcustomplot.h>
 
@@ -22,6 +23,11 @@ MemoryView::MemoryView(QWidget* parent) : ChartView(parent) {
   predicted_box_->setChecked(true);
   bar->addWidget(log_box_);
   bar->addWidget(predicted_box_);
+  // The wheel zooms and a drag pans; this shows every point again.
+  auto* reset = new QPushButton(tr("Reset zoom"), this);
+  reset->setObjectName("memoryResetZoom");
+  connect(reset, &QPushButton::clicked, this, [this] { rebuild(); });
+  bar->addWidget(reset);
   bar->addStretch();
   layout->addLayout(bar);
   auto* plots = new QHBoxLayout;

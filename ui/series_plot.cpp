@@ -138,7 +138,8 @@ void SeriesPlot::add(QCustomPlot* plot, const PlotSeries& s, Metric metric, bool
     const QString st = QString::fromUtf8(toString(status).data(), toString(status).size());
     QCPGraph* g = make(st, label + " (" + st + ")");
     g->setLineStyle(QCPGraph::lsNone);
-    g->setScatterStyle(QCPScatterStyle(static_cast<QCPScatterStyle::ScatterShape>(failedMarkerShape(status)), QPen(color, 2), QBrush(Qt::NoBrush), 10));
+    // Larger than the predicted ring (10) it sits on, so a star or cross is never hidden inside it.
+    g->setScatterStyle(QCPScatterStyle(static_cast<QCPScatterStyle::ScatterShape>(failedMarkerShape(status)), QPen(color, 2.2), QBrush(Qt::NoBrush), 14));
     fill(g, pts, true);
     g->removeFromLegend();
   }

@@ -45,12 +45,21 @@ std::vector<RunResult> SweepRunner::run(const SweepSpec& spec, const SweepCallba
   std::vector<RunResult> results;
   SweepProgress progress;
   progress.total = selected_ ? static_cast<size_t>(std::count(wanted.begin(), wanted.end(), true)) : total;
+  // The ETA weighs each point by its work (pointFlops, plus a constant per point for what does not
+  // grow with size), not by its count: seq 4096 after seq 128 is 1000x the time, not the same.
+  std::vector<double> work(points.size());
+  double work_total = 0, work_done = 0;
+  for (size_t g = 0; g < points.size(); ++g) {
+    work[g] = pointFlops(points[g]) + 1e6;
+    for (size_t bi = 0; bi < backends.size(); ++bi)
+      if (wanted[g * backends.size() + bi]) work_total += work[g];
+  }
   const int64_t start = nowNs();
   auto report = [&] {
     progress.elapsed_s = static_cast<double>(nowNs() - start) * 1e-9;
-    progress.eta_s = progress.done > 0 ? progress.elapsed_s / static_cast<double>(progress.done) *
-                                             static_cast<double>(progress.total - progress.done)
-                                       : -1;
+    progress.eta_s = progress.done > 0 && work_done > 0
+                         ? progress.elapsed_s / work_done * std::max(0.0, work_total - work_done)
+                         : -1;
     if (cb.progress) cb.progress(progress);
   };
   for (size_t g = 0; g < points.size(); ++g) {
@@ -74,6 +83,7 @@ std::vector<RunResult> SweepRunner::run(const SweepSpec& spec, const SweepCallba
       r.trace.events = {};
       results.push_back(std::move(r));
       ++progress.done;
+      work_done += work[g];
       if (results.back().status == RunStatus::cancelled) {
         progress.current.clear();
         report();

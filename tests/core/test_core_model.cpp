@@ -285,6 +285,33 @@ TEST(RunEngine, CancelStopsARunInFlight) {
   EXPECT_EQ(r.memory.measured_peak, small().ioBytes());
 }
 
+TEST(SweepRunner, EtaWeighsPointsByTheirWork) {
+  // After a small point, the ETA for a large one is the elapsed time scaled by their work, not
+  // by their count (seq 1024 is ~60x the work of seq 16 here).
+  BackendRegistry reg;
+  reg.add(std::make_unique<ReferenceTestBackend>());
+  SweepSpec sw;
+  sw.base = small();
+  sw.axes = {{"seq", {"16", "1024"}}};
+  sw.backends = {"test.reference"};
+  sw.reps = 1;
+  sw.warmup = 0;
+  std::vector<SweepProgress> progress;
+  SweepRunner runner(reg);
+  runner.run(sw, {[&](const SweepProgress& p) { progress.push_back(p); }, {}});
+  const std::vector<WorkloadSpec> points = sw.expand();
+  ASSERT_EQ(points.size(), 2u);
+  const double w_small = pointFlops(points[0]) + 1e6, w_large = pointFlops(points[1]) + 1e6;
+  ASSERT_GT(w_large, 10 * w_small);
+  const SweepProgress* after_first = nullptr;
+  for (const auto& p : progress)
+    if (p.done == 1 && !after_first) after_first = &p;
+  ASSERT_NE(after_first, nullptr);
+  ASSERT_GT(after_first->elapsed_s, 0);
+  EXPECT_NEAR(after_first->eta_s / after_first->elapsed_s, w_large / w_small, 1e-6 * w_large / w_small);
+  EXPECT_EQ(progress.front().eta_s, -1);  // nothing done, nothing to go by
+}
+
 TEST(SweepRunner, RunsEveryPointIsolatesFailuresAndReportsProgress) {
   BackendRegistry reg;
   reg.add(std::make_unique<ReferenceTestBackend>());

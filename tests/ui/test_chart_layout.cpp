@@ -11,6 +11,7 @@
 #include <QDockWidget>
 #include <QElapsedTimer>
 #include <QProcess>
+#include <QPushButton>
 #include <QTabWidget>
 #include <QTableView>
 #include <type_traits>
@@ -240,6 +241,20 @@ class TestChartLayout : public QObject {
       }
     }
     QCOMPARE(bars, 4);  // two backends at two points
+  }
+
+  void memoryZoomResets() {
+    MemoryView view;
+    view.resize(900, 600);
+    view.setSweeps({loadSweepSnapshot(*store_, wide_)});
+    QCustomPlot* plot = view.findChild<QCustomPlot*>("memorySeqPlot");
+    const QCPRange x = plot->xAxis->range(), y = plot->yAxis->range();
+    plot->xAxis->scaleRange(0.25, x.center());  // as the wheel does
+    plot->yAxis->scaleRange(0.25, y.center());
+    QVERIFY(plot->xAxis->range().size() < x.size());
+    view.findChild<QPushButton*>("memoryResetZoom")->click();
+    QCOMPARE(plot->xAxis->range(), x);
+    QCOMPARE(plot->yAxis->range(), y);
   }
 
   void forwardOnlyKeepsOneEntryPerSeries() {
