@@ -31,6 +31,7 @@
 #include "kernels/builtin_session.h"
 #include "ui/chart_export.h"
 #include "ui/plot_layout.h"
+#include "ui/python_dialog.h"
 #include "ui/chart_view.h"
 #include "ui/compare_view.h"
 #include "ui/export_dialog.h"
@@ -138,17 +139,12 @@ void MainWindow::buildMenus() {
 
   QMenu* settings = menuBar()->addMenu(tr("&Settings"));
   settings->addAction(tr("&Python for torch backends..."), this, [this] {
-    bool ok = false;
-    const QString current = QSettings().value("torch/python").toString();
-    const QString python = QInputDialog::getText(
-        this, tr("Python for torch backends"),
-        tr("Python with torch for the torch.* backends (a path, or a name on PATH; empty: python3).\n"
-           "--python and ATTNSCOPE_PYTHON take precedence over this setting."),
-        QLineEdit::Normal, current, &ok);
-    if (!ok) return;
-    QSettings().setValue("torch/python", python.trimmed());
-    builtinBackendSettings().setGuiPython(python.trimmed().toStdString());  // and checks again
+    PythonDialog dlg(QSettings().value("torch/python").toString(), this);
+    if (dlg.exec() != QDialog::Accepted) return;
+    QSettings().setValue("torch/python", dlg.python());
+    builtinBackendSettings().setGuiPython(dlg.python().toStdString());  // and checks again
     updateRunnable();  // the torch backends say "checking ..." until the new probe answers
+    if (!dlg.result().isEmpty()) statusBar()->showMessage(dlg.result(), 8000);
   });
 
   QMenu* view = menuBar()->addMenu(tr("&View"));

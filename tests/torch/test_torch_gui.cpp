@@ -18,6 +18,7 @@
 #include "core/torch_dispatch/torch_target.h"
 #include "ui/dispatch_view.h"
 #include "ui/main_window.h"
+#include "ui/python_dialog.h"
 #include "ui/results_table_model.h"
 #include "ui/sweep_panel.h"
 #include "ui/sweep_snapshot.h"
@@ -56,6 +57,12 @@ class TorchGuiTest : public QObject {
 
  private Q_SLOTS:
   void sweepTorchBesideOurs() {
+    {  // Settings > Python confirms the interpreter before it is kept.
+      PythonDialog dlg(QString::fromLocal8Bit(testPython()));
+      QTRY_VERIFY_WITH_TIMEOUT(!dlg.checking(), 120000);
+      QVERIFY2(dlg.result().startsWith("found torch 2.") && dlg.result().contains(QString::fromLocal8Bit(testPython())),
+               qPrintable(dlg.result()));  // "(CUDA 13.2)" for the PyPI wheel, "(CPU build)" for a +cpu one
+    }
     QSettings().setValue("torch/python", QString::fromLocal8Bit(testPython()));
     const QString db = dir_.filePath("torch.sqlite");
     MainWindow w(db);

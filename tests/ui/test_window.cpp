@@ -14,6 +14,8 @@
 #include <QDoubleSpinBox>
 #include <QLabel>
 #include <QLineEdit>
+#include <QProcess>
+#include <QStandardPaths>
 #include <QScrollArea>
 #include <QScrollBar>
 #include <QSpinBox>
@@ -28,6 +30,7 @@
 #include "ui/backend_list_model.h"
 #include "ui/breakdown_view.h"
 #include "ui/main_window.h"
+#include "ui/python_dialog.h"
 #include "ui/memory_view.h"
 #include "ui/results_table_model.h"
 #include "ui/runs_panel.h"
@@ -115,6 +118,31 @@ class TestWindow : public QObject {
     w.sweepPanel()->setAxisText("heads", "1, 0");
     QVERIFY(!w.runAction()->isEnabled());
     QVERIFY(w.sweepPanel()->findChild<QLabel*>("sweepMessage")->text().contains("heads"));
+  }
+
+  // Settings > Python says what the interpreter holds before it is kept.
+  void pythonDialogChecks() {
+    PythonDialog dlg("no-such-python-for-attnscope");
+    QTRY_VERIFY(!dlg.checking());
+    QVERIFY2(dlg.result().contains("not found: 'no-such-python-for-attnscope' is not on PATH"), qPrintable(dlg.result()));
+    dlg.findChild<QLineEdit*>("pythonPath")->setText("/nonexistent/bin/python");
+    dlg.check();
+    QTRY_VERIFY_WITH_TIMEOUT(!dlg.checking(), 20000);
+    QVERIFY2(dlg.result().contains("cannot run /nonexistent/bin/python"), qPrintable(dlg.result()));
+    // Debian's python3 has no torch (the torch venv is separate): said so, with Python's words.
+    const QString system = QStandardPaths::findExecutable("python3");
+    if (!system.isEmpty()) {
+      QProcess probe;
+      probe.start(system, {"-c", "import torch"});
+      QVERIFY(probe.waitForFinished(60000));
+      dlg.findChild<QLineEdit*>("pythonPath")->setText(system);
+      dlg.check();
+      QTRY_VERIFY_WITH_TIMEOUT(!dlg.checking(), 60000);
+      if (probe.exitCode() != 0)
+        QVERIFY2(dlg.result().startsWith("no torch in " + system) && dlg.result().contains("torch"), qPrintable(dlg.result()));
+      else
+        QVERIFY2(dlg.result().startsWith("found torch "), qPrintable(dlg.result()));
+    }
   }
 
   void workloadDockShowsEveryFieldOnALaptopScreen() {
