@@ -27,7 +27,10 @@ BreakdownView::BreakdownView(QWidget* parent) : ChartView(parent) {
   auto* bar = new QHBoxLayout;
   run_ = new QComboBox(this);
   run_->setObjectName("breakdownRun");
-  run_->setSizeAdjustPolicy(QComboBox::AdjustToContents);
+  // At most ~48 characters wide (the full description in its tooltip and the popup): a long run
+  // description must not widen the window.
+  run_->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+  run_->setMinimumContentsLength(48);
   bar->addWidget(new QLabel(tr("Run:"), this));
   bar->addWidget(run_);
   bar->addStretch();

@@ -55,9 +55,11 @@ HeatmapView::HeatmapView(QWidget* parent) : ChartView(parent) {
   shared_->setObjectName("heatmapSharedScale");
   shared_->setChecked(true);
   bar->addWidget(shared_);
-  bar->addWidget(new QLabel(tr("peak memory: measured where the run was ok; failed cells name their status "
+  auto* legend = new QLabel(tr("peak memory: measured where the run was ok; failed cells name their status "
                                "and show the prediction (~)"),
-                            this));
+                            this);
+  legend->setWordWrap(true);  // never what sets the window's width
+  bar->addWidget(legend, 1);
   bar->addStretch();
   layout->addLayout(bar);
   grid_host_ = new QWidget(this);

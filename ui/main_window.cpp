@@ -209,6 +209,9 @@ void MainWindow::buildDocks() {
   addDockWidget(Qt::RightDockWidgetArea, rd);
   // The form gets the height it asks for (a saved layout, restored later, wins).
   resizeDocks({wd, bd}, {workload_->sizeHint().height() + 8, 160}, Qt::Vertical);
+  // The right docks start wide enough for a sweep's name and a run's point (they may shrink to
+  // their minimum when the screen is small, and their hints never set the window's width).
+  resizeDocks({sd, rd}, {330, 330}, Qt::Horizontal);
   // ...and never less width than its widest row (the scroll area alone would let the dock shrink
   // until the labels are cut).
   wd->widget()->setMinimumWidth(workload_->minimumSizeHint().width() + 4);

@@ -90,6 +90,7 @@ RunsPanel::RunsPanel(SweepTreeModel* model, RecordingListModel* recordings, QWid
           [this](const QPoint& pos) { showHeaderMenu(recordings_view_, pos); });
   auto* recordings_label = new QLabel(this);
   recordings_label->setObjectName("recordingsLabel");
+  recordings_label->setWordWrap(true);  // the hint must not set the dock's width
   auto count_recordings = [this, recordings_label] {
     const int n = recordings_->rowCount();
     recordings_label->setText(n > 0 ? tr("Recordings (%1)").arg(n)

@@ -31,8 +31,12 @@ TimelineView::TimelineView(QWidget* parent) : ChartView(parent) {
   auto* bar = new QHBoxLayout;
   run_ = new QComboBox(this);
   run_->setObjectName("timelineRun");
-  run_->setSizeAdjustPolicy(QComboBox::AdjustToContents);
+  // At most ~48 characters wide (the full description in its tooltip and the popup): a long run
+  // description must not widen the window.
+  run_->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+  run_->setMinimumContentsLength(48);
   info_ = new QLabel(this);
+  info_->setWordWrap(true);  // a long status must not widen the window
   bar->addWidget(new QLabel(tr("Run:"), this));
   bar->addWidget(run_);
   bar->addWidget(info_, 1);

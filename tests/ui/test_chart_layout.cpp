@@ -416,6 +416,25 @@ class TestChartLayout : public QObject {
     store_ = std::make_unique<Store>(db.toStdString());
   }
 
+  // The window fits a laptop's 1280 px on every tab: no label, run chooser or hint sets its width
+  // (the Heatmap's note, the Timeline's run, the Runs dock's hint used to widen it to 1569 px).
+  void windowKeepsItsWidthOnEveryTab() {
+    store_.reset();
+    MainWindow w(dir_.filePath("layout.db"));
+    w.resize(1280, 800);
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    w.showSweeps({train_, named_a_});
+    QVERIFY2(w.minimumSizeHint().width() <= 1280, qPrintable(QString::number(w.minimumSizeHint().width())));
+    for (int t = 0; t < w.tabs()->count(); ++t) {
+      w.tabs()->setCurrentIndex(t);
+      QTest::qWait(30);
+      QVERIFY2(w.width() == 1280, qPrintable(QString("%1: %2 px").arg(w.tabs()->tabText(t)).arg(w.width())));
+    }
+    w.close();
+    store_ = std::make_unique<Store>(dir_.filePath("layout.db").toStdString());
+  }
+
   // The window at the screen sizes users have, every chart of Memory and Time.
   void windowSizes_data() {
     QTest::addColumn<QSize>("size");
