@@ -245,7 +245,7 @@ void MainWindow::updateRunnable() {
   for (ChartView* v : charts_)  // the Dispatch view predicts torch's kernel for the sweep being set up
     if (auto* d = qobject_cast<DispatchView*>(v)) d->setPlannedSweep(sweep_panel_->sweep());
     else if (auto* f = qobject_cast<FrontierView*>(v)) f->setPlannedSweep(sweep_panel_->sweep());
-  workload_->setSwept(sweep_panel_->sweptFields());
+  workload_->setSwept(sweep_panel_->sweep().axes);
   const auto errors = workload_->errors();
   const bool ok = errors.empty() && sweep_panel_->valid() && store_ && !running_;
   run_action_->setEnabled(ok);

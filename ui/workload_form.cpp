@@ -1,5 +1,7 @@
 #include "ui/workload_form.h"
 
+#include <map>
+
 #include <algorithm>
 
 #include <QButtonGroup>
@@ -20,12 +22,33 @@ namespace {
 
 QString qs(std::string_view s) { return QString::fromUtf8(s.data(), static_cast<qsizetype>(s.size())); }
 
+// A count field that, while the Sweep dock sweeps it, reads "swept: 1, 2, 4, 8" (the list, not the
+// base value the form keeps); greyed like any disabled field.
+class SweptSpinBox : public QSpinBox {
+ public:
+  using QSpinBox::QSpinBox;
+  void setSweptText(const QString& text) {
+    if (text == swept_) return;
+    swept_ = text;
+    setPrefix(prefix());  // makes the box show its text again
+    lineEdit()->setText(textFromValue(value()));
+  }
+
+ protected:
+  QString textFromValue(int value) const override {
+    return swept_.isEmpty() ? QSpinBox::textFromValue(value) : swept_;
+  }
+
+ private:
+  QString swept_;
+};
+
 // One widget of the kind the table names, with its allowed values and the CLI help as tooltip.
 QWidget* makeWidget(const SpecField& f, QWidget* parent) {
   QWidget* w = nullptr;
   switch (f.widget) {
     case FieldWidget::count: {
-      auto* s = new QSpinBox(parent);
+      auto* s = new SweptSpinBox(parent);
       s->setRange(0, 1 << 30);  // 0 and other invalid values stay typeable and are explained
       s->setAccelerated(true);
       if (!f.zero_text.empty()) s->setSpecialValueText(qs(f.zero_text));
@@ -159,20 +182,32 @@ std::vector<SpecError> WorkloadForm::errors() const {
   return errs;
 }
 
-void WorkloadForm::setSwept(const std::vector<std::string>& fields) {
+void WorkloadForm::setSwept(const std::vector<SweepAxis>& axes) {
   std::vector<std::string> names;  // the Sweep dock may name a field by an alias ("kv-heads")
-  for (const auto& field : fields) {
-    const SpecField* f = findSpecField(field);
-    names.push_back(f ? std::string(f->name) : field);
+  std::map<std::string, QString> lists;
+  for (const auto& a : axes) {
+    const SpecField* f = findSpecField(a.field);
+    names.push_back(f ? std::string(f->name) : a.field);
+    QStringList values;
+    for (const auto& v : a.values) values << qs(v);
+    lists[names.back()] = tr("swept: %1").arg(values.join(", "));
   }
-  if (names == swept_) return;
+  // What width / heads or heads x head_dim makes of a swept heads: the derived field says so.
+  if (lists.count("heads")) {
+    const bool fixed_width = fixed_width_->isChecked();
+    lists[fixed_width ? "head_dim" : "width"] =
+        fixed_width ? tr("width / heads, per point") : tr("heads \u00d7 head_dim, per point");
+  }
+  if (names == swept_ && lists == swept_lists_) return;
   swept_ = std::move(names);
+  swept_lists_ = lists;
   for (const SpecField& f : specFields()) {
     QWidget* w = widgetFor(std::string(f.name));
+    auto list = lists.find(std::string(f.name));
+    if (auto* spin = dynamic_cast<SweptSpinBox*>(w)) spin->setSweptText(list == lists.end() ? QString() : list->second);
     if (f.name == "head_dim" || f.name == "width") continue;  // their toggle decides
     const bool swept = std::find(swept_.begin(), swept_.end(), f.name) != swept_.end();
     w->setEnabled(!swept);
-    if (auto* spin = qobject_cast<QSpinBox*>(w)) spin->setPrefix(swept ? tr("swept \u2192 ") : QString());
     w->setToolTip(swept ? tr("swept: the list in the Sweep dock gives the values") : qs(f.help));
   }
   if (!loading_) showErrors(errors());

@@ -10,6 +10,7 @@
 
 #include <QWidget>
 
+#include "core/spec/sweep_spec.h"
 #include "core/spec/workload_spec.h"
 
 class QLabel;
@@ -28,12 +29,15 @@ class WorkloadForm : public QWidget {
   std::vector<SpecError> errors() const;
   void setSpec(const WorkloadSpec& spec);
 
-  // Fields the Sweep dock sweeps: shown greyed as "swept", and their value here no longer
-  // counts as an error (each swept value is checked by the sweep instead).
-  void setSwept(const std::vector<std::string>& fields);
+  // The Sweep dock's axes: their fields are greyed and read "swept: 1, 2, 4, 8" (the base value
+  // stays in spec() and no longer counts as an error: each swept value is checked by the sweep);
+  // with heads swept the derived head_dim (or width) reads "width / heads, per point".
+  void setSwept(const std::vector<SweepAxis>& axes);
 
   // Sets one field from text as the command line writes it (tests, settings).
   bool setFieldText(const QString& field, const QString& text);
+  // The widget of a field (by name or alias), for tests.
+  QWidget* fieldWidget(const std::string& field) const { return widgetFor(field); }
 
  Q_SIGNALS:
   void specChanged();
@@ -50,6 +54,7 @@ class WorkloadForm : public QWidget {
   QLabel* message_;
   bool loading_ = false;
   std::vector<std::string> swept_;
+  std::map<std::string, QString> swept_lists_;
 };
 
 }  // namespace attnscope::ui

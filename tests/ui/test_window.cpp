@@ -120,6 +120,30 @@ class TestWindow : public QObject {
     QVERIFY(w.sweepPanel()->findChild<QLabel*>("sweepMessage")->text().contains("heads"));
   }
 
+  // A field the Sweep dock sweeps reads its list, greyed; the base value stays in the spec. With
+  // a fixed model width the derived head_dim says it follows heads.
+  void sweptFieldsShowTheirList() {
+    MainWindow w(dir_.filePath("swept.sqlite"));
+    w.setInteractive(false);
+    w.workloadForm()->setFieldText("heads", "8");
+    w.sweepPanel()->setAxisText("heads", "2, 4");
+    w.sweepPanel()->setAxisText("seq", "128, 256");
+    auto* heads = qobject_cast<QSpinBox*>(w.workloadForm()->fieldWidget("heads"));
+    QVERIFY(heads);
+    QTRY_COMPARE(heads->text(), QString("swept: 2, 4"));
+    QVERIFY(!heads->isEnabled());
+    QCOMPARE(heads->value(), 8);
+    QCOMPARE(w.workloadForm()->spec().heads, 8);
+    QVERIFY(w.workloadForm()->setFieldText("width", "256"));  // fixed model width
+    auto* head_dim = qobject_cast<QSpinBox*>(w.workloadForm()->fieldWidget("head_dim"));
+    QTRY_COMPARE(head_dim->text(), QString("width / heads, per point"));
+    // Not swept any more: the value again.
+    w.sweepPanel()->setAxisText("heads", "");
+    QTRY_COMPARE(heads->text(), QString("8"));
+    QVERIFY(heads->isEnabled());
+    QCOMPARE(head_dim->text(), QString("32"));
+  }
+
   // Settings > Python says what the interpreter holds before it is kept.
   void pythonDialogChecks() {
     PythonDialog dlg("no-such-python-for-attnscope");
