@@ -67,7 +67,6 @@ void initPlotLayout(QCustomPlot* plot, const QString& title, bool with_legend) {
     body->setColumnStretchFactor(1, 0.001);
     plot->legend->setLayer("legend");
     plot->legend->setFillOrder(QCPLegend::foRowsFirst);
-    plot->legend->setProperty("baseFontSize", plot->legend->font().pointSizeF());
     // Icons no taller than the text: rows of 8 pt text 16 px apart instead of 22.
     plot->legend->setIconSize(26, 11);
     plot->legend->setRowSpacing(0);
@@ -148,6 +147,8 @@ LegendPlace fitLegend(QCustomPlot* plot, QSize size) {
     if (auto* item = qobject_cast<QCPPlottableLegendItem*>(legend->item(i))) key += '|' + item->plottable()->name();
   if (legend->property("fitKey").toString() == key) return legendPlace(plot);
   const QRect view = plot->viewport();
+  // The legend's own size as the view set it (fitLegend may have shrunk it since).
+  if (!legend->property("baseFontSize").isValid()) legend->setProperty("baseFontSize", legend->font().pointSizeF());
   const double base = legend->property("baseFontSize").toDouble();
   struct Try {
     LegendPlace place;
@@ -322,6 +323,7 @@ void wrapLegend(QCustomPlot* plot, int max_rows) {
   if (!plot->legend) return;
   plot->legend->setWrap(max_rows);
   plot->legend->setFillOrder(QCPLegend::foRowsFirst, true);
+  plot->legend->setProperty("fitKey", QVariant());  // the next replot fits it again
 }
 
 int failedMarkerShape(RunStatus s) {

@@ -32,6 +32,7 @@ class SweptSpinBox : public QSpinBox {
     swept_ = text;
     setPrefix(prefix());  // makes the box show its text again
     lineEdit()->setText(textFromValue(value()));
+    lineEdit()->setCursorPosition(0);  // its start, if it is wider than the box
   }
 
  protected:
@@ -196,7 +197,7 @@ void WorkloadForm::setSwept(const std::vector<SweepAxis>& axes) {
   if (lists.count("heads")) {
     const bool fixed_width = fixed_width_->isChecked();
     lists[fixed_width ? "head_dim" : "width"] =
-        fixed_width ? tr("width / heads, per point") : tr("heads \u00d7 head_dim, per point");
+        fixed_width ? tr("width \u00f7 heads") : tr("heads \u00d7 head_dim");
   }
   if (names == swept_ && lists == swept_lists_) return;
   swept_ = std::move(names);

@@ -31,7 +31,7 @@ class WorkloadForm : public QWidget {
 
   // The Sweep dock's axes: their fields are greyed and read "swept: 1, 2, 4, 8" (the base value
   // stays in spec() and no longer counts as an error: each swept value is checked by the sweep);
-  // with heads swept the derived head_dim (or width) reads "width / heads, per point".
+  // with heads swept the derived head_dim (or width) reads "width ÷ heads".
   void setSwept(const std::vector<SweepAxis>& axes);
 
   // Sets one field from text as the command line writes it (tests, settings).

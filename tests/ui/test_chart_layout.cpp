@@ -243,6 +243,28 @@ class TestChartLayout : public QObject {
     QCOMPARE(bars, 4);  // two backends at two points
   }
 
+  // A rebuild (a point arrives, a checkbox) leaves the legend as its last fit laid it out, in
+  // the view's own font size where that fits.
+  void refitAfterRebuild() {
+    MemoryView view;
+    view.resize(1040, 850);
+    view.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&view));
+    view.setSweeps({loadSweepSnapshot(*store_, wide_)});
+    QCustomPlot* plot = view.findChild<QCustomPlot*>("memoryHeadsPlot");
+    plot->replot();
+    const LegendPlace place = legendPlace(plot);
+    const int wrap = plot->legend->wrap();
+    const auto order = plot->legend->fillOrder();
+    QCOMPARE(plot->legend->font().pointSizeF(), 8.0);  // MemoryView's legend font
+    view.setSweeps({loadSweepSnapshot(*store_, wide_)});
+    plot->replot();
+    QCOMPARE(legendPlace(plot), place);
+    QCOMPARE(plot->legend->wrap(), wrap);
+    QCOMPARE(plot->legend->fillOrder(), order);
+    checkShare(plot, "after a rebuild");
+  }
+
   void memoryZoomResets() {
     MemoryView view;
     view.resize(900, 600);

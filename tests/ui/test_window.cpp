@@ -136,7 +136,7 @@ class TestWindow : public QObject {
     QCOMPARE(w.workloadForm()->spec().heads, 8);
     QVERIFY(w.workloadForm()->setFieldText("width", "256"));  // fixed model width
     auto* head_dim = qobject_cast<QSpinBox*>(w.workloadForm()->fieldWidget("head_dim"));
-    QTRY_COMPARE(head_dim->text(), QString("width / heads, per point"));
+    QTRY_COMPARE(head_dim->text(), QString("width \u00f7 heads"));
     // Not swept any more: the value again.
     w.sweepPanel()->setAxisText("heads", "");
     QTRY_COMPARE(heads->text(), QString("8"));
