@@ -5,7 +5,9 @@
 
 #include <cerrno>
 #include <cstdlib>
+#include <functional>
 #include <memory>
+#include <utility>
 #include <string>
 
 #include <QApplication>
@@ -105,32 +107,40 @@ int runGui(int argc, char** argv, const std::string& db_path, bool explicit_path
   return app.exec();
 }
 
-std::string exportSweepChart(const std::string& db_path, int64_t sweep_id, const std::string& format,
-                             const std::string& out_file, int width_px, int height_px, int dpi) {
+namespace {
+
+// The memory view of a sweep exported at `px` (laid out on screen at `view` px). The sizes are
+// computed once the application exists (exportPixels needs its screen's DPI).
+std::string exportMemoryView(const std::string& db_path, int64_t sweep_id, const std::string& format,
+                             const std::string& out_file, int dpi, const std::function<std::pair<QSize, QSize>()>& sizes) {
   HeadlessApp app;
   std::string error;
   auto snap = loadSweep(db_path, sweep_id, error);
   if (!snap) return error;
+  const auto [view_px, px] = sizes();
   ui::MemoryView view;
-  view.resize(width_px, height_px);
+  view.resize(view_px);
   view.setSweeps({snap});
-  const QString err = ui::exportPlots(view.plots(), 2, QString::fromStdString(format), QString::fromStdString(out_file),
-                                      QSize(width_px, height_px), dpi);
-  return err.toStdString();
+  return ui::exportPlots(view.plots(), 2, QString::fromStdString(format), QString::fromStdString(out_file), px, dpi)
+      .toStdString();
+}
+
+}  // namespace
+
+std::string exportSweepChart(const std::string& db_path, int64_t sweep_id, const std::string& format,
+                             const std::string& out_file, int width_px, int height_px, int dpi) {
+  return exportMemoryView(db_path, sweep_id, format, out_file, dpi, [&] {
+    return std::pair{QSize(width_px, height_px), QSize(width_px, height_px)};
+  });
 }
 
 std::string exportSweepChartPrinted(const std::string& db_path, int64_t sweep_id, const std::string& format,
                                     const std::string& out_file, double width_in, double height_in, int dpi) {
-  HeadlessApp app;
-  std::string error;
-  auto snap = loadSweep(db_path, sweep_id, error);
-  if (!snap) return error;
-  const QSize px = ui::exportPixels(QSizeF(width_in, height_in), QString::fromStdString(format), dpi);
-  ui::MemoryView view;
-  view.resize(ui::exportPixels(QSizeF(width_in, height_in), "svg", dpi));  // on "screen": the layout's pixels
-  view.setSweeps({snap});
-  return ui::exportPlots(view.plots(), 2, QString::fromStdString(format), QString::fromStdString(out_file), px, dpi)
-      .toStdString();
+  return exportMemoryView(db_path, sweep_id, format, out_file, dpi, [&] {
+    const QSizeF inches(width_in, height_in);
+    // On "screen" the layout's pixels; in the file PNG pixels at dpi, or the layout's for vectors.
+    return std::pair{ui::exportPixels(inches, "svg", dpi), ui::exportPixels(inches, QString::fromStdString(format), dpi)};
+  });
 }
 
 std::string writeSweepReport(const std::string& db_path, int64_t sweep_id, const std::string& out_dir) {
