@@ -45,6 +45,14 @@ using namespace attnscope::ui;
 
 namespace {
 
+// A mount namespace belongs to a thread, not to the process: entered later, by the test, the
+// window's worker threads (and the thread pool's, started by earlier tests) would go on seeing the
+// writable folder and create -wal and -shm in it behind the read-only view. Entered here, before
+// main, while the process has one thread, every thread started afterwards shares it and sees the
+// read-only bind mount that readOnlyDatabaseLoadsATimeline makes.
+const bool kPrivateMounts = geteuid() == 0 && unshare(CLONE_NEWNS) == 0 &&
+                            mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) == 0;
+
 void fillTinySweep(MainWindow& w, const QString& heads, const QString& seq, int reps) {
   WorkloadForm* form = w.workloadForm();
   QVERIFY(form->setFieldText("batch", "1"));
@@ -560,7 +568,7 @@ class TestWindow : public QObject {
     const QByteArray folder_bytes = folder.toLocal8Bit();
     bool mounted = false;
     if (geteuid() == 0) {
-      mounted = unshare(CLONE_NEWNS) == 0 && mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) == 0 &&
+      mounted = kPrivateMounts &&
                 mount(folder_bytes.constData(), folder_bytes.constData(), nullptr, MS_BIND, nullptr) == 0 &&
                 mount(nullptr, folder_bytes.constData(), nullptr, MS_REMOUNT | MS_BIND | MS_RDONLY, nullptr) == 0;
       if (!mounted) QSKIP("no private read-only mount here (needs CAP_SYS_ADMIN)");
