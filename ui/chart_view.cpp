@@ -67,7 +67,11 @@ void ChartView::installHover(QCustomPlot* plot, HoverText text, PickRun pick) {
 }
 
 void ChartView::changeEvent(QEvent* event) {
-  if (event->type() == QEvent::PaletteChange) applyTheme();
+  if (event->type() == QEvent::PaletteChange) {
+    applyTheme();
+    // Series shades depend on the background (variantColor, predictedShade): drawn again.
+    if (!sweeps_.empty()) setSweeps(SweepSnapshots(sweeps_));
+  }
   QWidget::changeEvent(event);
 }
 

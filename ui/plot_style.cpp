@@ -25,8 +25,15 @@ QColor backendColor(const std::string& id) {
   return palette[known.size() + h % (palette.size() - known.size())];
 }
 
-QColor variantColor(const std::string& id, int variant, int count) {
+QColor variantColor(const std::string& id, int variant, int count, bool dark_background) {
   const QColor base = backendColor(id);
+  if (dark_background) {
+    // The colour itself to 145% lighter: every shade stays well above the #26282b plot
+    // background and keeps its hue (lighter than that, blue and orange both turn white).
+    if (count <= 1) return base;
+    const double t = static_cast<double>(variant) / (count - 1);
+    return base.lighter(static_cast<int>(100 + t * 45));
+  }
   if (count <= 1) return base;
   // From about 165% darker to 115% lighter across the variants: lighter than that fades into
   // a white background (a 2 px line at 140% of Tableau's orange was hard to read).
@@ -74,7 +81,7 @@ QColor kernelColor(std::string_view name) { return kernelColor(torch_dispatch::p
 bool isDarkPalette(const QPalette& p) { return p.color(QPalette::Window).lightness() < 128; }
 
 QColor predictedShade(const QColor& color, bool dark_background) {
-  return dark_background ? color.lighter(160) : color.darker(170);
+  return dark_background ? color.lighter(135) : color.darker(170);
 }
 
 void applyPlotTheme(QCustomPlot* plot, const QPalette& p) {

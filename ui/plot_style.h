@@ -20,7 +20,10 @@ namespace attnscope::ui {
 // Stable across runs and views: known backends get fixed colours, others a hash of the id.
 QColor backendColor(const std::string& backend_id);
 // The colour of series `variant` of `count` for one backend: shades from dark to light.
-QColor variantColor(const std::string& backend_id, int variant, int count);
+// The shade of variant `variant` of `count` of a backend's colour: from darker to lighter on a
+// light background; on a dark one (dark_background) from the colour itself to 145% lighter, so
+// the darkest shade never sinks into the background and no shade turns white.
+QColor variantColor(const std::string& backend_id, int variant, int count, bool dark_background = false);
 // One colour per buffer name, the same in Breakdown and the Timeline and in every run: the
 // buffers attention plans name (x, q, k, v, S, P, o, mask, lse, the gradients, ...) get distinct
 // entries of one 20-colour palette, so no two of one plan share a colour; other names a hue of

@@ -45,7 +45,7 @@ void SeriesPlot::clear(QCustomPlot* plot) {
 }
 
 void SeriesPlot::add(QCustomPlot* plot, const PlotSeries& s, Metric metric, bool with_predicted) {
-  const QColor color = variantColor(s.backend, s.variant, s.variant_count);
+  const QColor color = variantColor(s.backend, s.variant, s.variant_count, isDarkPalette(plot->palette()));
   const QString label = QString::fromStdString(s.label);
   auto make = [&](const QString& kind, const QString& name) {
     QCPGraph* g = plot->addGraph();

@@ -201,6 +201,20 @@ class TestChartMath : public QObject {
     QCOMPARE(bufferColor("L3.P"), bufferColor("P"));  // a stack's layers: one colour per buffer
     QCOMPARE(bufferColor("some_scratch"), bufferColor("some_scratch"));
   }
+  void shadesReadOnBothBackgrounds() {
+    // Every shade of six variants of every known backend keeps a lightness distance from the plot
+    // background: on white (light) and on the dark palette's #26282b.
+    const int dark_bg = QColor(0x26, 0x28, 0x2b).lightness();
+    for (const char* b : {"cpu.reference", "cpu.flash", "cuda.math", "cuda.chunked", "cuda.flash", "torch.cpu.auto"})
+      for (int v = 0; v < 6; ++v) {
+        const QColor light = variantColor(b, v, 6, false), dark = variantColor(b, v, 6, true);
+        QVERIFY2(255 - light.lightness() >= 40, qPrintable(QString("%1 #%2 on white").arg(b).arg(v)));
+        QVERIFY2(dark.lightness() - dark_bg >= 50,
+                 qPrintable(QString("%1 #%2 on dark: lightness %3").arg(b).arg(v).arg(dark.lightness())));
+        // ...and keeps its hue: never washed out to near white.
+        QVERIFY2(dark.hsvSaturation() >= 60, qPrintable(QString("%1 #%2 on dark: saturation %3").arg(b).arg(v).arg(dark.hsvSaturation())));
+      }
+  }
   void errorsInOneForm() {
     QCOMPARE(QString::fromStdString(errorText(1e-7)), QString("1.00e-07"));
     QCOMPARE(QString::fromStdString(errorText(8.71e-8)), QString("8.71e-08"));
