@@ -28,6 +28,36 @@ KERNEL_OPS = [
 ]
 
 
+# Ops that only make the memory another op asked for: an allocation inside one is named after the
+# op around it (bmm, not empty_strided), as memory_viz names a block by the frame that wanted it.
+FACTORY_OPS = {"empty", "empty_strided", "empty_like", "new_empty", "new_empty_strided", "zeros", "zeros_like",
+               "new_zeros", "ones", "ones_like", "full", "full_like", "resize_", "scalar_tensor"}
+
+
+def made_by(ops_by_thread, allocations):
+    """For each (tid, ts) of `allocations`, the op that made it: the innermost op running on that
+    thread then that is not a mere factory (else the factory itself); None outside every op.
+    One walk per thread over its ops by start, keeping the stack of those still open."""
+    names = [None] * len(allocations)
+    order = sorted(range(len(allocations)), key=lambda i: allocations[i][1])
+    cursor, stacks = {}, {}
+    for i in order:
+        tid, ts = allocations[i]
+        spans = ops_by_thread.get(tid, [])
+        at, stack = cursor.get(tid, 0), stacks.setdefault(tid, [])
+        while at < len(spans) and spans[at][0] <= ts:
+            while stack and stack[-1][1] < spans[at][0]:
+                stack.pop()
+            stack.append(spans[at])
+            at += 1
+        cursor[tid] = at
+        while stack and stack[-1][1] < ts:
+            stack.pop()
+        if stack:
+            names[i] = next((span[2] for span in reversed(stack) if span[2] not in FACTORY_OPS), stack[-1][2])
+    return names
+
+
 def convert_trace(trace, t_start, max_events, phases, inputs, input_bytes, on_cpu):
     """The profiler's chrome trace as AttnScope events on the monotonic clock (t_start: when the
     profiled call began), the kernel that ran, and on the CPU the peak: the inputs (`inputs`,
@@ -39,6 +69,16 @@ def convert_trace(trace, t_start, max_events, phases, inputs, input_bytes, on_cp
     ns = lambda ts: int(ts * 1000) + offset
     # fixed: the phases and the inputs, always kept; then allocations; then ops, while room is left.
     threads, fixed, allocs, ops, ran, memory = {}, [], [], [], "", []
+    # The CPU ops per thread, by start (a parent before its children): what names an allocation.
+    ops_by_thread = {}
+    for e in events:
+        if e.get("ph") == "X" and e.get("cat") == "cpu_op" and "ts" in e and "dur" in e:
+            name = e.get("name", "")
+            ops_by_thread.setdefault(e.get("tid"), []).append(
+                (e["ts"], e["ts"] + e["dur"], name[6:] if name.startswith("aten::") else name))
+    for spans in ops_by_thread.values():
+        spans.sort(key=lambda span: (span[0], -span[1]))
+    alloc_at = []  # (index into allocs, (tid, ts)) of each allocation, for its name
     for e in events:
         ph, cat, name = e.get("ph"), e.get("cat", ""), e.get("name", "")
         if ph == "X" and cat in ("cpu_op", "user_annotation", "kernel", "gpu_memcpy", "gpu_memset"):
@@ -62,8 +102,14 @@ def convert_trace(trace, t_start, max_events, phases, inputs, input_bytes, on_cp
             a = e.get("args", {})
             memory.append(a)
             b = int(a.get("Bytes", 0))
-            allocs.append({"k": "alloc" if b >= 0 else "free", "s": ns(e["ts"]), "b": abs(b), "a": int(a.get("Addr", 0)),
-                           "d": int(a.get("Device Type", 0))})
+            alloc = {"k": "alloc" if b >= 0 else "free", "s": ns(e["ts"]), "b": abs(b), "a": int(a.get("Addr", 0)),
+                     "d": int(a.get("Device Type", 0))}
+            if b >= 0:
+                alloc_at.append((len(allocs), (e.get("tid"), e["ts"])))
+            allocs.append(alloc)
+    for (at, _), name in zip(alloc_at, made_by(ops_by_thread, [where for _, where in alloc_at])):
+        if name:
+            allocs[at]["n"] = name
     fixed += phases or []  # already on the monotonic clock
     # The inputs were allocated before the profiled call; they are live throughout it.
     for name, t in inputs:

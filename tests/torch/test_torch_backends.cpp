@@ -10,6 +10,7 @@
 
 #include <csignal>
 #include <cstdio>
+#include <map>
 #include <optional>
 #include <thread>
 
@@ -149,6 +150,30 @@ TEST_F(TorchBackends, MeasuredPeakMatchesTheExplainersPrediction) {
       EXPECT_LE(std::llabs(r.memory.measured_peak - r.memory.predicted_peak), kTolerance);
     }
   }
+}
+
+// A torch run's allocations carry the op that made them (as memory_viz names a block by its
+// frame): bmm for the math path's scores and output, _softmax for P, never the factory
+// (empty_strided) that only handed the memory over. The Timeline's bands show these names.
+TEST_F(TorchBackends, EachAllocationIsNamedAfterTheOpThatMadeIt) {
+  RunResult r = runOnce(mathB, spec(4, 256, 256, 64));
+  ASSERT_EQ(r.status, RunStatus::ok) << r.message;
+  std::map<std::string, int> names;
+  int allocations = 0;
+  for (const TraceEvent& e : r.trace.events) {
+    if (e.kind != EventKind::alloc) continue;
+    ++allocations;
+    ++names[e.name];
+  }
+  std::string listed;
+  for (const auto& [n, count] : names) listed += "'" + n + "' x" + std::to_string(count) + " ";
+  SCOPED_TRACE(listed);
+  std::printf("allocations by name: %s\n", listed.c_str());
+  ASSERT_GT(allocations, 3);
+  EXPECT_EQ(names.count(""), 0u);
+  EXPECT_GE(names["bmm"], 2);  // S = QK^T and O = PV
+  EXPECT_GE(names["_softmax"], 1);
+  EXPECT_EQ(names.count("empty_strided"), 0u);
 }
 
 // What torch._fused_sdp_choice says for these inputs, asked in one separate Python of our own
