@@ -71,6 +71,14 @@ int64_t baseAt(const BufferBand& band, int64_t t_ns) {
   return base;
 }
 
+std::vector<size_t> liveAt(const std::vector<BufferBand>& bands, int64_t t_ns) {
+  std::vector<size_t> live;
+  for (size_t i = 0; i < bands.size(); ++i)
+    if (bands[i].start_ns <= t_ns && (!bands[i].freed || bands[i].end_ns >= t_ns)) live.push_back(i);
+  std::stable_sort(live.begin(), live.end(), [&](size_t a, size_t b) { return bands[a].bytes > bands[b].bytes; });
+  return live;
+}
+
 std::vector<BandPiece> piecesOf(const BufferBand& band) {
   std::vector<BandPiece> pieces;
   int64_t start = band.start_ns, base = band.base;

@@ -38,6 +38,12 @@ struct BandPiece {
 };
 std::vector<BandPiece> piecesOf(const BufferBand& band);
 
+// The bands live at t_ns (allocated at or before it and freed at or after it, or never freed),
+// largest first: a memory snapshot at t, and at the peak its top contributors. A block freed at
+// t_ns counts, as the tie rule applies allocations before frees at one time: the peak at t_ns is
+// what was live between the two. Indexes into `bands`.
+std::vector<size_t> liveAt(const std::vector<BufferBand>& bands, int64_t t_ns);
+
 // Bands of the events that `filter` selects, in allocation order; at most max_bands, keeping
 // the largest (a million small blocks would only hide the few that matter). Frees of unknown
 // addresses are ignored, as MemoryTimeline does.

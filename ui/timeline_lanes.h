@@ -16,23 +16,33 @@ namespace attnscope::ui {
 // The forward passes of a run, for the Timeline's pass lane: inferred from the backend's phases,
 // since the engine records none of its own. Top-level phases (inside no other) other than
 // "inputs" belong to passes, and a pass starts where the run's first such phase name occurs
-// again ("scores" for cpu.reference, "attention" for cpu.flash). The first `warmup` passes are
-// "warm-up N", the others "rep N" (only the traced passes have phases). Empty without phases.
+// again ("scores" for cpu.reference, "attention" for cpu.flash, "sdpa call" for torch). Setting up
+// ("inputs", torch's "load inputs into torch") is no pass. The first `warmup` passes are
+// "warm-up N", the next `reps` "rep N"; what follows them (torch's extra, profiled call, whose
+// allocations are the memory curve) is one pass, "profiled call", as is a top-level phase of that
+// name. reps < 0: unknown, every later pass is a rep. Empty without phases.
 struct PassRange {
+  enum class Kind { warmup, rep, profiled };
   std::string label;
   int64_t start_ns = 0, end_ns = 0;
+  Kind kind = Kind::rep;
 };
-std::vector<PassRange> passRanges(const std::vector<TraceEvent>& events, int warmup);
+std::vector<PassRange> passRanges(const std::vector<TraceEvent>& events, int warmup, int reps = -1);
 
 // One lane. Top to bottom: the passes (when the run has phases), one lane per phase name in the
 // order the names first appear, then one per (source, device, stream) of the kernels, copies and
 // sets, in that order. Allocations and frees have no lane (they are the memory curve and bands).
+// Events of one stream that nest (torch's ops: scaled_dot_product_attention holding matmul holding
+// bmm) go one row per nesting depth, as a flame graph, so the outer op does not hide the inner
+// ones in one solid bar: depth 0 is what no other holds; from kMaxOpDepth - 1 on, one row.
+inline constexpr int kMaxOpDepth = 4;
 struct LaneLayout {
   enum class Kind { passes, phase, cpu_thread, cuda_stream };
   Kind kind = Kind::phase;
   std::string phase;                // Kind::phase: the phase's name
   EventSource source = EventSource::host;
   uint32_t device = 0, stream = 0;  // cuda_stream: the device and stream; cpu_thread: stream is the thread
+  int depth = 0;                    // cpu_thread, cuda_stream: the nesting depth of its events
   std::vector<Interval> intervals;  // sorted by start, ns relative to t0_ns
   std::vector<size_t> items;        // parallel: index into events (into passes for the pass lane)
 };

@@ -2,6 +2,7 @@
 #include "ui/chart_math.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <tuple>
 
@@ -12,8 +13,14 @@
 #include <QPushButton>
 #include <QThreadPool>
 #include <QHBoxLayout>
+#include <QHeaderView>
+#include <QKeyEvent>
 #include <QLabel>
+#include <QRubberBand>
+#include <QSplitter>
+#include <QTableWidget>
 #include <QToolTip>
+#include <QWheelEvent>
 #include <QVBoxLayout>
 #include <qcustomplot.h>
 
@@ -53,7 +60,8 @@ TimelineView::TimelineView(QWidget* parent) : ChartView(parent) {
   bar->addWidget(bands_box_);
   auto* reset = new QPushButton(tr("Reset zoom"), this);
   reset->setObjectName("timelineResetZoom");
-  reset->setToolTip(tr("Show the whole run again (wheel zooms, drag pans)"));
+  reset->setToolTip(tr("Show the whole run again (the wheel or W/S zoom at the cursor, drag or A/D pans, "
+                       "a right- or Shift-drag zooms to the range it covers)"));
   connect(reset, &QPushButton::clicked, this, [this] { setTimeRange(0, t_end_); });
   bar->addWidget(reset);
   layout->addLayout(bar);
@@ -91,7 +99,57 @@ TimelineView::TimelineView(QWidget* parent) : ChartView(parent) {
   memory_graph_->setPen(QPen(QColor(0x4e, 0x79, 0xa7), 1.5));
   memory_graph_->setBrush(QColor(0x4e, 0x79, 0xa7, 60));
   memory_graph_->setAdaptiveSampling(false);  // already at pixel resolution, maxima kept
-  layout->addWidget(plot_, 1);
+  // Under the plot, the memory snapshot: what is live at the cursor's time.
+  auto* split = new QSplitter(Qt::Vertical, this);
+  split->setObjectName("timelineSplit");
+  split->setChildrenCollapsible(false);
+  split->addWidget(plot_);
+  auto* panel = new QWidget(split);
+  auto* panel_layout = new QVBoxLayout(panel);
+  panel_layout->setContentsMargins(0, 2, 0, 0);
+  auto* panel_bar = new QHBoxLayout;
+  snapshot_title_ = new QLabel(panel);
+  snapshot_title_->setObjectName("timelineSnapshotTitle");
+  snapshot_title_->setWordWrap(true);
+  auto* to_peak = new QPushButton(tr("Go to peak"), panel);
+  to_peak->setObjectName("timelineGoToPeak");
+  to_peak->setToolTip(tr("Put the cursor on the peak: the table lists its top contributors"));
+  connect(to_peak, &QPushButton::clicked, this, [this] {
+    const double peak = static_cast<double>(timeline_.peakNs() - t0_);
+    showSnapshot(peak);
+    const QCPRange r = lane_rect_->axis(QCPAxis::atBottom)->range();
+    if (peak < r.lower || peak > r.upper) setTimeRange(peak - r.size() / 2, peak + r.size() / 2);
+  });
+  panel_bar->addWidget(snapshot_title_, 1);
+  panel_bar->addWidget(to_peak);
+  panel_layout->addLayout(panel_bar);
+  snapshot_ = new QTableWidget(0, 5, panel);
+  snapshot_->setObjectName("timelineSnapshot");
+  snapshot_->setHorizontalHeaderLabels({tr("Buffer"), tr("Size"), tr("Share"), tr("Allocated"), tr("Freed")});
+  snapshot_->verticalHeader()->setVisible(false);
+  snapshot_->setEditTriggers(QAbstractItemView::NoEditTriggers);
+  snapshot_->setSelectionBehavior(QAbstractItemView::SelectRows);
+  snapshot_->horizontalHeader()->setSectionResizeMode(0, QHeaderView::Stretch);
+  for (int c = 1; c < 5; ++c) snapshot_->horizontalHeader()->setSectionResizeMode(c, QHeaderView::ResizeToContents);
+  panel_layout->addWidget(snapshot_, 1);
+  split->addWidget(panel);
+  split->setStretchFactor(0, 4);
+  split->setStretchFactor(1, 1);
+  layout->addWidget(split, 1);
+  for (QCPItemStraightLine** line : {&cursor_memory_, &cursor_lanes_}) {
+    QCPAxisRect* rect = line == &cursor_memory_ ? memory_rect_ : lane_rect_;
+    *line = new QCPItemStraightLine(plot_);
+    (*line)->setClipAxisRect(rect);
+    (*line)->point1->setAxes(rect->axis(QCPAxis::atBottom), rect->axis(QCPAxis::atLeft));
+    (*line)->point2->setAxes(rect->axis(QCPAxis::atBottom), rect->axis(QCPAxis::atLeft));
+    (*line)->setPen(QPen(QColor(0xd6, 0x27, 0x28), 1, Qt::DashLine));
+    (*line)->setVisible(false);
+  }
+  // Our own wheel zoom (anchored at the cursor), rubber band and keys: the event filter.
+  for (QCPAxisRect* r : {lane_rect_, memory_rect_}) r->setRangeZoom(Qt::Orientations());
+  plot_->installEventFilter(this);
+  plot_->setFocusPolicy(Qt::StrongFocus);
+  rubber_ = new QRubberBand(QRubberBand::Rectangle, plot_);
 
   // What is drawn is at pixel resolution: when the lanes' width changes (the first layout, a
   // resize), it is recomputed; the recompute's own layout finds the width unchanged and stops.
@@ -137,9 +195,13 @@ void TimelineView::loadRun() {
   const qlonglong id = run_->currentData().toLongLong();
   const RunResult* run = findRun(sweeps_, id);
   warmup_ = 0;
+  reps_ = -1;
   for (const auto& sweep : sweeps_)
     for (const RunResult& r : sweep->runs)
-      if (r.id == id) warmup_ = sweep->spec.warmup;
+      if (r.id == id) {
+        warmup_ = sweep->spec.warmup;
+        reps_ = sweep->spec.reps;
+      }
   setPlotTitle(plot_, run ? tr("Timeline of R%1").arg(id) : tr("Timeline"));
   setPlotContext(plot_, run ? QString::fromStdString(runInWords(*run)).replace(", ", " \u00b7 ")
                             : tr("pick a run that finished ok (Run: above, or a run in the Runs dock)"));
@@ -279,6 +341,178 @@ void TimelineView::showTrace(LoadedTrace loaded) {
                                             QString::fromStdString(formatTimeTick(static_cast<double>(timeline_.peakNs() - t0_))),
                                             timeline_.peakPhase().empty() ? tr("no phase") : QString::fromStdString(timeline_.peakPhase())));
   setTimeRange(0, t_end_);
+  showSnapshot(events_.empty() ? 0.0 : static_cast<double>(timeline_.peakNs() - t0_));
+}
+
+int64_t TimelineView::liveBytesAt(double t) const {
+  auto it = std::upper_bound(curve_.begin(), curve_.end(), t,
+                             [](double v, const MemoryPoint& p) { return v < static_cast<double>(p.t_ns); });
+  if (it == curve_.begin()) return 0;
+  --it;
+  int64_t level = it->bytes;
+  // The instant's own points (a block allocated and one freed at t): its highest level.
+  for (auto at = it; static_cast<double>(at->t_ns) == t; --at) {
+    level = std::max(level, at->bytes);
+    if (at == curve_.begin()) break;
+  }
+  return level;
+}
+
+void TimelineView::showSnapshot(double t) {
+  snapshot_t_ = t;
+  snapshot_->setRowCount(0);
+  for (QCPItemStraightLine* line : {cursor_memory_, cursor_lanes_}) {
+    line->point1->setCoords(t, 0);
+    line->point2->setCoords(t, 1);
+    line->setVisible(!events_.empty());
+  }
+  if (events_.empty()) {
+    snapshot_title_->setText(tr("Memory snapshot: no trace"));
+    plot_->replot(QCustomPlot::rpQueuedReplot);
+    return;
+  }
+  const int64_t at = static_cast<int64_t>(std::llround(t)) + t0_;
+  const std::vector<size_t> live = liveAt(all_bands_, at);
+  const int64_t total = liveBytesAt(t);
+  int64_t listed = 0;
+  auto add_row = [this](const QString& name, const QColor& color, int64_t bytes, int64_t total_bytes, const QString& from,
+                        const QString& to) {
+    const int row = snapshot_->rowCount();
+    snapshot_->insertRow(row);
+    auto* item = new QTableWidgetItem(name);
+    if (color.isValid()) item->setData(Qt::DecorationRole, color);
+    item->setToolTip(name);
+    snapshot_->setItem(row, 0, item);
+    auto* size = new QTableWidgetItem(QString::fromStdString(formatBytes(bytes)));
+    size->setData(Qt::UserRole, static_cast<qlonglong>(bytes));
+    size->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
+    snapshot_->setItem(row, 1, size);
+    auto* share = new QTableWidgetItem(
+        total_bytes > 0 ? QString::number(100.0 * static_cast<double>(bytes) / static_cast<double>(total_bytes), 'f', 1) + " %"
+                        : QString());
+    share->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
+    snapshot_->setItem(row, 2, share);
+    snapshot_->setItem(row, 3, new QTableWidgetItem(from));
+    snapshot_->setItem(row, 4, new QTableWidgetItem(to));
+  };
+  for (size_t i : live) {
+    const BufferBand& b = all_bands_[i];
+    listed += b.bytes;
+    add_row(QString::fromStdString(b.name.empty() ? std::string("(unnamed)") : b.name), bufferColor(b.name), b.bytes,
+            total, QString::fromStdString(formatTimeTick(static_cast<double>(b.start_ns - t0_))),
+            b.freed ? QString::fromStdString(formatTimeTick(static_cast<double>(b.end_ns - t0_))) : tr("never"));
+  }
+  // The bands keep the largest blocks (bufferBands' cap): the rest of the curve's level is the
+  // many small ones, one row, so the rows always add up to the curve.
+  if (total > listed)
+    add_row(tr("smaller blocks (not drawn as bands)"), QColor(), total - listed, total, QString(), QString());
+  const bool at_peak = at == timeline_.peakNs();
+  snapshot_title_->setText(tr("<b>Live at %1%2: %3</b> in %4 block(s), largest first. Click the memory curve for "
+                              "another moment.")
+                               .arg(QString::fromStdString(formatTimeTick(t)), at_peak ? tr(" (the peak)") : QString(),
+                                    QString::fromStdString(formatBytes(total)))
+                               .arg(live.size()));
+  plot_->replot(QCustomPlot::rpQueuedReplot);
+}
+
+void TimelineView::zoomAt(double anchor, double factor) {
+  const QCPRange r = lane_rect_->axis(QCPAxis::atBottom)->range();
+  auto [lo, hi] = zoomRange(r.lower, r.upper, anchor, factor);
+  const double margin = 0.05 * t_end_;
+  constexpr double kMinSpan = 10;  // ns
+  if (hi - lo < kMinSpan) std::tie(lo, hi) = zoomRange(r.lower, r.upper, anchor, kMinSpan / std::max(r.size(), 1e-9));
+  if (hi - lo > t_end_ + 2 * margin) {
+    lo = -margin;
+    hi = t_end_ + margin;
+  }
+  // Kept within the run; shifting keeps the span, so the anchor moves only at the run's edges.
+  if (lo < -margin) {
+    hi += -margin - lo;
+    lo = -margin;
+  }
+  if (hi > t_end_ + margin) {
+    lo -= hi - (t_end_ + margin);
+    hi = t_end_ + margin;
+  }
+  setTimeRange(lo, hi);
+}
+
+bool TimelineView::eventFilter(QObject* watched, QEvent* event) {
+  if (watched != plot_) return ChartView::eventFilter(watched, event);
+  auto in_rects = [this](QPointF p) {
+    return lane_rect_->rect().contains(p.toPoint()) || memory_rect_->rect().contains(p.toPoint());
+  };
+  QCPAxis* x = lane_rect_->axis(QCPAxis::atBottom);
+  switch (event->type()) {
+    case QEvent::Wheel: {
+      auto* w = static_cast<QWheelEvent*>(event);
+      if (!in_rects(w->position())) return false;
+      const double steps = w->angleDelta().y() / 120.0;
+      if (steps == 0) return true;
+      zoomAt(x->pixelToCoord(w->position().x()), std::pow(0.85, steps));
+      return true;
+    }
+    case QEvent::KeyPress: {
+      auto* k = static_cast<QKeyEvent*>(event);
+      if (k->modifiers() & (Qt::ControlModifier | Qt::AltModifier | Qt::MetaModifier)) return false;
+      const QPoint cursor = plot_->mapFromGlobal(QCursor::pos());
+      const QCPRange r = x->range();
+      const double anchor = in_rects(cursor) ? x->pixelToCoord(cursor.x()) : r.center();
+      switch (k->key()) {
+        case Qt::Key_W: zoomAt(anchor, 0.8); return true;
+        case Qt::Key_S: zoomAt(anchor, 1.25); return true;
+        case Qt::Key_A:
+        case Qt::Key_D: {
+          const double shift = (k->key() == Qt::Key_A ? -0.2 : 0.2) * r.size();
+          const double margin = 0.05 * t_end_;
+          const double lo = std::clamp(r.lower + shift, -margin, std::max(-margin, t_end_ + margin - r.size()));
+          setTimeRange(lo, lo + r.size());
+          return true;
+        }
+        default: return false;
+      }
+    }
+    case QEvent::MouseButtonPress: {
+      auto* m = static_cast<QMouseEvent*>(event);
+      if (!in_rects(m->position())) return false;
+      const bool band = m->button() == Qt::RightButton ||
+                        (m->button() == Qt::LeftButton && (m->modifiers() & Qt::ShiftModifier));
+      if (band) {
+        rubber_from_ = m->position().toPoint();
+        rubber_->setGeometry(QRect(rubber_from_.x(), lane_rect_->top(), 0, memory_rect_->bottom() - lane_rect_->top()));
+        rubber_->show();
+        return true;
+      }
+      if (m->button() == Qt::LeftButton) press_at_ = m->position().toPoint();
+      return false;
+    }
+    case QEvent::MouseMove: {
+      if (!rubber_->isVisible()) return false;
+      auto* m = static_cast<QMouseEvent*>(event);
+      const int x0 = std::min(rubber_from_.x(), m->position().toPoint().x());
+      const int x1 = std::max(rubber_from_.x(), m->position().toPoint().x());
+      rubber_->setGeometry(QRect(x0, lane_rect_->top(), x1 - x0, memory_rect_->bottom() - lane_rect_->top()));
+      return true;
+    }
+    case QEvent::MouseButtonRelease: {
+      auto* m = static_cast<QMouseEvent*>(event);
+      if (rubber_->isVisible()) {
+        rubber_->hide();
+        const double a = x->pixelToCoord(rubber_from_.x()), b = x->pixelToCoord(m->position().x());
+        if (std::abs(m->position().x() - rubber_from_.x()) >= 4) {
+          const double mid = (a + b) / 2, half = std::max(std::abs(b - a) / 2, 5.0);  // 10 ns at least
+          setTimeRange(mid - half, mid + half);
+        }
+        return true;
+      }
+      // A click (not a drag) on the memory rect puts the snapshot there.
+      if (m->button() == Qt::LeftButton && memory_rect_->rect().contains(m->position().toPoint()) &&
+          (m->position().toPoint() - press_at_).manhattanLength() < 4)
+        showSnapshot(std::clamp(memory_rect_->axis(QCPAxis::atBottom)->pixelToCoord(m->position().x()), 0.0, t_end_));
+      return false;
+    }
+    default: return false;
+  }
 }
 
 void TimelineView::rebuildLanes() {
@@ -287,7 +521,7 @@ void TimelineView::rebuildLanes() {
     plot_->removeGraph(l.base);
   }
   lanes_.clear();
-  passes_ = passRanges(events_, warmup_);
+  passes_ = passRanges(events_, warmup_, reps_);
   for (LaneLayout& layout : layoutLanes(events_, passes_, t0_)) {
     Lane lane;
     switch (layout.kind) {
@@ -296,6 +530,11 @@ void TimelineView::rebuildLanes() {
       case LaneLayout::Kind::cuda_stream: lane.name = tr("cuda:%1 stream %2").arg(layout.device).arg(layout.stream); break;
       case LaneLayout::Kind::cpu_thread: lane.name = tr("cpu thread %1").arg(layout.stream); break;
     }
+    // A stream's nested events, one row per depth: the inner rows say which depth they hold.
+    if (layout.depth > 0)
+      lane.name = layout.depth == kMaxOpDepth - 1 ? tr("  \u21b3 depth %1+").arg(layout.depth)
+                                                  : tr("  \u21b3 depth %1").arg(layout.depth);
+    lane.ops = layout.kind == LaneLayout::Kind::cpu_thread || layout.kind == LaneLayout::Kind::cuda_stream;
     lane.passes = layout.kind == LaneLayout::Kind::passes;
     lane.intervals = std::move(layout.intervals);
     lane.event_index = std::move(layout.items);
@@ -318,7 +557,24 @@ void TimelineView::rebuildLanes() {
     const bool is_phase = !lane.passes && events_[lane.event_index.front()].kind == EventKind::phase;
     const QColor c = lane.passes ? QColor(0x9c, 0xb8, 0xd6) : is_phase ? QColor(0xb0, 0x7a, 0xa1) : QColor(0xf2, 0x8e, 0x2b);
     if (lane.passes) {
-      // Each pass named in its bar (clipped to it when zoomed out too far to fit).
+      // Each pass named in its bar (clipped to it when zoomed out too far to fit), coloured by
+      // what it is: warm-up grey, timed repetitions blue, the profiled call (whose allocations are
+      // the memory curve, for torch) green.
+      for (size_t i = 0; i < lane.intervals.size(); ++i) {
+        const PassRange& pass = passes_[lane.event_index[i]];
+        if (pass.kind != PassRange::Kind::rep) {
+          auto* bar = new QCPItemRect(plot_);
+          bar->setClipAxisRect(lane_rect_);
+          bar->topLeft->setAxes(lane_rect_->axis(QCPAxis::atBottom), lane_rect_->axis(QCPAxis::atLeft));
+          bar->bottomRight->setAxes(lane_rect_->axis(QCPAxis::atBottom), lane_rect_->axis(QCPAxis::atLeft));
+          bar->topLeft->setCoords(lane.intervals[i].start, base + 0.8);
+          bar->bottomRight->setCoords(lane.intervals[i].end, base);
+          const QColor fill = pass.kind == PassRange::Kind::warmup ? QColor(0xc8, 0xc8, 0xc8) : QColor(0x8c, 0xd1, 0x7d);
+          bar->setBrush(fill);
+          bar->setPen(QPen(fill.darker(130)));
+          pass_items_.push_back(bar);
+        }
+      }
       for (size_t i = 0; i < lane.intervals.size(); ++i) {
         auto* label = new QCPItemText(plot_);
         label->setClipAxisRect(lane_rect_);
@@ -376,6 +632,7 @@ void TimelineView::refreshVisible() {
     }
     lane.graph->setData(keys, values, true);
   }
+  labelSlices(map);
   // The curve of the visible range (plus the level carried in), downsampled keeping extremes.
   auto first = std::lower_bound(curve_.begin(), curve_.end(), r.lower,
                                 [](const MemoryPoint& p, double t) { return static_cast<double>(p.t_ns) < t; });
@@ -391,6 +648,63 @@ void TimelineView::refreshVisible() {
   }
   memory_graph_->setData(keys, values, true);
   plot_->replot(QCustomPlot::rpQueuedReplot);
+}
+
+void TimelineView::labelSlices(const TimeToPixel& map) {
+  for (QCPAbstractItem* item : slice_items_) plot_->removeItem(item);
+  slice_items_.clear();
+  // Names on the kernels and ops wide enough to hold a few letters (Perfetto's slices), elided to
+  // their width; at most kMaxSliceLabels, the widest visible first.
+  constexpr int kMaxSliceLabels = 200;
+  constexpr double kMinLabelPx = 28;
+  const QFont label_font(font().family(), 7);
+  const QFontMetrics metrics(label_font);
+  struct Candidate {
+    double px;
+    int lane;
+    size_t at;
+  };
+  std::vector<Candidate> candidates;
+  const int n = laneCount();
+  for (int k = 0; k < n; ++k) {
+    const Lane& lane = lanes_[static_cast<size_t>(k)];
+    if (!lane.ops) continue;
+    for (size_t i = 0; i < lane.intervals.size(); ++i) {
+      const Interval& iv = lane.intervals[i];
+      if (iv.end < map.t0 || iv.start > map.t1) continue;
+      const double px = (std::min(iv.end, map.t1) - std::max(iv.start, map.t0)) / map.nsPerPixel();
+      if (px >= kMinLabelPx) candidates.push_back({px, k, i});
+    }
+  }
+  std::sort(candidates.begin(), candidates.end(), [](const Candidate& a, const Candidate& b) { return a.px > b.px; });
+  if (candidates.size() > kMaxSliceLabels) candidates.resize(kMaxSliceLabels);
+  QCPAxis* x = lane_rect_->axis(QCPAxis::atBottom);
+  QCPAxis* y = lane_rect_->axis(QCPAxis::atLeft);
+  for (const Candidate& c : candidates) {
+    const Lane& lane = lanes_[static_cast<size_t>(c.lane)];
+    const Interval& iv = lane.intervals[c.at];
+    std::string name = events_[lane.event_index[c.at]].name;
+    if (name.rfind("aten::", 0) == 0) name = name.substr(6);
+    const QString text = metrics.elidedText(QString::fromStdString(name), Qt::ElideRight, static_cast<int>(c.px) - 6);
+    if (text.size() < 3) continue;
+    auto* label = new QCPItemText(plot_);
+    label->setClipAxisRect(lane_rect_);
+    label->position->setAxes(x, y);
+    label->position->setCoords(std::max(iv.start, map.t0), n - 1 - c.lane + 0.4);
+    label->setPositionAlignment(Qt::AlignLeft | Qt::AlignVCenter);
+    label->setPadding(QMargins(3, 0, 0, 0));
+    label->setText(text);
+    label->setFont(label_font);
+    label->setColor(QColor(0x20, 0x20, 0x20));
+    slice_items_.push_back(label);
+  }
+}
+
+QStringList TimelineView::sliceLabels() const {
+  QStringList out;
+  for (QCPAbstractItem* item : slice_items_)
+    if (auto* text = qobject_cast<QCPItemText*>(item)) out << text->text();
+  return out;
 }
 
 QString TimelineView::hoverText(QMouseEvent* e) const {
@@ -431,10 +745,15 @@ QString TimelineView::hoverText(QMouseEvent* e) const {
     --it;
     if (it->end + slack < t) continue;
     const size_t at = lane.event_index[static_cast<size_t>(it - lane.intervals.begin())];
-    if (lane.passes)
-      return tr("<b>%1</b> (forward pass)<br>start %2, duration %3")
-          .arg(QString::fromStdString(passes_[at].label), QString::fromStdString(formatTimeTick(it->start)),
+    if (lane.passes) {
+      const PassRange& pass = passes_[at];
+      const QString what = pass.kind == PassRange::Kind::warmup ? tr("a warm-up pass, not timed")
+                           : pass.kind == PassRange::Kind::rep  ? tr("a timed repetition")
+                                                                : tr("the profiled call: its allocations are the memory curve");
+      return tr("<b>%1</b> (%2)<br>start %3, duration %4")
+          .arg(QString::fromStdString(pass.label), what, QString::fromStdString(formatTimeTick(it->start)),
                QString::fromStdString(durationText((it->end - it->start) * 1e-9)));
+    }
     const TraceEvent& ev = events_[at];
     QString text = tr("<b>%1</b> (%2)<br>start %3, duration %4")
                        .arg(QString::fromStdString(ev.name).toHtmlEscaped(),

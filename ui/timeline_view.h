@@ -20,7 +20,10 @@
 class QCheckBox;
 class QComboBox;
 class QCPAbstractItem;
+class QCPItemStraightLine;
 class QLabel;
+class QRubberBand;
+class QTableWidget;
 class QCPAxisRect;
 class QCPGraph;
 
@@ -52,6 +55,8 @@ class TimelineView : public ChartView {
   // has no allocator events (summing both would count each cudaMalloc twice).
   static MemoryFilter memoryFilterFor(const std::vector<TraceEvent>& events);
   static MemoryTimeline memoryTimelineOf(const std::vector<TraceEvent>& events);
+  // The names drawn on the visible slices (labelSlices), for tests.
+  QStringList sliceLabels() const;
   // The per-buffer bands drawn under the curve (empty when "Buffers" is off).
   const std::vector<BufferBand>& bufferBands() const { return bands_; }
 
@@ -63,13 +68,31 @@ class TimelineView : public ChartView {
   QCPAxisRect* laneRect() const { return lane_rect_; }
   QCPAxisRect* memoryRect() const { return memory_rect_; }
   void setTimeRange(double lo_ns, double hi_ns);
+  // Zooms the time axis by factor (< 1 zooms in) keeping anchor_ns where it is on screen, kept
+  // within the run (a little margin either side) and never below 10 ns across: the wheel (at
+  // the cursor), W/S (at the cursor, or the middle) and a rubber band go through here.
+  void zoomAt(double anchor_ns, double factor);
+
+  // The memory snapshot under the plot: what is live at t (ns since the run's first event), the
+  // largest first, with the cursor line drawn there. A click on the memory curve picks t; "Go to
+  // peak" (and every new trace) the peak, where the table lists the peak's top contributors.
+  void showSnapshot(double t_ns);
+  double snapshotTime() const { return snapshot_t_; }
+  QTableWidget* snapshotTable() const { return snapshot_; }
+  // Live bytes at t by the curve: the highest level at t when blocks come and go at that instant
+  // (allocations first, the tie rule), else the level carried in.
+  int64_t liveBytesAt(double t_ns) const;
+
+ protected:
+  bool eventFilter(QObject* watched, QEvent* event) override;
 
  private:
   struct Lane {
     QString name;
     std::vector<Interval> intervals;  // sorted by start, ns relative to t0_
     std::vector<size_t> event_index;  // parallel: index into events_ (into passes_ for the pass lane)
-    bool passes = false;              // the lane of inferred passes (warm-up / rep)
+    bool passes = false;              // the lane of inferred passes (warm-up / rep / profiled call)
+    bool ops = false;                 // kernels, copies or ops of one stream (named on their slices)
     QCPGraph* graph = nullptr;
     QCPGraph* base = nullptr;
   };
@@ -85,6 +108,8 @@ class TimelineView : public ChartView {
   void drawBands();
   void rebuildLanes();
   void refreshVisible();
+  // Names the visible slices wide enough to hold them (slice_items_).
+  void labelSlices(const TimeToPixel& map);
   QString hoverText(QMouseEvent* e) const;
 
   QComboBox* run_;
@@ -106,9 +131,19 @@ class TimelineView : public ChartView {
   std::vector<PassRange> passes_;      // inferred from the phases (timeline_lanes.h)
   std::vector<QCPAbstractItem*> pass_items_;
   int warmup_ = 0;                     // warm-up passes of the run shown (its sweep's setting)
+  int reps_ = -1;                      // its timed repetitions (-1: not known)
+  std::vector<QCPAbstractItem*> slice_items_;  // names on the visible slices
   std::vector<BufferBand> all_bands_;  // computed with the trace
   std::vector<BufferBand> bands_;      // drawn: all_bands_ while "Buffers" is on
   std::vector<QCPAbstractItem*> band_items_;
+  QTableWidget* snapshot_ = nullptr;        // what is live at snapshot_t_
+  QLabel* snapshot_title_ = nullptr;
+  double snapshot_t_ = 0;
+  QCPItemStraightLine* cursor_memory_ = nullptr;  // the snapshot's time, on both rects
+  QCPItemStraightLine* cursor_lanes_ = nullptr;
+  QRubberBand* rubber_ = nullptr;  // a right- or Shift-drag: the range to zoom to
+  QPoint rubber_from_;
+  QPoint press_at_;                // where a left press began (a click, not a drag, picks t)
   JobTracker loads_;        // the latest load counts; older results are dropped
   quint64 shown_job_ = 0;  // the load whose result is shown
 };
