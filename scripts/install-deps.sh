@@ -11,6 +11,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   qt6-base-dev qt6-svg-dev libqcustomplot-dev libgl1-mesa-dev
   xvfb xauth
+  poppler-utils  # pdftotext and pdftoppm: the report's text read back in tests, its pages as images
   python3 python3-venv
   clang llvm  # the fuzz stage: libFuzzer, sanitizer runtimes, llvm-symbolizer
 )
