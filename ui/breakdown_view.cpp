@@ -1,6 +1,7 @@
 #include "ui/breakdown_view.h"
 
 #include <algorithm>
+#include <cmath>
 #include <vector>
 
 #include <QComboBox>
@@ -10,6 +11,7 @@
 #include <QScrollArea>
 #include <QSplitter>
 #include <QTableWidget>
+#include <QToolTip>
 #include <QVBoxLayout>
 #include <qcustomplot.h>
 
@@ -81,7 +83,20 @@ BreakdownView::BreakdownView(QWidget* parent) : ChartView(parent) {
   phase_plot_->legend->setVisible(true);
   phase_plot_->legend->setFont(QFont(font().family(), 8));
   phase_plot_->xAxis->setTickLabelFont(QFont(font().family(), 7));
-  phase_row->addWidget(phase_plot_, 1);
+  auto* plot_box = new QVBoxLayout;
+  auto* scale_row = new QHBoxLayout;
+  scale_box_ = new QComboBox(phases);
+  scale_box_->setObjectName("breakdownPhaseScale");
+  scale_box_->addItem(tr("share of the run (%)"), static_cast<int>(PhaseScale::share));
+  scale_box_->addItem(tr("time per pass"), static_cast<int>(PhaseScale::time));
+  scale_box_->setToolTip(tr("What each bar stacks: the top-level phases' shares of the run, or their time per "
+                            "traced pass (a phase's mean), to compare points of different cost"));
+  scale_row->addWidget(new QLabel(tr("Bars:"), phases));
+  scale_row->addWidget(scale_box_);
+  scale_row->addStretch();
+  plot_box->addLayout(scale_row);
+  plot_box->addWidget(phase_plot_, 1);
+  phase_row->addLayout(plot_box, 1);
   auto* table_box = new QVBoxLayout;
   phase_title_ = new QLabel(phases);
   phase_title_->setObjectName("breakdownPhaseTitle");
@@ -106,6 +121,24 @@ BreakdownView::BreakdownView(QWidget* parent) : ChartView(parent) {
     selectRunIn(run_, bar_runs_[static_cast<size_t>(index)]);
     Q_EMIT runPicked(bar_runs_[static_cast<size_t>(index)]);
   });
+  connect(scale_box_, &QComboBox::currentIndexChanged, this,
+          [this] { setPhaseScale(static_cast<PhaseScale>(scale_box_->currentData().toInt())); });
+  // The hover says what a segment is, in time and share (the axis shows only one of them).
+  phase_plot_->setMouseTracking(true);
+  connect(phase_plot_, &QCustomPlot::mouseMove, this, [this](QMouseEvent* event) {
+    auto* bars = qobject_cast<QCPBars*>(phase_plot_->plottableAt(event->position(), true));
+    if (!bars) {
+      QToolTip::hideText();
+      return;
+    }
+    const double key = phase_plot_->xAxis->pixelToCoord(event->position().x());
+    const long index = std::lround(key);
+    if (index < 0 || static_cast<size_t>(index) >= bar_runs_.size()) return;
+    QToolTip::showText(event->globalPosition().toPoint(), phaseTip(static_cast<size_t>(index), bars->name()),
+                       phase_plot_);
+  });
+  // Labels thinned to the bars' width before every replot (a resize changes it).
+  connect(phase_plot_, &QCustomPlot::beforeReplot, this, [this] { updateLabelStride(); });
   connect(run_, &QComboBox::currentIndexChanged, this, [this] {
     requestPhases();
     rebuild();

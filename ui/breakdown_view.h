@@ -10,6 +10,8 @@
 #include <cstdint>
 #include <vector>
 
+#include <QString>
+
 #include "ui/chart_view.h"
 #include "ui/phase_summaries.h"
 
@@ -43,11 +45,24 @@ class BreakdownView : public ChartView {
   QCustomPlot* phasePlot() const { return phase_plot_; }
   // The runs that have a bar in the phase plot, left to right.
   const std::vector<int64_t>& phaseBarRuns() const { return bar_runs_; }
+  // What the phase bars stack: each top-level phase's share of the run (%), or its time per
+  // traced pass (the phase's mean), so points of different cost compare in absolute time.
+  enum class PhaseScale { share, time };
+  void setPhaseScale(PhaseScale scale);
+  PhaseScale phaseScale() const { return scale_; }
+  QComboBox* phaseScaleBox() const { return scale_box_; }
+  // Every how many bars a point is labelled: 1 while the labels fit side by side; more when the
+  // bars are narrower than a label, so that labels never overprint (the others stay in the
+  // tooltip).
+  int phaseLabelStride() const { return label_stride_; }
+  // The tooltip text of bar `bar`'s segment of phase `phase` (what the hover shows).
+  QString phaseTip(size_t bar, const QString& phase) const;
 
  private:
   void rebuild();
   void rebuildPhases();
   void requestPhases();
+  void updateLabelStride();
   const RunResult* current() const;
   QComboBox* run_;
   QCustomPlot* plot_;
@@ -57,6 +72,12 @@ class BreakdownView : public ChartView {
   QTableWidget* phase_table_;
   PhaseSummaries phases_;
   std::vector<int64_t> bar_runs_;
+  std::vector<QString> bar_labels_;  // every bar's axis label, left to right
+  std::vector<QString> bar_titles_;  // and its run in words: "R15 cpu.flash H8 L512 train"
+  std::vector<std::vector<PhaseStats>> bar_phases_;  // every bar's phase summary (empty: loading)
+  QComboBox* scale_box_;
+  PhaseScale scale_ = PhaseScale::share;
+  int label_stride_ = 1;
 };
 
 }  // namespace attnscope::ui

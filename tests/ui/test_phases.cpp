@@ -19,6 +19,7 @@
 #include <QThread>
 #include <qcustomplot.h>
 
+#include "core/base/format.h"
 #include "core/trace/phase_summary.h"
 #include "core/store/store.h"
 #include "core/spec/sweep_spec.h"
@@ -241,6 +242,98 @@ class TestPhases : public QObject {
     QVERIFY(ticks);
     QVERIFY(ticks->ticks().value(0).contains("no ckpt"));
     QVERIFY(ticks->ticks().value(static_cast<double>(bars.size() - 1)).contains("ckpt"));
+  }
+
+  void barsInTimePerPassAndTheHoverSaysBoth() {
+    BreakdownView view;
+    view.setEventSource(loader());
+    view.resize(1400, 900);
+    view.setSweeps({train_});
+    Store store(db_, StoreMode::read);
+    // Chosen in the combo, as a user does.
+    QComboBox* scale = view.phaseScaleBox();
+    scale->setCurrentIndex(scale->findData(static_cast<int>(BreakdownView::PhaseScale::time)));
+    QCOMPARE(view.phaseScale(), BreakdownView::PhaseScale::time);
+    QCustomPlot* plot = view.phasePlot();
+    const QString label = plot->yAxis->label();
+    QVERIFY2(label.startsWith("time per pass ("), qPrintable(label));
+    const QString unit = label.section('(', 1).section(')', 0, 0);
+    const double ns = unit == "s" ? 1e9 : unit == "ms" ? 1e6 : unit == QString::fromUtf8("\u00b5s") ? 1e3 : 1;
+    QVERIFY2(unit == "s" || unit == "ms" || unit == QString::fromUtf8("\u00b5s") || unit == "ns", qPrintable(unit));
+    const std::vector<int64_t>& bars = view.phaseBarRuns();
+    double tallest = 0;
+    for (size_t i = 0; i < bars.size(); ++i) {
+      const std::vector<PhaseStats> want = summarizePhases(store.events(bars[i]));
+      double sum = 0;
+      for (int k = 0; k < plot->plottableCount(); ++k) {
+        auto* b = qobject_cast<QCPBars*>(plot->plottable(k));
+        double mean = 0;
+        for (const PhaseStats& p : want)
+          if (p.depth == 0 && QString::fromStdString(p.name) == b->name()) mean = static_cast<double>(p.meanNs()) / ns;
+        auto it = b->data()->findBegin(static_cast<double>(i), false);
+        QCOMPARE(it->value, mean);
+        sum += it->value;
+        if (mean > 0 && i == 0) {
+          // The hover names the run and gives the phase's time and share.
+          const QString tip = view.phaseTip(i, b->name());
+          QVERIFY2(tip.startsWith(QString("R%1 ").arg(bars[i])), qPrintable(tip));
+          for (const PhaseStats& p : want) {
+            if (p.depth != 0 || QString::fromStdString(p.name) != b->name()) continue;
+            QVERIFY2(tip.contains(QString::fromStdString(formatDuration(static_cast<double>(p.meanNs()) * 1e-9)) +
+                                  " per pass"),
+                     qPrintable(tip));
+            QVERIFY2(tip.contains(QString::number(100.0 * p.share, 'f', 1) + " %"), qPrintable(tip));
+          }
+        }
+      }
+      tallest = std::max(tallest, sum);
+    }
+    // The axis holds the tallest bar, in a unit it reads in (1.5 ms, not 1500 µs or 0.0015 s).
+    QVERIFY(plot->yAxis->range().upper >= tallest);
+    QVERIFY2(tallest >= 2 || unit == "ns", qPrintable(QString::number(tallest)));
+    QVERIFY2(tallest < 2000 || unit == "s", qPrintable(QString::number(tallest)));
+    // Back to shares: every bar sums to 100 %.
+    view.setPhaseScale(BreakdownView::PhaseScale::share);
+    QCOMPARE(scale->currentData().toInt(), static_cast<int>(BreakdownView::PhaseScale::share));
+    QCOMPARE(plot->yAxis->label(), QString("time share (%)"));
+  }
+
+  void pointLabelsNeverOverprint() {
+    // Every sweep at once: up to 40 bars, in a narrow window, then a wide one.
+    BreakdownView view;
+    view.setEventSource(loader());
+    view.setSweeps({train_, passes_, layer_});
+    QCustomPlot* plot = view.phasePlot();
+    const size_t count = view.phaseBarRuns().size();
+    QVERIFY(count > 30);
+    auto labelled = [&] {
+      std::vector<double> at;
+      const auto ticks = plot->xAxis->ticker().dynamicCast<QCPAxisTickerText>();
+      for (auto it = ticks->ticks().cbegin(); it != ticks->ticks().cend(); ++it)
+        if (!it.value().isEmpty()) at.push_back(plot->xAxis->coordToPixel(it.key()));
+      return at;
+    };
+    const double line = QFontMetrics(plot->xAxis->tickLabelFont()).height();
+    for (int width : {900, 1400, 2600}) {
+      view.resize(width, 800);
+      view.show();
+      QVERIFY(QTest::qWaitForWindowExposed(&view));
+      // Settled: the plot laid out at this width, and the labels thinned for it.
+      for (int i = 0; i < 3; ++i) {
+        plot->replot();
+        QCoreApplication::processEvents();
+      }
+      const std::vector<double> at = labelled();
+      QVERIFY(!at.empty());
+      for (size_t i = 1; i < at.size(); ++i)
+        QVERIFY2(at[i] - at[i - 1] >= line,
+                 qPrintable(QString("width %1: labels %2 px apart, a line is %3 px").arg(width).arg(at[i] - at[i - 1]).arg(line)));
+      // As many as fit: halving the stride would overprint.
+      const double per_bar = plot->xAxis->coordToPixel(1) - plot->xAxis->coordToPixel(0);
+      if (view.phaseLabelStride() > 1) QVERIFY(per_bar * (view.phaseLabelStride() - 1) < line);
+      if (width == 900) QVERIFY2(view.phaseLabelStride() > 1, qPrintable(QString::number(per_bar)));
+      if (width == 2600) QCOMPARE(at.size(), count);
+    }
   }
 
   void phasesLoadOffTheGuiThread() {
