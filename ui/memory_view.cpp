@@ -71,14 +71,13 @@ void MemoryView::fillPlot(QCustomPlot* plot, SeriesPlot& sp, std::vector<PlotSer
   if (!series.empty()) sp.addKey(plot, predicted_box_->isChecked());
   plot->clearItems();
   if (series.empty()) {  // the first start: say what to do instead of showing empty axes
-    auto* hint = new QCPItemText(plot);
-    hint->position->setType(QCPItemPosition::ptAxisRectRatio);
-    hint->position->setCoords(0.5, 0.45);
-    hint->setText(sweeps_.empty() ? tr("No sweep shown yet.\nSet the workload (left), tick the backends,\nlist "
-                                       "heads and seq in the Sweep dock, then press \u25b6 Run (Ctrl+R).\nSaved "
-                                       "sweeps are in the Runs dock.")
-                                  : tr("No finished point yet."));
-    hint->setFont(QFont(font().family(), 10));
+    QCPItemText* hint =
+        addPlotNote(plot,
+                    sweeps_.empty() ? tr("No sweep shown yet.\nSet the workload (left), tick the backends, list heads and "
+                                         "seq in the Sweep dock, then press \u25b6 Run (Ctrl+R).\nSaved sweeps are in the "
+                                         "Runs dock.")
+                                    : tr("No finished point yet."),
+                    QFont(font().family(), 10));
     hint->setColor(palette().color(QPalette::PlaceholderText));
   }
   setPlotContext(plot, QString::fromStdString(chartContext(sweeps_)));

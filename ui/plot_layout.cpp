@@ -136,6 +136,18 @@ LegendPlace fitLegend(QCustomPlot* plot, QSize size) {
       ++n;
       if (!first) first = item;
     }
+  // An empty legend (no series yet) draws no empty frame; its pen and brush return with entries.
+  if (n == 0 && !legend->property("emptyPen").isValid()) {
+    legend->setProperty("emptyPen", QVariant::fromValue(legend->borderPen()));
+    legend->setProperty("emptyBrush", QVariant::fromValue(legend->brush()));
+    legend->setBorderPen(Qt::NoPen);
+    legend->setBrush(Qt::NoBrush);
+  } else if (n > 0 && legend->property("emptyPen").isValid()) {
+    legend->setBorderPen(legend->property("emptyPen").value<QPen>());
+    legend->setBrush(legend->property("emptyBrush").value<QBrush>());
+    legend->setProperty("emptyPen", QVariant());
+    legend->setProperty("emptyBrush", QVariant());
+  }
   if (!legend->visible() || n == 0) {
     moveLegend(plot, LegendPlace::right);
     return LegendPlace::right;
@@ -314,8 +326,53 @@ void fitTexts(QCustomPlot* plot, QSize size) {
   }
 }
 
+QString wrapWords(const QString& text, const QFontMetrics& metrics, int width) {
+  QStringList out;
+  for (const QString& paragraph : text.split('\n')) {
+    QString line;
+    for (const QString& word : paragraph.split(' ', Qt::SkipEmptyParts)) {
+      const QString longer = line.isEmpty() ? word : line + ' ' + word;
+      if (!line.isEmpty() && metrics.horizontalAdvance(longer) > width) {
+        out << line;
+        line = word;
+      } else {
+        line = longer;
+      }
+    }
+    out << line;
+  }
+  return out.join('\n');
+}
+
+QCPItemText* addPlotNote(QCustomPlot* plot, const QString& text, const QFont& font) {
+  auto* note = new QCPItemText(plot);
+  note->position->setType(QCPItemPosition::ptAxisRectRatio);
+  note->position->setCoords(0.5, 0.45);
+  note->setFont(font);
+  note->setProperty("noteText", text);
+  note->setText(text);
+  return note;
+}
+
+namespace {
+
+// Every note re-broken to the axis rect's width as laid out now (a chart `size` wide: scaled).
+void fitNotes(QCustomPlot* plot, QSize size) {
+  const int viewport = std::max(1, plot->viewport().width());
+  const int rect = plot->axisRect() ? plot->axisRect()->width() : viewport;
+  const int width = std::max(40, rect * size.width() / viewport - 12);
+  for (int i = 0; i < plot->itemCount(); ++i) {
+    auto* note = qobject_cast<QCPItemText*>(plot->item(i));
+    if (!note || !note->property("noteText").isValid()) continue;
+    note->setText(wrapWords(note->property("noteText").toString(), QFontMetrics(note->font()), width));
+  }
+}
+
+}  // namespace
+
 LegendPlace fitChart(QCustomPlot* plot, QSize size) {
   fitTexts(plot, size);
+  fitNotes(plot, size);
   return fitLegend(plot, size);
 }
 

@@ -16,6 +16,9 @@ class QCustomPlot;
 class QCPAxisTicker;
 class QCPLayoutGrid;
 class QCPTextElement;
+class QCPItemText;
+class QFont;
+class QFontMetrics;
 
 namespace attnscope::ui {
 
@@ -56,7 +59,13 @@ LegendPlace fitLegend(QCustomPlot* plot, QSize size);
 // the width, the title (and a context part wider than the chart) in a smaller font where its own
 // would not fit, down to 7 pt (6 for the context). Never cut.
 void fitTexts(QCustomPlot* plot, QSize size);
-// Both, as every replot and export of an initPlotLayout plot does.
+// A note in the middle of an empty plot ("No sweep shown yet..."): re-broken between words to the
+// axis rect's width by every fitChart, so it is never cut (its own line breaks start paragraphs).
+QCPItemText* addPlotNote(QCustomPlot* plot, const QString& text, const QFont& font);
+// `text` broken between words so that no line is wider than `width` px (a word wider than that
+// stays whole on its own line); its line breaks kept.
+QString wrapWords(const QString& text, const QFontMetrics& metrics, int width);
+// All three, as every replot and export of an initPlotLayout plot does.
 LegendPlace fitChart(QCustomPlot* plot, QSize size);
 LegendPlace legendPlace(const QCustomPlot* plot);
 

@@ -105,9 +105,14 @@ void applyPlotTheme(QCustomPlot* plot, const QPalette& p) {
   if (plot->legend) {  // null when a view rebuilt the layout without the default axis rect
     QColor legend_bg = bg;
     legend_bg.setAlpha(170);  // lines behind the legend stay visible
-    plot->legend->setBrush(QBrush(legend_bg));
     plot->legend->setTextColor(fg);
-    plot->legend->setBorderPen(QPen(grid));
+    if (plot->legend->property("emptyPen").isValid()) {  // an empty legend (plot_layout): kept for its entries
+      plot->legend->setProperty("emptyPen", QVariant::fromValue(QPen(grid)));
+      plot->legend->setProperty("emptyBrush", QVariant::fromValue(QBrush(legend_bg)));
+    } else {
+      plot->legend->setBrush(QBrush(legend_bg));
+      plot->legend->setBorderPen(QPen(grid));
+    }
   }
   for (int i = 0; i < plot->plotLayout()->elementCount(); ++i)
     if (auto* title = qobject_cast<QCPTextElement*>(plot->plotLayout()->elementAt(i)))
