@@ -70,6 +70,8 @@ class MainWindow : public QMainWindow {
   bool pollSlurm();
   bool isPollingSlurm() const { return polling_slurm_; }
   static constexpr int slurmPollInterval() { return 5000; }
+  // The window's size on a first start (no saved geometry) on a screen with `available` room.
+  static QSize firstStartSize(QSize available);
   Store* store() const { return store_.get(); }
 
   bool startSweep();
