@@ -72,6 +72,8 @@ class MainWindow : public QMainWindow {
   static constexpr int slurmPollInterval() { return 5000; }
   // The window's size on a first start (no saved geometry) on a screen with `available` room.
   static QSize firstStartSize(QSize available);
+  // Help > Keyboard shortcuts (F1): every menu action's key, the tabs' and the Timeline's.
+  QString shortcutsHelp() const;
   Store* store() const { return store_.get(); }
 
   bool startSweep();

@@ -9,6 +9,7 @@
 #include <QInputDialog>
 #include <QItemSelectionModel>
 #include <QKeySequence>
+#include <QMenu>
 #include <QMenuBar>
 #include <QMessageBox>
 #include <QPointer>
@@ -162,11 +163,22 @@ void MainWindow::buildMenus() {
     if (const QScreen* screen = this->screen()) {
       const QRect avail = screen->availableGeometry();
       showNormal();
-      resize(avail.width() * 9 / 10, avail.height() * 9 / 10);
+      resize(firstStartSize(avail.size()));
       move(avail.center() - rect().center());
     }
   });
   reset->setObjectName("resetLayoutAction");
+  // A key per tab, as browsers have: Ctrl+1 ... Ctrl+9, Ctrl+0 the tenth; each tab's tooltip
+  // says its key.
+  QMenu* go = view->addMenu(tr("&Go to tab"));
+  for (int i = 0; i < tabs_->count() && i < 10; ++i) {
+    const int key = i == 9 ? Qt::Key_0 : Qt::Key_1 + i;
+    QAction* a = go->addAction(tabs_->tabText(i), this, [this, i] { tabs_->setCurrentIndex(i); });
+    a->setObjectName(QStringLiteral("tabAction%1").arg(i));
+    a->setShortcut(QKeySequence(Qt::CTRL | key));
+    tabs_->setTabToolTip(i, tr("%1 (%2)").arg(tabs_->tabText(i), a->shortcut().toString(QKeySequence::NativeText)));
+    addAction(a);
+  }
   view->addSeparator();
   for (QDockWidget* d : findChildren<QDockWidget*>()) view->addAction(d->toggleViewAction());
   view->addSeparator();
@@ -205,6 +217,14 @@ void MainWindow::buildMenus() {
   dark->setChecked(QSettings().value("view/dark", false).toBool());
 
   QMenu* help = menuBar()->addMenu(tr("&Help"));
+  QAction* keys = help->addAction(tr("&Keyboard shortcuts"), this, [this] {
+    QMessageBox box(QMessageBox::NoIcon, tr("Keyboard shortcuts"), shortcutsHelp(), QMessageBox::Close, this);
+    box.setTextFormat(Qt::RichText);
+    box.exec();
+  });
+  keys->setObjectName("shortcutsAction");
+  keys->setShortcut(QKeySequence::HelpContents);
+  addAction(keys);
   help->addAction(tr("&About AttnScope"), this, &MainWindow::showAbout);
   help->addAction(tr("About &Qt"), qApp, &QApplication::aboutQt);
   addActions({run_action_, cancel_action_, export_chart, open, refresh});
@@ -315,6 +335,34 @@ void MainWindow::exportReport() {
   }
   if (!error.isEmpty()) report(error);
   else statusBar()->showMessage(tr("Wrote %1").arg(f), 5000);
+}
+
+QString MainWindow::shortcutsHelp() const {
+  // The menus' own shortcuts, read from the actions (so the list cannot go stale), then the
+  // Timeline's, which live in its chart.
+  QString rows, lanes;
+  auto add = [](QString& to, const QString& keys, const QString& what) {
+    to += QStringLiteral("<tr><td><b>%1</b></td><td>%2</td></tr>").arg(keys.toHtmlEscaped(), what.toHtmlEscaped());
+  };
+  auto row = [&](const QString& keys, const QString& what) { add(rows, keys, what); };
+  auto lane = [&](const QString& keys, const QString& what) { add(lanes, keys, what); };
+  for (QMenu* menu : menuBar()->findChildren<QMenu*>()) {
+    for (QAction* a : menu->actions()) {
+      if (a->shortcut().isEmpty() || a->menu()) continue;
+      QString what = a->text().remove('&');
+      if (a->objectName().startsWith("tabAction")) what = tr("the %1 tab").arg(what);
+      row(a->shortcut().toString(QKeySequence::NativeText), what);
+    }
+  }
+  row(tr("Ctrl+Tab, Ctrl+Shift+Tab"), tr("the next, the previous tab"));
+  const QString timeline = tr("<p><b>In the Timeline's chart</b></p><table cellspacing=4>");
+  lane(tr("wheel"), tr("zoom at the mouse (the time under it stays put)"));
+  lane(tr("W, S"), tr("zoom in, zoom out"));
+  lane(tr("A, D"), tr("pan left, right"));
+  lane(tr("right- or Shift-drag"), tr("zoom to the range dragged"));
+  lane(tr("left-drag"), tr("pan"));
+  lane(tr("click the memory lane"), tr("what is live at that moment, beside the chart"));
+  return tr("<table cellspacing=4>") + rows + QStringLiteral("</table>") + timeline + lanes + QStringLiteral("</table>");
 }
 
 void MainWindow::showAbout() {

@@ -20,6 +20,7 @@
 #include <QScrollBar>
 #include <QSpinBox>
 #include <QSignalSpy>
+#include <QTabWidget>
 #include <QTableView>
 #include <QTreeView>
 
@@ -230,6 +231,32 @@ class TestWindow : public QObject {
       // And no empty legend frame beside it.
       QCOMPARE(plot->legend->borderPen().style(), Qt::NoPen);
     }
+  }
+
+  void everyTabHasAKeyAndHelpListsThem() {
+    MainWindow w(dir_.filePath("keys.sqlite"));
+    w.setInteractive(false);
+    w.resize(1280, 800);
+    w.show();
+    QApplication::setActiveWindow(&w);
+    QVERIFY(QTest::qWaitForWindowActive(&w));
+    QTabWidget* tabs = w.tabs();
+    QVERIFY(tabs->count() >= 10);
+    for (int i = 0; i < std::min(tabs->count(), 10); ++i) {
+      // Ctrl+1 ... Ctrl+9, Ctrl+0: typed as a user does, on the window.
+      const Qt::Key key = i == 9 ? Qt::Key_0 : static_cast<Qt::Key>(Qt::Key_1 + i);
+      tabs->setCurrentIndex(i == 0 ? 1 : 0);
+      QTest::keyClick(&w, key, Qt::ControlModifier);
+      QCOMPARE(tabs->currentIndex(), i);
+      const QString name = QKeySequence(Qt::CTRL | key).toString(QKeySequence::NativeText);
+      QVERIFY2(tabs->tabToolTip(i).contains(name), qPrintable(tabs->tabToolTip(i)));
+    }
+    const QString help = w.shortcutsHelp();
+    for (const char* want : {"Ctrl+R", "Run sweep", "F5", "Ctrl+E", "Ctrl+3", "the Time tab", "W, S", "A, D", "right- or Shift-drag"})
+      QVERIFY2(help.contains(QString::fromUtf8(want)), want);
+    QAction* keys = w.findChild<QAction*>("shortcutsAction");
+    QVERIFY(keys);
+    QCOMPARE(keys->shortcut(), QKeySequence(QKeySequence::HelpContents));
   }
 
   // The additive mask is one of the mask's suggestions and mask_dtype a field of its own: "same as
