@@ -196,6 +196,9 @@ void BreakdownView::rebuild() {
     if (plan.buffers[k].first_step <= peak_step && peak_step <= plan.buffers[k].last_step) live_index.push_back(k);
   std::stable_sort(live_index.begin(), live_index.end(),
                    [&](size_t a, size_t b) { return plan.buffers[a].bytes > plan.buffers[b].bytes; });
+  std::vector<std::string> plan_names;
+  for (const PlannedBuffer& b : plan.buffers) plan_names.push_back(b.name);
+  BufferPalette colors(plan_names);  // as the Timeline colours this run
   std::vector<bool> own_segment(plan.buffers.size(), false);
   for (size_t k = 0; k < live_index.size() && k < kMaxSegments; ++k) own_segment[live_index[k]] = true;
   int rest_count = 0;
@@ -216,7 +219,7 @@ void BreakdownView::rebuild() {
     }
     auto* bars = new QCPBars(plot_->xAxis, plot_->yAxis);
     bars->setName(QString::fromStdString(b.name) + " " + QString::fromStdString(formatBytes(b.bytes)));
-    const QColor c = bufferColor(b.name);  // as in the Timeline
+    const QColor c = colors(b.name);  // as in the Timeline
     bars->setBrush(c);
     bars->setPen(QPen(c.darker(150)));
     bars->setWidth(0.6);

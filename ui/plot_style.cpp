@@ -1,8 +1,10 @@
 #include "ui/plot_style.h"
 
+#include <algorithm>
 #include <array>
 #include <cctype>
 #include <cstdint>
+#include <cstdlib>
 
 #include <qcustomplot.h>
 
@@ -42,12 +44,30 @@ QColor variantColor(const std::string& id, int variant, int count, bool dark_bac
   return factor < 100 ? base.darker(100 * 100 / factor) : base.lighter(factor);
 }
 
-QColor bufferColor(const std::string& full) {
-  std::string name = full;
-  if (name.size() > 2 && name[0] == 'L' && std::isdigit(static_cast<unsigned char>(name[1]))) {
-    const size_t dot = name.find('.');
-    if (dot != std::string::npos) name = name.substr(dot + 1);
+namespace {
+
+// A buffer's name without a stack's layer prefix ("L3.P" -> "P").
+std::string bufferKey(const std::string& full) {
+  if (full.size() > 2 && full[0] == 'L' && std::isdigit(static_cast<unsigned char>(full[1]))) {
+    const size_t dot = full.find('.');
+    if (dot != std::string::npos) return full.substr(dot + 1);
   }
+  return full;
+}
+
+constexpr int kHashedSaturation = 110, kHashedValue = 225;
+
+// The hue (0..350) a name outside the known ones hashes to (FNV-1a: the same on every machine).
+int hashedHue(const std::string& name) {
+  uint32_t h = 2166136261u;
+  for (unsigned char c : name) h = (h ^ c) * 16777619u;
+  return static_cast<int>((h % 36) * 10);
+}
+
+}  // namespace
+
+QColor bufferColor(const std::string& full) {
+  const std::string name = bufferKey(full);
   // Tableau 20 in an order that keeps neighbours in a plan apart (q, k, v; S, P; dq, dk, dv).
   static const std::array<QColor, 20> palette{
       QColor(0x1f, 0x77, 0xb4), QColor(0xff, 0x7f, 0x0e), QColor(0x2c, 0xa0, 0x2c), QColor(0xd6, 0x27, 0x28),
@@ -59,9 +79,36 @@ QColor bufferColor(const std::string& full) {
                                                  "dS", "dP", "dq", "dk", "dv", "dx", "y", "scores", "g", "qkv"};
   for (size_t i = 0; i < known.size(); ++i)
     if (name == known[i]) return palette[i];
-  uint32_t h = 2166136261u;  // FNV-1a: the same colour on every run and machine
-  for (unsigned char c : name) h = (h ^ c) * 16777619u;
-  return QColor::fromHsv(static_cast<int>((h % 36) * 10), 110, 225);
+  return QColor::fromHsv(hashedHue(name), kHashedSaturation, kHashedValue);
+}
+
+BufferPalette::BufferPalette(const std::vector<std::string>& first) {
+  for (const std::string& name : first) (*this)(name);
+}
+
+QColor BufferPalette::operator()(const std::string& full) {
+  const std::string name = bufferKey(full);
+  if (auto it = given_.find(name); it != given_.end()) return it->second;
+  QColor color = bufferColor(name);
+  const int hashed = hashedHue(name);
+  if (color == QColor::fromHsv(hashed, kHashedSaturation, kHashedValue)) {  // not a known name
+    auto apart = [this](int hue) {
+      for (int h : hues_) {
+        const int d = std::abs(h - hue) % 360;
+        if (std::min(d, 360 - d) < kMinHueGap) return false;
+      }
+      return true;
+    };
+    // Steps of 65 degrees visit every multiple of 5 before repeating; the hash's own when none is
+    // free. Each hue given rules out at most 7 of the 72, so the first 10 such names stay apart.
+    int hue = hashed;
+    for (int tries = 0; tries < 72 && !apart(hue); ++tries) hue = (hue + 65) % 360;
+    if (!apart(hue)) hue = hashed;
+    hues_.push_back(hue);
+    color = QColor::fromHsv(hue, kHashedSaturation, kHashedValue);
+  }
+  given_.emplace(name, color);
+  return color;
 }
 
 QColor kernelColor(std::optional<torch_dispatch::SdpaKernel> kernel) {

@@ -4,9 +4,11 @@
 // per SDPA kernel (the Dispatch view's grid and the Recording view's cells), and a theme that
 // follows the application palette (light or dark).
 
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <QColor>
 #include <QPalette>
@@ -29,6 +31,22 @@ QColor variantColor(const std::string& backend_id, int variant, int count, bool 
 // entries of one 20-colour palette, so no two of one plan share a colour; other names a hue of
 // their own from a hash (a layer's prefix, "L3.", is ignored: L1.P and L3.P are both P).
 QColor bufferColor(const std::string& name);
+// The buffer colours of one chart: bufferColor's, except that a name outside the known ones whose
+// hashed hue lies near a hue this palette already gave moves on until it is apart (torch's bmm
+// and _softmax hashed to one green). Fed the run's plan first, in its order, Breakdown and the
+// Timeline colour a run's buffers alike; a name keeps its colour once given. The first 10 such
+// names of a palette are always kMinHueGap apart (more are, as room allows).
+class BufferPalette {
+ public:
+  explicit BufferPalette(const std::vector<std::string>& first = {});
+  QColor operator()(const std::string& name);
+  // Hues closer than this (degrees, around the circle) count as alike.
+  static constexpr int kMinHueGap = 20;
+
+ private:
+  std::map<std::string, QColor> given_;
+  std::vector<int> hues_;  // the hues given to names outside the known ones
+};
 
 // flash green, efficient blue, cudnn purple, math red; nullopt (torch raises) grey.
 QColor kernelColor(std::optional<torch_dispatch::SdpaKernel> kernel);

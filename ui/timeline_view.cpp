@@ -279,7 +279,7 @@ void TimelineView::drawBands() {
   QCPAxis* y = memory_rect_->axis(QCPAxis::atLeft);
   const double peak = std::max<double>(1.0, static_cast<double>(timeline_.peakBytes()));
   for (const BufferBand& b : bands_) {
-    const QColor color = bufferColor(b.name);  // as in Breakdown
+    const QColor color = colors_(b.name);  // as in Breakdown
     // One rectangle per stretch at one height: the band steps down when a block below it is freed.
     const std::vector<BandPiece> pieces = piecesOf(b);
     for (const BandPiece& piece : pieces) {
@@ -317,6 +317,15 @@ void TimelineView::showTrace(LoadedTrace loaded) {
   events_ = std::move(loaded.events);
   timeline_ = std::move(loaded.timeline);
   all_bands_ = std::move(loaded.bands);
+  {
+    // Colours as Breakdown gives them: the run's plan first, in its order, then what else the
+    // trace allocated (a torch run's ops), in allocation order.
+    std::vector<std::string> names;
+    if (const RunResult* run = findRun(sweeps_, run_->currentData().toLongLong()))
+      for (const PlannedBuffer& b : run->plan.buffers) names.push_back(b.name);
+    for (const BufferBand& b : all_bands_) names.push_back(b.name);
+    colors_ = BufferPalette(names);
+  }
   t0_ = 0;
   int64_t t1 = 1;
   if (!events_.empty()) {
@@ -398,7 +407,7 @@ void TimelineView::showSnapshot(double t) {
   for (size_t i : live) {
     const BufferBand& b = all_bands_[i];
     listed += b.bytes;
-    add_row(QString::fromStdString(b.name.empty() ? std::string("(unnamed)") : b.name), bufferColor(b.name), b.bytes,
+    add_row(QString::fromStdString(b.name.empty() ? std::string("(unnamed)") : b.name), colors_(b.name), b.bytes,
             total, QString::fromStdString(formatTimeTick(static_cast<double>(b.start_ns - t0_))),
             b.freed ? QString::fromStdString(formatTimeTick(static_cast<double>(b.end_ns - t0_))) : tr("never"));
   }

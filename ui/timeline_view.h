@@ -12,6 +12,7 @@
 #include "core/trace/memory_timeline.h"
 #include "core/trace/trace_event.h"
 #include "ui/buffer_bands.h"
+#include "ui/plot_style.h"
 #include "ui/timeline_lanes.h"
 #include "ui/chart_math.h"
 #include "ui/chart_view.h"
@@ -59,6 +60,8 @@ class TimelineView : public ChartView {
   QStringList sliceLabels() const;
   // The per-buffer bands drawn under the curve (empty when "Buffers" is off).
   const std::vector<BufferBand>& bufferBands() const { return bands_; }
+  // The colour the run's buffer `name` has in the bands and the snapshot.
+  QColor bufferColorOf(const std::string& name) { return colors_(name); }
 
   QCustomPlot* plot() const { return plot_; }
   QCPGraph* memoryGraph() const { return memory_graph_; }
@@ -135,6 +138,7 @@ class TimelineView : public ChartView {
   std::vector<QCPAbstractItem*> slice_items_;  // names on the visible slices
   std::vector<BufferBand> all_bands_;  // computed with the trace
   std::vector<BufferBand> bands_;      // drawn: all_bands_ while "Buffers" is on
+  BufferPalette colors_;               // the run's plan, then the bands, as Breakdown colours them
   std::vector<QCPAbstractItem*> band_items_;
   QTableWidget* snapshot_ = nullptr;        // what is live at snapshot_t_
   QLabel* snapshot_title_ = nullptr;

@@ -201,6 +201,40 @@ class TestChartMath : public QObject {
     QCOMPARE(bufferColor("L3.P"), bufferColor("P"));  // a stack's layers: one colour per buffer
     QCOMPARE(bufferColor("some_scratch"), bufferColor("some_scratch"));
   }
+  void onePaletteKeepsItsNamesApart() {
+    // The ops a torch run's allocations are named after (the Timeline of torch.cpu.math, seq 512).
+    // Ten: as many as the palette keeps apart whatever their hashes.
+    const std::vector<std::string> ops{"bmm",   "_softmax",    "isneginf", "mul",      "div",
+                                       "clone", "masked_fill", "where",    "_to_copy", "baddbmm"};
+    BufferPalette palette;
+    std::vector<int> hues;
+    for (const std::string& op : ops) hues.push_back(palette(op).hsvHue());
+    for (size_t i = 0; i < hues.size(); ++i)
+      for (size_t j = 0; j < i; ++j) {
+        const int d = std::abs(hues[i] - hues[j]) % 360;
+        QVERIFY2(std::min(d, 360 - d) >= BufferPalette::kMinHueGap,
+                 qPrintable(QString("%1 and %2: hues %3 and %4").arg(ops[i].c_str(), ops[j].c_str()).arg(hues[i]).arg(hues[j])));
+      }
+    // The hash alone put two of them together (what the palette is for).
+    bool alike = false;
+    for (size_t i = 0; i < ops.size(); ++i)
+      for (size_t j = 0; j < i; ++j) {
+        const int d = std::abs(bufferColor(ops[i]).hsvHue() - bufferColor(ops[j]).hsvHue()) % 360;
+        alike = alike || std::min(d, 360 - d) < BufferPalette::kMinHueGap;
+      }
+    QVERIFY(alike);
+    // A name keeps its colour; the known ones keep bufferColor's; a layer's prefix is ignored.
+    QCOMPARE(palette("bmm"), palette("bmm"));
+    QCOMPARE(palette("S"), bufferColor("S"));
+    QCOMPARE(palette("L2.bmm"), palette("bmm"));
+    // Two palettes fed one plan first (Breakdown, the Timeline) colour it alike, whatever follows.
+    const std::vector<std::string> plan{"x", "w_qkv", "b_qkv", "qkv", "S", "P", "w_o", "y"};
+    BufferPalette breakdown(plan);
+    std::vector<std::string> timeline_names = plan;
+    timeline_names.insert(timeline_names.end(), ops.begin(), ops.end());
+    BufferPalette timeline(timeline_names);
+    for (const std::string& name : plan) QCOMPARE(breakdown(name), timeline(name));
+  }
   void shadesReadOnBothBackgrounds() {
     // Every shade of six variants of every known backend keeps a lightness distance from the plot
     // background: on white (light) and on the dark palette's #26282b.
