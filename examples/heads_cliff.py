@@ -4,7 +4,7 @@ V100, 406 MB on a GTX 1070). Width 64 over 16 heads leaves head_dim 4, which the
 refuse on CUDA, so torch falls back to the math path and materialises the scores per head.
 
 The two calls at a size a CPU runs in seconds:
-    attnscope record -- python examples/heads_cliff.py
+    attnscope record -- examples/heads_cliff.py
 and what the same program does on a V100 with torch 2.1:
     attnscope show REC<n> --gpu V100 --torch 2.1
 On a GPU, the report's own size: attnscope record -- examples/heads_cliff.py --seq 10000

@@ -33,7 +33,7 @@ std::string writeSweepReport(const std::string& db_path, int64_t sweep_id, const
 // does; so does the screenshot tool).
 void ensureRuntimeDir();
 
-// A real display (DISPLAY or WAYLAND_DISPLAY set), for the README's main command.
+// A real display (DISPLAY or WAYLAND_DISPLAY set), for the README's main command (scripts/main.sh).
 bool displayAvailable();
 
 }  // namespace attnscope

@@ -14,7 +14,7 @@
 //   - every index the caller marks at risk (a query whose largest possible score is so large that
 //     float32 rounding of the scores alone could exceed the tolerance),
 //   - the first and last index and seeded ones, as many as the budget allows.
-// Written from the README's mask table like referenceAttends (core/check/reference.h), which the
+// Written from the user guide's mask table like referenceAttends (core/check/reference.h), which the
 // ranges here are tested against; nothing is shared with the backends.
 
 #include <cstdint>

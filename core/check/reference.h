@@ -1,7 +1,7 @@
 #pragma once
 // The float64 reference every backend is checked against, and the accuracy check.
 //
-// The reference applies the mask rules of README's mask table on its own, written from the table
+// The reference applies the mask rules of the user guide's mask table on its own, written from the table
 // rather than shared with the backends (core/spec/mask.h), so a wrong rule in either shows up as an
 // accuracy failure instead of agreeing with itself.
 
@@ -17,7 +17,7 @@
 
 namespace attnscope {
 
-// Whether query i attends key j under a structured mask, straight from the README's table.
+// Whether query i attends key j under a structured mask, straight from the user guide's table (docs/USER_GUIDE.md, "Workloads and masks").
 // Dense masks are element by element (the inputs' mask tensor) and return true here.
 bool referenceAttends(const MaskSpec& mask, int64_t i, int64_t j, int64_t seq_q, int64_t seq_kv);
 

@@ -1,6 +1,6 @@
 // checkAccuracy must refuse what is wrong: a NaN or an infinity anywhere in the output, inputs
 // that make the float64 reference non-finite, and an output off by more than the tolerance. The
-// tolerances are the README's numbers, written here as literals so that a change to toleranceFor
+// tolerances are the user guide's numbers, written here as literals so that a change to toleranceFor
 // shows up as a failure instead of being compared with itself.
 
 #include <gtest/gtest.h>

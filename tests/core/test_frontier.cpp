@@ -179,7 +179,7 @@ TEST(Frontier, TheClassicReportOnAV100) {
   while (math(16, l16 + 1) <= budget) ++l16;
   while (math(16, l16) > budget) --l16;
   EXPECT_EQ(picks16.max, l16);
-  EXPECT_EQ(picks16.max, 15589);  // the README's figure
+  EXPECT_EQ(picks16.max, 15589);  // the user guide's figure
 
   // Efficient at 8 heads: the conversion holds q, k, v (128 L bytes each), the mask, its fp16 copy
   // and logical_not(mask) (4 L^2); the kernel q, k, v, the output, the mask and its copy (3 L^2),
@@ -202,7 +202,7 @@ TEST(Frontier, TheClassicReportOnAV100) {
   int64_t aligned = (static_cast<int64_t>(std::sqrt(double(budget) / 4.0)) / 16 + 2) * 16;
   while (efficient(aligned) > budget) aligned -= 16;
   EXPECT_EQ(picks8.max_aligned, aligned);
-  EXPECT_EQ(picks8.max_aligned, 63776);  // the README's figure
+  EXPECT_EQ(picks8.max_aligned, 63776);  // the user guide's figure
   EXPECT_GT(picks8.max_aligned, 4 * picks16.max) << "the cliff: 8 heads reach 4x further than 16";
 }
 

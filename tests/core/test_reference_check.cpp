@@ -1,5 +1,5 @@
 // The accuracy check and the float64 reference: a wrong, NaN or Inf output never passes, the
-// tolerances are the README's numbers, the reference's mask rules come from the README's table
+// tolerances are the user guide's numbers, the reference's mask rules come from the guide's table
 // (not from the backends' code), and the check's cost is bounded by its budget.
 #include <gtest/gtest.h>
 

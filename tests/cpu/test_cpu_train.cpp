@@ -145,7 +145,7 @@ TEST(CpuTrainCheck, TheSampledCheckHoldsTheLastHeadKeyAndRowAndTheDocumentedTole
   const Accuracy ok = checkGradients(spec, in, good);
   ASSERT_TRUE(ok.passed()) << ok.max_abs_error;
   ASSERT_LT(ok.rows_checked, ok.rows_total) << "the shape must reach the sampled path";
-  EXPECT_EQ(ok.tolerance, 1e-4);  // README: fp32 1e-4 (fp16 4e-3, bf16 3e-2)
+  EXPECT_EQ(ok.tolerance, 1e-4);  // docs/USER_GUIDE.md: fp32 1e-4 (fp16 4e-3, bf16 3e-2)
   // dK/dV sum over the group: an error in the last KV head's keys must be seen through both of
   // its query heads' contributions; dq's last row is query head 3's.
   const int64_t D = 64, Lq = 1000, Lkv = 1100, lastHead = 1, lastQueryHead = 3;

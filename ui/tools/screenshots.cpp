@@ -1,4 +1,4 @@
-// Renders the main views offscreen into PNGs for the README: builds a sample database with the
+// Renders the main views offscreen into PNGs for the README and the user guide: builds a sample database with the
 // real CPU backends, opens the main window on it and grabs each tab.
 // Usage: attnscope_screenshots OUT_DIR
 
