@@ -69,6 +69,25 @@ int Args::intValue(const std::string& name, int fallback, int min_value, int max
   return static_cast<int>(x);
 }
 
+std::string guideSection(const std::string& command) {
+  // Each command's section of the user guide; the anchors are GitHub's for its headings (the
+  // CLI test holds every one to a heading of docs/USER_GUIDE.md).
+  static const std::pair<const char*, const char*> kSections[] = {
+      {"gui", "the-desktop-application"},
+      {"backends", "backends"},
+      {"explain", "why-did-torch-pick-that-kernel-attnscope-explain"},
+      {"frontier", "how-far-can-i-go-on-this-card-attnscope-frontier"},
+      {"record", "your-own-program-attnscope-record"},
+      {"merge", "sweeps-on-a-cluster"},
+      {"slurm", "sweeps-on-a-cluster"},
+  };
+  std::string where = "docs/USER_GUIDE.md";
+  if (command.empty()) return where;
+  for (const auto& [name, anchor] : kSections)
+    if (command == name) return where + "#" + anchor;
+  return where + "#the-command-line";  // run, sweep, runs, show, compare, export, report, check
+}
+
 std::string helpText(const CommandDef& def) {
   std::ostringstream os;
   os << "usage: attnscope " << def.synopsis << "\n\n" << def.summary << "\n";
@@ -83,6 +102,7 @@ std::string helpText(const CommandDef& def) {
     os << "  --help" << std::string(width - 4, ' ') << "show this help\n";
   }
   if (!def.details.empty()) os << "\n" << def.details << "\n";
+  os << "\nGuide: " << guideSection(def.name) << "\n";
   return os.str();
 }
 

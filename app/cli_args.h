@@ -51,6 +51,10 @@ class Args {
   std::vector<std::string> positionals_;
 };
 
+// Where in the user guide (docs/USER_GUIDE.md, in the checkout and the docs) a command is
+// described: "docs/USER_GUIDE.md#anchor"; the guide itself for "" (attnscope --help).
+std::string guideSection(const std::string& command);
+// The command's usage, options and details, ending with its guide section.
 std::string helpText(const CommandDef& def);
 // "a,b,c" or "a, b, c" -> {a, b, c} (core's splitAxisList, the window's grammar too). Throws
 // UsageError naming --option for an empty item ("a,,c", "", "a,") or an item given twice.

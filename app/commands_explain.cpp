@@ -272,7 +272,8 @@ const CommandDef kExplainDef{
     "How the mask is passed: causal as is_causal=True (causal_lower_right(Lq, Lkv) when Lq != Lkv), dense/window/block\n"
     "as a bool tensor [1,1,L,S] (--mask-layout broadcast) or [B,H,L,S] (per_head); GQA as enable_gqa=True (2.5+).\n"
     "Environment read: TORCH_CUDNN_SDPA_ENABLED, TORCH_CUDNN_SDPA_PREFERRED, TORCH_CUDNN_SDPA_DEPRIORITIZED.\n"
-    "Rules and formulas: shared/reference/torch-sdpa.md; see README 'Why did torch pick that kernel?'."};
+    "Each rule names the torch source it was read from; what was measured against real torch releases, and where:\n"
+    "docs/TORCH_RELEASES.md."};
 
 int cmdExplain(const std::vector<std::string>& argv) {
   Args args(kExplainDef, argv);

@@ -52,7 +52,7 @@ void printUsage(std::ostream& os) {
   for (const auto& c : kCommands) os << "  " << c.def->name << std::string(10 - c.def->name.size(), ' ') << firstSentence(c.def->summary) << "\n";
   os << "  gui       " << kGuiDef.summary << "\n\n"
      << "Run 'attnscope COMMAND --help' for a command's options. Results are saved to " << defaultDatabaseForHelp()
-     << "\n(override with --db or ATTNSCOPE_DB).\n";
+     << "\n(override with --db or ATTNSCOPE_DB).\n\nGuide: " << guideSection("") << "\n";
 }
 
 int runGuiCommand(int argc, char** argv, const std::vector<std::string>& rest) {

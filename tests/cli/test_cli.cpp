@@ -6,6 +6,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
+#include <map>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -51,6 +53,69 @@ TEST(CliHelp, EveryCommandHasHelp) {
   CliResult unknown = runCli({"frobnicate"});
   EXPECT_EQ(unknown.code, 2);
   EXPECT_NE(unknown.err.find("unknown command 'frobnicate'"), std::string::npos);
+}
+
+// GitHub's anchor for a Markdown heading: lower case, spaces to '-', punctuation but '-' and '_'
+// dropped.
+std::string anchorOf(const std::string& heading) {
+  std::string out;
+  for (unsigned char c : heading) {
+    if (std::isalnum(c) || c == '-' || c == '_') out += static_cast<char>(std::tolower(c));
+    else if (c == ' ') out += '-';
+  }
+  return out;
+}
+
+TEST(CliHelp, EveryHelpEndsWithItsSectionOfTheGuide) {
+  std::set<std::string> anchors;
+  std::ifstream guide(std::string(ATTNSCOPE_SOURCE_DIR) + "/docs/USER_GUIDE.md");
+  ASSERT_TRUE(guide) << "docs/USER_GUIDE.md";
+  for (std::string line; std::getline(guide, line);) {
+    const size_t hashes = line.find_first_not_of('#');
+    if (hashes > 0 && hashes != std::string::npos && line[hashes] == ' ') {
+      anchors.insert(anchorOf(line.substr(hashes + 1)));
+    }
+  }
+  ASSERT_TRUE(anchors.count("the-command-line")) << "the guide's headings were not read";
+  auto lastLine = [](const std::string& text) {
+    std::string t = text.substr(0, text.find_last_not_of('\n') + 1);
+    return t.substr(t.rfind('\n') + 1);
+  };
+  EXPECT_EQ(lastLine(runCli({"--help"}).out), "Guide: docs/USER_GUIDE.md");
+  const std::map<std::string, std::string> expected{
+      {"gui", "the-desktop-application"},
+      {"backends", "backends"},
+      {"run", "the-command-line"},
+      {"sweep", "the-command-line"},
+      {"runs", "the-command-line"},
+      {"show", "the-command-line"},
+      {"compare", "the-command-line"},
+      {"export", "the-command-line"},
+      {"report", "the-command-line"},
+      {"check", "the-command-line"},
+      {"explain", "why-did-torch-pick-that-kernel-attnscope-explain"},
+      {"frontier", "how-far-can-i-go-on-this-card-attnscope-frontier"},
+      {"record", "your-own-program-attnscope-record"},
+      {"merge", "sweeps-on-a-cluster"},
+      {"slurm", "sweeps-on-a-cluster"},
+  };
+  // Every command the top-level help lists has an entry here.
+  const std::string top = runCli({"--help"}).out;
+  size_t listed = 0;
+  for (size_t at = top.find("\n  "); at != std::string::npos; at = top.find("\n  ", at + 1)) {
+    const std::string name = top.substr(at + 3, top.find(' ', at + 3) - at - 3);
+    if (!name.empty() && std::islower(static_cast<unsigned char>(name[0]))) {
+      EXPECT_TRUE(expected.count(name)) << "attnscope --help lists '" << name << "', which has no guide section here";
+      ++listed;
+    }
+  }
+  EXPECT_EQ(listed, expected.size()) << top;
+  for (const auto& [command, anchor] : expected) {
+    const CliResult r = runCli({command, "--help"});
+    EXPECT_EQ(r.code, 0) << command;
+    EXPECT_EQ(lastLine(r.out), "Guide: docs/USER_GUIDE.md#" + anchor) << command;
+    EXPECT_TRUE(anchors.count(anchor)) << command << ": #" << anchor << " is not a heading of docs/USER_GUIDE.md";
+  }
 }
 
 TEST_F(Cli, BadInputExitsTwoNamingFieldAndAllowedValues) {
