@@ -175,6 +175,52 @@ TEST(CpuTrainCheck, TheSampledCheckHoldsTheLastHeadKeyAndRowAndTheDocumentedTole
   }
 }
 
+// Over budget, the dK/dV check holds every KV head whose scores are at risk (|scale q k| near the
+// dtype's limit of what float32 softmax keeps exact), not only the first, the last, the
+// kCheckLargest largest by each norm and a seeded few. Of 32 KV heads, 0..9 get the largest q,
+// 10..19 the largest k, 24..31 the largest g and v, none of them at risk; 20..23 get q and k large
+// together (at risk) but are never the largest by any one norm, so only the risk rule (or a seeded
+// pick) reaches them: an error planted in each of their dK must fail the check.
+TEST(CpuTrainCheck, TheSampledCheckHoldsEveryKvHeadWhoseScoresAreAtRisk) {
+  const int64_t H = 32, L = 400, D = 64;
+  const WorkloadSpec spec = trainSpec({1, H, H, L, 0, D, DType::fp32, "none", MaskLayout::broadcast, 11});
+  HostInputs in = HostInputs::generate(spec);
+  auto scaleHead = [&](HostTensor& t, int64_t head, float by) {
+    for (int64_t i = head * L * D; i < (head + 1) * L * D; ++i) t.set(i, t.at(i) * by);
+  };
+  for (int64_t h = 0; h < 10; ++h) scaleHead(in.q, h, 8.0f);
+  for (int64_t h = 10; h < 20; ++h) scaleHead(in.k, h, 8.0f);
+  for (int64_t h = 20; h < 24; ++h) {
+    scaleHead(in.q, h, 6.0f);
+    scaleHead(in.k, h, 6.0f);
+  }
+  for (int64_t h = 24; h < 32; ++h) {
+    scaleHead(in.g, h, 2.0f);
+    scaleHead(in.v, h, 2.0f);
+  }
+  const double scale = spec.effectiveScale();
+  auto largestRow = [&](const HostTensor& t, int64_t head) {
+    double best = 0;
+    for (int64_t r = 0; r < L; ++r) {
+      double n = 0;
+      for (int64_t d = 0; d < D; ++d) n += double(t.at((head * L + r) * D + d)) * t.at((head * L + r) * D + d);
+      best = std::max(best, std::sqrt(n));
+    }
+    return best;
+  };
+  for (int64_t h = 0; h < H; ++h)  // the premise: exactly 20..23 at risk
+    ASSERT_EQ(scoresAtRisk(scale * largestRow(in.q, h) * largestRow(in.k, h), spec.dtype), h >= 20 && h < 24) << "head " << h;
+  const AttentionGradients good = flashGradients(spec, in);
+  const Accuracy ok = checkGradients(spec, in, good);
+  ASSERT_TRUE(ok.passed()) << ok.max_abs_error;
+  ASSERT_LT(ok.rows_checked, ok.rows_total) << "the shape must reach the sampled path";
+  for (int64_t h = 20; h < 24; ++h) {
+    AttentionGradients bad = good;
+    bad.dk[static_cast<size_t>((h * L + L / 2) * D + 5)] += 0.05f;
+    EXPECT_FALSE(checkGradients(spec, in, bad).passed()) << "an error in dK of KV head " << h << ", whose scores are at risk, passed";
+  }
+}
+
 // The sampled check also holds the mask's key edges (where the rows that see a key change their
 // step: a window's clipped end, a block's bounds), whatever the seed picks: an error planted in dK
 // at each edge key of the last KV head fails it.
