@@ -88,6 +88,55 @@ TEST(StoreMerge, ShardsOfOneSweepBecomeOneSweepWithEachPointsEnvironment) {
   EXPECT_TRUE(into.check().empty());
 }
 
+// What a merged sweep is, beyond its runs: its own environment; a copy of a sweep still running
+// elsewhere reads as interrupted (it never runs here); shards joined by hand end as the worst of
+// their states; a point already here under another run UUID (a task rerun by `slurm resume`) is
+// not added twice; a submitted sweep is finished only once its last point is in.
+TEST(StoreMerge, AMergedSweepsEnvironmentStateAndPointsAreRight) {
+  test::TempDir dir;
+  const SweepSpec spec = test::sampleSweep("grid");  // 8 points
+  {
+    const std::string uuid = newUuid();
+    writeShard(dir.file("running.sqlite"), spec, uuid, {0, 1}, "node-r");
+    exec(dir.file("running.sqlite"), "UPDATE sweeps SET state = 'running'");
+    Store into(dir.file("copy.sqlite"));
+    ASSERT_TRUE(into.merge(dir.file("running.sqlite")).refused.empty());
+    const SweepInfo sweep = into.sweeps().front();
+    EXPECT_EQ(sweep.state, "interrupted") << "a copy of a running sweep never runs here";
+    ASSERT_NE(sweep.environment_id, 0) << "the sweep's environment was not merged";
+    EXPECT_EQ(into.environment(sweep.environment_id).host, "node-r");
+  }
+  {
+    const std::string uuid = newUuid();
+    writeShard(dir.file("a.sqlite"), spec, uuid, {0, 1, 2, 3}, "node-a");
+    writeShard(dir.file("b.sqlite"), spec, uuid, {4, 5}, "node-b");
+    exec(dir.file("b.sqlite"), "UPDATE sweeps SET state = 'cancelled'");
+    writeShard(dir.file("again.sqlite"), spec, uuid, {3}, "node-c");  // point 3 rerun: another run UUID
+    Store into(dir.file("joined.sqlite"));
+    ASSERT_TRUE(into.merge(dir.file("a.sqlite")).refused.empty());
+    EXPECT_EQ(into.sweeps().front().state, "finished");
+    ASSERT_TRUE(into.merge(dir.file("b.sqlite")).refused.empty());
+    EXPECT_EQ(into.sweeps().front().state, "cancelled") << "joined shards end as the worst of their states";
+    const MergeReport again = into.merge(dir.file("again.sqlite"));
+    EXPECT_EQ(again.runs_added, 0);
+    EXPECT_EQ(again.runs_skipped, 1);
+    EXPECT_EQ(into.sweeps().front().run_count, 6);
+    EXPECT_EQ(into.pointIndexes(into.sweeps().front().id), (std::vector<int64_t>{0, 1, 2, 3, 4, 5}));
+  }
+  {
+    const std::string uuid = newUuid();
+    Store into(dir.file("submitted.sqlite"));
+    const int64_t id = into.createSweep(spec, 0, uuid);
+    into.setSweepCluster(id, nlohmann::json{{"job", "41"}}, "submitted");
+    writeShard(dir.file("first.sqlite"), spec, uuid, {0, 1, 2, 3, 4, 5, 6}, "node-a");
+    writeShard(dir.file("last.sqlite"), spec, uuid, {7}, "node-b");
+    ASSERT_TRUE(into.merge(dir.file("first.sqlite")).refused.empty());
+    EXPECT_EQ(into.sweeps().front().state, "submitted") << "7 of 8 points in";
+    ASSERT_TRUE(into.merge(dir.file("last.sqlite")).refused.empty());
+    EXPECT_EQ(into.sweeps().front().state, "finished");
+  }
+}
+
 TEST(StoreMerge, MergingTwiceAddsNothing) {
   test::TempDir dir;
   const SweepSpec spec = test::sampleSweep("grid");
