@@ -1,10 +1,16 @@
 // bench_cpu: cpu.flash and cpu.reference against PyTorch's own CPU SDPA (flash kernel and math
-// path), point by point in the same run, plus where cpu.flash's time goes and the tile-product
-// rates of our kernels and of OpenBLAS. Results are recorded in docs/PERFORMANCE.md.
+// path), point by point in the same run, plus where cpu.flash's time goes, the tile-product
+// rates of our kernels and of OpenBLAS, and the machine's own peak per instruction set with each
+// forward point's share of it. Results are recorded in docs/PERFORMANCE.md.
 //
 //   bench_cpu [--quick | --full] [--seq 1024,4096] [--head-dim 64,128] [--dtype fp32,bf16,fp16]
 //             [--mask none,causal] [--heads 8] [--reps 3] [--math-max-seq 2048]
+//             [--pass forward|train] [--kind attention|layer]
 //             [--isa baseline|avx2|avx512|avx512_bf16] [--python PATH | --no-torch]
+//
+// --pass train times forward and backward (ours: the backend's backward; torch: autograd of the
+// same SDPA call, out.backward(G)); --kind layer times the whole layer at width heads x head_dim
+// (ours: cpu_layer.cpp; torch: F.linear, SDPA, F.linear, under autograd for train).
 //
 // Each of our points goes through the real run engine (runPoint) with the accuracy check off; a
 // point whose predicted peak does not fit in the memory available is reported as oom, not run.
@@ -19,11 +25,13 @@
 #include <thread>
 #include <vector>
 
+#include "bench/cpu_peak.h"
 #include "bench/torch_peer.h"
 #include "core/base/format.h"
 #include "core/engine/run_engine.h"
 #include "kernels/cpu/cpu_blas.h"
 #include "kernels/cpu/cpu_flash_backend.h"
+#include "kernels/cpu/cpu_isa.h"
 #include "kernels/cpu/cpu_reference_backend.h"
 #include "kernels/cpu/flash_profile.h"
 #include "kernels/cpu/tile_kernels.h"
@@ -43,6 +51,8 @@ struct Options {
   std::string isa;
   std::string python;
   bool torch = true;
+  Pass pass = Pass::forward;
+  WorkloadKind kind = WorkloadKind::attention;
 };
 
 [[noreturn]] void usage(int code, const std::string& error = {}) {
@@ -50,10 +60,13 @@ struct Options {
   std::fprintf(code ? stderr : stdout,
                "usage: bench_cpu [--quick | --full] [--seq 1024,4096] [--head-dim 64,128] [--dtype fp32,bf16,fp16]\n"
                "                 [--mask none,causal] [--heads 8] [--reps 3] [--math-max-seq 2048]\n"
+               "                 [--pass forward|train] [--kind attention|layer]\n"
                "                 [--isa baseline|avx2|avx512|avx512_bf16] [--python PATH | --no-torch]\n"
                "  default   seq 1024,4096; every dtype, head_dim 64 and 128, no mask and causal; 3 reps\n"
                "  --quick   seq 1024 only, one rep, math path up to 1024\n"
                "  --full    seq 1024,2048,4096,8192,16384, math path up to 4096\n"
+               "  --pass    train: forward and backward (torch: autograd of the same call); default forward\n"
+               "  --kind    layer: the whole layer at width heads x head_dim (torch: F.linear, SDPA, F.linear)\n"
                "  --isa     force a kernel variant of this CPU (as ATTNSCOPE_CPU_ISA does)\n"
                "  --python  the Python with torch for the peer (else ATTNSCOPE_PYTHON, else python3)\n");
   std::exit(code);
@@ -121,6 +134,16 @@ Options parse(int argc, char** argv) {
       if (!isa) usage(2, "--isa: '" + o.isa + "' is not one of baseline, avx2, avx512, avx512_bf16");
       if (!cpu::cpuSupports(*isa)) usage(2, "--isa: this CPU cannot run " + o.isa);
       cpu::setCpuIsaOverride(*isa);
+    } else if (a == "--pass") {
+      const std::string v = value();
+      const auto p = parsePass(v);
+      if (!p) usage(2, "--pass: '" + v + "' is not one of forward, train");
+      o.pass = *p;
+    } else if (a == "--kind") {
+      const std::string v = value();
+      const auto k = parseWorkloadKind(v);
+      if (!k) usage(2, "--kind: '" + v + "' is not one of attention, layer");
+      o.kind = *k;
     } else if (a == "--python") {
       o.python = value();
     } else if (a == "--no-torch") {
@@ -227,11 +250,31 @@ int main(int argc, char** argv) {
     std::printf("Torch:    not run (--no-torch)\n");
   }
   for (int64_t d : o.head_dims) tileRates(d);
+  // One thread's and all threads' together: two threads on one core's SMT siblings share its
+  // FMA units, and the second figure is then no larger than the first.
+  const std::vector<bench::PeakRate> one = bench::measurePeaks(1), peaks = bench::measurePeaks(hw);
+  for (size_t i = 0; i < peaks.size(); ++i)
+    std::printf("peak %s: 1 thread %s, %d threads %s (multiply-adds in registers)\n", peaks[i].what.c_str(),
+                formatFlops(one[i].flops_per_s).c_str(), hw, formatFlops(peaks[i].flops_per_s).c_str());
+  // The peak a point is held against: the kernels' own variant for its dtype (bf16 tiles use
+  // vdpbf16ps under avx512_bf16; fp16 and fp32 tiles run fp32 FMAs).
+  const std::string active(cpu::toString(cpu::activeCpuIsa()));
+  auto peakFor = [&](DType dt) -> double {
+    const std::string want = dt == DType::bf16 && active == "avx512_bf16" ? "avx512_bf16"
+                             : active == "avx512_bf16"                    ? "avx512"
+                                                                          : active;
+    for (const bench::PeakRate& p : peaks)
+      if (p.isa == want) return p.flops_per_s;
+    return 0;
+  };
+  const bool forwardAttention = o.pass == Pass::forward && o.kind == WorkloadKind::attention;
 
-  std::printf("\nB=1 H=%lld; warm-up 1, %d reps, medians; ratio = torch time / our time (above 1: we are faster)\n",
-              static_cast<long long>(o.heads), o.reps);
-  std::printf("%-5s %4s %-6s %6s | %9s %9s %6s | %9s %9s %6s | %10s %10s | %s\n", "dtype", "D", "mask", "seq",
-              "cpu.flash", "torch fl", "ratio", "cpu.ref", "torch mth", "ratio", "flash peak", "predicted",
+  std::printf("\nkind %s, pass %s, B=1 H=%lld; warm-up 1, %d reps, medians; ratio = torch time / our time (above 1: "
+              "we are faster); of peak = cpu.flash's forward flops per second over the peak above for its dtype%s\n",
+              std::string(toString(o.kind)).c_str(), std::string(toString(o.pass)).c_str(),
+              static_cast<long long>(o.heads), o.reps, forwardAttention ? "" : " (forward attention only)");
+  std::printf("%-5s %4s %-6s %6s | %9s %9s %6s %7s | %9s %9s %6s | %10s %10s | %s\n", "dtype", "D", "mask", "seq",
+              "cpu.flash", "torch fl", "ratio", "of peak", "cpu.ref", "torch mth", "ratio", "flash peak", "predicted",
               "flash time: pack / QK^T / softmax / PV");
   cpu::enableFlashProfile(true);
   for (DType dtype : o.dtypes)
@@ -245,6 +288,8 @@ int main(int argc, char** argv) {
           spec.head_dim = d;
           spec.dtype = dtype;
           spec.mask = *parseMask(mask).mask;
+          spec.pass = o.pass;
+          spec.kind = o.kind;
           const bool math = seq <= o.math_max_seq;
           cpu::takeFlashProfile();
           const RunResult f = runOurs(flash, spec, o.reps);
@@ -258,14 +303,17 @@ int main(int argc, char** argv) {
           }
           const bool fok = f.status == RunStatus::ok, rok = math && r.status == RunStatus::ok;
           char parts[96] = "-";
-          if (shares.total() > 0)
+          if (forwardAttention && shares.total() > 0)
             std::snprintf(parts, sizeof parts, "%4.1f%% / %4.1f%% / %4.1f%% / %4.1f%%",
                           100 * shares.pack_s / shares.total(), 100 * shares.scores_s / shares.total(),
                           100 * shares.softmax_s / shares.total(), 100 * shares.output_s / shares.total());
-          std::printf("%-5s %4lld %-6s %6lld | %9s %9s %6s | %9s %9s %6s | %10s %10s | %s",
+          char share[16] = "-";
+          if (forwardAttention && fok && peakFor(dtype) > 0)
+            std::snprintf(share, sizeof share, "%.0f %%", 100 * f.flopsPerSecond() / peakFor(dtype));
+          std::printf("%-5s %4lld %-6s %6lld | %9s %9s %6s %7s | %9s %9s %6s | %10s %10s | %s",
                       std::string(toString(dtype)).c_str(), static_cast<long long>(d), mask.c_str(),
                       static_cast<long long>(seq), cell(fok, f.timing.median_s).c_str(),
-                      cell(tf.ok, tf.median_s).c_str(), ratio(fok, f.timing.median_s, tf.ok, tf.median_s).c_str(),
+                      cell(tf.ok, tf.median_s).c_str(), ratio(fok, f.timing.median_s, tf.ok, tf.median_s).c_str(), share,
                       cell(rok, r.timing.median_s).c_str(), cell(tm.ok, tm.median_s).c_str(),
                       ratio(rok, r.timing.median_s, tm.ok, tm.median_s).c_str(),
                       f.memory.measured_peak > 0 ? formatBytes(f.memory.measured_peak).c_str() : "-",

@@ -12,7 +12,12 @@ namespace attnscope::bench {
 namespace {
 
 // Reads one request per line: dtype batch heads kv_heads seq_q seq_kv head_dim causal scale
-// backend warmup reps. Answers "ok median min" or "error <one line>".
+// backend warmup reps pass kind. Answers "ok median min" or "error <one line>".
+//   pass  forward: the SDPA call (or the layer) alone; train: also out.backward(G) through
+//         autograd, every leaf's .grad cleared before the next call (not timed)
+//   kind  attention: SDPA on q, k, v [B, H, L, D]; layer: x [B, L, E] with E = H D, F.linear to
+//         the fused q, k, v rows (query rows, then key, then value, as AttnScope's layer), split
+//         into heads, SDPA, heads merged, F.linear back to E
 constexpr const char* kScript = R"PY(
 import sys, time, statistics
 try:
@@ -33,17 +38,44 @@ for line in sys.stdin:
         dt = dtypes[f[0]]
         b, h, hkv, lq, lkv, d = (int(x) for x in f[1:7])
         causal, scale, backend, warmup, reps = f[7] == "1", float(f[8]), f[9], int(f[10]), int(f[11])
+        train, layer = f[12] == "train", f[13] == "layer"
         g = torch.Generator().manual_seed(1)
-        q = (torch.rand(b, h, lq, d, generator=g) * 2 - 1).to(dt)
-        k = (torch.rand(b, hkv, lkv, d, generator=g) * 2 - 1).to(dt)
-        v = (torch.rand(b, hkv, lkv, d, generator=g) * 2 - 1).to(dt)
-        run = lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=scale,
-                                                     enable_gqa=hkv != h)
+        def uniform(*shape, bound=1.0):
+            return ((torch.rand(*shape, generator=g) * 2 - 1) * bound).to(dt).requires_grad_(train)
+        sdpa = lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=scale,
+                                                              enable_gqa=hkv != h)
+        if layer:
+            e = h * d
+            x = uniform(b, lq, e)
+            w_qkv, b_qkv = uniform((h + 2 * hkv) * d, e, bound=e ** -0.5), uniform((h + 2 * hkv) * d, bound=e ** -0.5)
+            w_o, b_o = uniform(e, h * d, bound=(h * d) ** -0.5), uniform(e, bound=(h * d) ** -0.5)
+            leaves = [x, w_qkv, b_qkv, w_o, b_o]
+            def forward():
+                q, k, v = F.linear(x, w_qkv, b_qkv).split([h * d, hkv * d, hkv * d], dim=-1)
+                q = q.view(b, lq, h, d).transpose(1, 2)
+                k = k.view(b, lq, hkv, d).transpose(1, 2)
+                v = v.view(b, lq, hkv, d).transpose(1, 2)
+                return F.linear(sdpa(q, k, v).transpose(1, 2).reshape(b, lq, h * d), w_o, b_o)
+            out_shape = (b, lq, e)
+        else:
+            q, k, v = uniform(b, h, lq, d), uniform(b, hkv, lkv, d), uniform(b, hkv, lkv, d)
+            leaves = [q, k, v]
+            forward = lambda: sdpa(q, k, v)
+            out_shape = (b, h, lq, d)
+        grad = (torch.rand(*out_shape, generator=g) * 2 - 1).to(dt)
+        def run():
+            if train:
+                forward().backward(grad)
+            else:
+                with torch.no_grad():
+                    forward()
         with sdpa_kernel(backends[backend]):
             for _ in range(warmup):
                 run()
             times = []
             for _ in range(reps):
+                for t in leaves:
+                    t.grad = None
                 t0 = time.perf_counter()
                 run()
                 times.append(time.perf_counter() - t0)
@@ -134,7 +166,8 @@ PeerTiming TorchPeer::time(const WorkloadSpec& spec, const std::string& backend,
   std::ostringstream req;
   req << toString(spec.dtype) << ' ' << spec.batch << ' ' << spec.heads << ' ' << spec.kvHeads() << ' ' << spec.seq_q
       << ' ' << spec.seqKv() << ' ' << spec.headDim() << ' ' << (spec.mask.kind == MaskKind::causal ? 1 : 0) << ' '
-      << spec.effectiveScale() << ' ' << backend << ' ' << warmup << ' ' << reps;
+      << spec.effectiveScale() << ' ' << backend << ' ' << warmup << ' ' << reps << ' ' << toString(spec.pass) << ' '
+      << toString(spec.kind);
   std::string reply;
   if (!exchange(req.str(), reply)) {
     t.message = "the torch process ended";

@@ -31,7 +31,8 @@ class TorchPeer {
   const std::string& description() const { return description_; }
 
   // backend: "flash" or "math". Inputs uniform in [-1, 1) in the spec's dtype; causal masks
-  // map to is_causal (the other mask kinds are not sent).
+  // map to is_causal (the other mask kinds are not sent). spec.pass = train adds the backward
+  // through autograd; spec.kind = layer times the whole layer (F.linear, SDPA, F.linear).
   PeerTiming time(const WorkloadSpec& spec, const std::string& backend, int warmup, int reps);
 
  private:

@@ -1,0 +1,24 @@
+#pragma once
+// The machine's own arithmetic limit, per instruction set: a loop of independent multiply-adds
+// kept in registers (no loads, no stores), run on `threads` threads at once, so bench_cpu can say
+// what share of it each point reaches. One figure per variant this CPU runs:
+//   fp32 FMA (avx2)         vfmadd on 8 floats,   16 flops per instruction
+//   fp32 FMA (avx512)       vfmadd on 16 floats,  32 flops per instruction
+//   bf16 dot (avx512_bf16)  vdpbf16ps, 32 products summed pairwise into 16 floats, 64 flops
+// AMX tiles are not measured: the kernels have no AMX path yet (cpuFeatureList names amx-bf16
+// where the CPU has it).
+
+#include <string>
+#include <vector>
+
+namespace attnscope::bench {
+
+struct PeakRate {
+  std::string what;    // "fp32 FMA (avx512)"
+  std::string isa;     // the CpuIsa it needs: "avx2", "avx512", "avx512_bf16"
+  double flops_per_s;  // all threads together, best of three
+};
+
+std::vector<PeakRate> measurePeaks(int threads);
+
+}  // namespace attnscope::bench
