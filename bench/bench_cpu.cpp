@@ -29,6 +29,7 @@
 #include "bench/torch_peer.h"
 #include "core/base/format.h"
 #include "core/engine/run_engine.h"
+#include "core/trace/phase_summary.h"
 #include "kernels/cpu/cpu_blas.h"
 #include "kernels/cpu/cpu_flash_backend.h"
 #include "kernels/cpu/cpu_isa.h"
@@ -275,7 +276,7 @@ int main(int argc, char** argv) {
               static_cast<long long>(o.heads), o.reps, forwardAttention ? "" : " (forward attention only)");
   std::printf("%-5s %4s %-6s %6s | %9s %9s %6s %7s | %9s %9s %6s | %10s %10s | %s\n", "dtype", "D", "mask", "seq",
               "cpu.flash", "torch fl", "ratio", "of peak", "cpu.ref", "torch mth", "ratio", "flash peak", "predicted",
-              "flash time: pack / QK^T / softmax / PV");
+              forwardAttention ? "flash time: pack / QK^T / softmax / PV" : "flash time per phase");
   cpu::enableFlashProfile(true);
   for (DType dtype : o.dtypes)
     for (int64_t d : o.head_dims)
@@ -302,7 +303,17 @@ int main(int argc, char** argv) {
             if (peer) tm = peer->time(spec, "math", 1, o.reps);
           }
           const bool fok = f.status == RunStatus::ok, rok = math && r.status == RunStatus::ok;
-          char parts[96] = "-";
+          char parts[256] = "-";
+          std::string phaseParts;  // train and layer points: cpu.flash's top-level phases
+          if (!forwardAttention && fok)
+            for (const PhaseStats& ph : summarizePhases(f.trace.events))
+              if (ph.depth == 0 && ph.name != "inputs" && ph.share >= 0.005) {
+                char one[80];
+                std::snprintf(one, sizeof one, "%s%s %.0f%%", phaseParts.empty() ? "" : " / ", ph.name.c_str(),
+                              100 * ph.share);
+                phaseParts += one;
+              }
+          if (!phaseParts.empty()) std::snprintf(parts, sizeof parts, "%s", phaseParts.substr(0, sizeof parts - 1).c_str());
           if (forwardAttention && shares.total() > 0)
             std::snprintf(parts, sizeof parts, "%4.1f%% / %4.1f%% / %4.1f%% / %4.1f%%",
                           100 * shares.pack_s / shares.total(), 100 * shares.scores_s / shares.total(),
