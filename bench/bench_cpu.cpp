@@ -259,11 +259,9 @@ int main(int argc, char** argv) {
                 formatFlops(one[i].flops_per_s).c_str(), hw, formatFlops(peaks[i].flops_per_s).c_str());
   // The peak a point is held against: the kernels' own variant for its dtype (bf16 tiles use
   // vdpbf16ps under avx512_bf16; fp16 and fp32 tiles run fp32 FMAs).
-  const std::string active(cpu::toString(cpu::activeCpuIsa()));
+  const cpu::CpuIsa active = cpu::activeCpuIsa();
   auto peakFor = [&](DType dt) -> double {
-    const std::string want = dt == DType::bf16 && active == "avx512_bf16" ? "avx512_bf16"
-                             : active == "avx512_bf16"                    ? "avx512"
-                                                                          : active;
+    const cpu::CpuIsa want = active == cpu::CpuIsa::avx512_bf16 && dt != DType::bf16 ? cpu::CpuIsa::avx512 : active;
     for (const bench::PeakRate& p : peaks)
       if (p.isa == want) return p.flops_per_s;
     return 0;
@@ -303,21 +301,23 @@ int main(int argc, char** argv) {
             if (peer) tm = peer->time(spec, "math", 1, o.reps);
           }
           const bool fok = f.status == RunStatus::ok, rok = math && r.status == RunStatus::ok;
-          char parts[256] = "-";
-          std::string phaseParts;  // train and layer points: cpu.flash's top-level phases
-          if (!forwardAttention && fok)
-            for (const PhaseStats& ph : summarizePhases(f.trace.events))
-              if (ph.depth == 0 && ph.name != "inputs" && ph.share >= 0.005) {
-                char one[80];
-                std::snprintf(one, sizeof one, "%s%s %.0f%%", phaseParts.empty() ? "" : " / ", ph.name.c_str(),
-                              100 * ph.share);
-                phaseParts += one;
-              }
-          if (!phaseParts.empty()) std::snprintf(parts, sizeof parts, "%s", phaseParts.substr(0, sizeof parts - 1).c_str());
-          if (forwardAttention && shares.total() > 0)
-            std::snprintf(parts, sizeof parts, "%4.1f%% / %4.1f%% / %4.1f%% / %4.1f%%",
+          // Forward attention: the flash profile's four parts; train and layer points: cpu.flash's
+          // top-level phases from its trace (prepare's "inputs" left out).
+          std::string parts;
+          char one[96];
+          if (forwardAttention && shares.total() > 0) {
+            std::snprintf(one, sizeof one, "%4.1f%% / %4.1f%% / %4.1f%% / %4.1f%%",
                           100 * shares.pack_s / shares.total(), 100 * shares.scores_s / shares.total(),
                           100 * shares.softmax_s / shares.total(), 100 * shares.output_s / shares.total());
+            parts = one;
+          } else if (!forwardAttention && fok) {
+            for (const PhaseStats& ph : summarizePhases(f.trace.events))
+              if (ph.depth == 0 && ph.name != "inputs" && ph.share >= 0.005) {
+                std::snprintf(one, sizeof one, "%s%s %.0f%%", parts.empty() ? "" : " / ", ph.name.c_str(), 100 * ph.share);
+                parts += one;
+              }
+          }
+          if (parts.empty()) parts = "-";
           char share[16] = "-";
           if (forwardAttention && fok && peakFor(dtype) > 0)
             std::snprintf(share, sizeof share, "%.0f %%", 100 * f.flopsPerSecond() / peakFor(dtype));
@@ -328,7 +328,7 @@ int main(int argc, char** argv) {
                       cell(rok, r.timing.median_s).c_str(), cell(tm.ok, tm.median_s).c_str(),
                       ratio(rok, r.timing.median_s, tm.ok, tm.median_s).c_str(),
                       f.memory.measured_peak > 0 ? formatBytes(f.memory.measured_peak).c_str() : "-",
-                      formatBytes(f.memory.predicted_peak).c_str(), parts);
+                      formatBytes(f.memory.predicted_peak).c_str(), parts.c_str());
           if (!fok) std::printf("  cpu.flash %s: %s", std::string(toString(f.status)).c_str(), f.message.c_str());
           if (peer && !tf.ok) std::printf("  torch flash: %s", tf.message.c_str());
           if (math && !rok) std::printf("  cpu.reference %s: %s", std::string(toString(r.status)).c_str(), r.message.c_str());

@@ -4,8 +4,6 @@
 #include <chrono>
 #include <thread>
 
-#include "kernels/cpu/cpu_isa.h"
-
 #if defined(__x86_64__)
 #include <immintrin.h>
 #endif
@@ -80,10 +78,10 @@ std::vector<PeakRate> measurePeaks(int threads) {
   std::vector<PeakRate> out;
 #if defined(__x86_64__)
   using cpu::CpuIsa;
-  if (cpu::cpuSupports(CpuIsa::avx2)) out.push_back({"fp32 FMA (avx2)", "avx2", rateOn(threads, fmaAvx2)});
-  if (cpu::cpuSupports(CpuIsa::avx512)) out.push_back({"fp32 FMA (avx512)", "avx512", rateOn(threads, fmaAvx512)});
+  if (cpu::cpuSupports(CpuIsa::avx2)) out.push_back({"fp32 FMA (avx2)", CpuIsa::avx2, rateOn(threads, fmaAvx2)});
+  if (cpu::cpuSupports(CpuIsa::avx512)) out.push_back({"fp32 FMA (avx512)", CpuIsa::avx512, rateOn(threads, fmaAvx512)});
   if (cpu::cpuSupports(CpuIsa::avx512_bf16))
-    out.push_back({"bf16 dot (avx512_bf16)", "avx512_bf16", rateOn(threads, dotBf16)});
+    out.push_back({"bf16 dot (avx512_bf16)", CpuIsa::avx512_bf16, rateOn(threads, dotBf16)});
 #else
   (void)threads;
 #endif

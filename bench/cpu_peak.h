@@ -11,11 +11,13 @@
 #include <string>
 #include <vector>
 
+#include "kernels/cpu/cpu_isa.h"
+
 namespace attnscope::bench {
 
 struct PeakRate {
   std::string what;    // "fp32 FMA (avx512)"
-  std::string isa;     // the CpuIsa it needs: "avx2", "avx512", "avx512_bf16"
+  cpu::CpuIsa isa;     // the variant it needs
   double flops_per_s;  // all threads together, best of three
 };
 
