@@ -172,7 +172,7 @@ int cmdRun(const std::vector<std::string>& argv) {
   HostInputs inputs;
   std::vector<float> output;
   AttentionGradients gradients;
-  LayerGradients layerGradients;
+  std::vector<LayerGradients> layerGradients;
   if (r.status == RunStatus::ok) {
     if (auto dir = args.value("inputs")) {
       try {

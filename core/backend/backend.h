@@ -86,6 +86,10 @@ class RunContext {
   std::map<std::string, std::string> takeFacts() { return std::exchange(facts_, {}); }
   void addWarning(std::string text);
   std::vector<std::string> takeWarnings() { return std::exchange(warnings_, {}); }
+  // Set by the engine when the accuracy check will ask for a layer's intermediates: a backend that
+  // frees them during a run copies them out (in its first run) instead of keeping them.
+  void setKeepIntermediates(bool on) { keep_intermediates_ = on; }
+  bool keepIntermediates() const { return keep_intermediates_; }
 
  private:
   TrackingAllocator& alloc_;
@@ -99,6 +103,7 @@ class RunContext {
   std::vector<TraceEvent> measured_events_;
   std::map<std::string, std::string> facts_;
   std::vector<std::string> warnings_;
+  bool keep_intermediates_ = false;
 };
 
 // RAII phase range.
@@ -136,11 +141,13 @@ class Execution {
   // pass = train: dQ, dK, dV of the loss sum(O * G) as float, in Q's and K's layouts (GQA: dK and
   // dV summed over the query heads of a group). False when the execution computed none.
   virtual bool gradients(AttentionGradients& /*out*/) { return false; }
-  // kind = layer, pass = train: dx and the weights' gradients. False when none were computed.
-  virtual bool layerGradients(LayerGradients& /*out*/) { return false; }
-  // kind = layer: the intermediates of the last run() (for the accuracy check). False when the
-  // execution cannot give them.
-  virtual bool layerIntermediates(LayerIntermediates& /*out*/) { return false; }
+  // kind = layer, pass = train: per layer of the stack (one for layers = 1), dx and the weights'
+  // gradients. False when none were computed.
+  virtual bool layerGradients(std::vector<LayerGradients>& /*out*/) { return false; }
+  // kind = layer: per layer, the intermediates of a run() (for the accuracy check; a backend may
+  // keep those of its first run, RunContext::keepIntermediates). False when the execution cannot
+  // give them.
+  virtual bool layerIntermediates(std::vector<LayerIntermediates>& /*out*/) { return false; }
 };
 
 class Backend {

@@ -36,8 +36,18 @@ int64_t TrackingAllocator::limit() const {
 
 TrackingAllocator::~TrackingAllocator() = default;
 
-void* TrackingAllocator::allocate(int64_t bytes, std::string_view tag) {
-  if (bytes < 0) throw std::invalid_argument("negative allocation size for " + std::string(tag));
+void TrackingAllocator::setTagPrefix(std::string prefix) {
+  std::lock_guard lock(mu_);
+  prefix_ = std::move(prefix);
+}
+
+void* TrackingAllocator::allocate(int64_t bytes, std::string_view bare_tag) {
+  std::string tag;
+  {
+    std::lock_guard lock(mu_);
+    tag = prefix_ + std::string(bare_tag);
+  }
+  if (bytes < 0) throw std::invalid_argument("negative allocation size for " + tag);
   {
     std::lock_guard lock(mu_);
     if (limit_ >= 0 && live_ + bytes > limit_)
@@ -50,7 +60,7 @@ void* TrackingAllocator::allocate(int64_t bytes, std::string_view tag) {
   live_ += bytes;
   if (live_ > peak_) peak_ = live_;
   ++count_;
-  blocks_.emplace(p, Live{bytes, std::string(tag)});
+  blocks_.emplace(p, Live{bytes, tag});
   if (!recording_) {
     ++dropped_;
     return p;
@@ -61,7 +71,7 @@ void* TrackingAllocator::allocate(int64_t bytes, std::string_view tag) {
   e.memory = kind_;
   e.device = device_;
   e.start_ns = e.end_ns = nowNs();
-  e.name = std::string(tag);
+  e.name = std::move(tag);
   e.bytes = bytes;
   e.address = reinterpret_cast<uint64_t>(p);
   events_.push_back(std::move(e));

@@ -53,6 +53,9 @@ class TrackingAllocator {
   // kept either way. The engine uses it to keep a long run's trace bounded.
   void setRecording(bool on);
   int64_t droppedEvents() const;
+  // Put before every tag from now on ("L3." while layer 3 of a stack allocates, so its buffers are
+  // "L3.q", "L3.P = softmax(S)"); empty: none. TagPrefixScope sets it for a scope.
+  void setTagPrefix(std::string prefix);
 
  protected:
   virtual void* rawAllocate(int64_t bytes) = 0;  // nullptr on failure
@@ -77,6 +80,18 @@ class TrackingAllocator {
   std::vector<TraceEvent> events_;
   bool recording_ = true;
   int64_t dropped_ = 0;
+  std::string prefix_;
+};
+
+class TagPrefixScope {
+ public:
+  TagPrefixScope(TrackingAllocator& a, std::string prefix) : a_(a) { a_.setTagPrefix(std::move(prefix)); }
+  ~TagPrefixScope() { a_.setTagPrefix({}); }
+  TagPrefixScope(const TagPrefixScope&) = delete;
+  TagPrefixScope& operator=(const TagPrefixScope&) = delete;
+
+ private:
+  TrackingAllocator& a_;
 };
 
 // Host memory, 64-byte aligned. Used by the CPU backends.

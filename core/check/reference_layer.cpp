@@ -180,7 +180,8 @@ void fold(Accuracy& a, const ErrorTally& t, std::string& problem) {
 
 int64_t layerIoBytes(const WorkloadSpec& s) {
   const Layout z(s);
-  const int64_t weights = z.Ht * z.E + z.Ht + z.E * z.HD + z.E;  // w_qkv, b_qkv, w_o, b_o
+  // w_qkv, b_qkv, w_o, b_o of every layer
+  const int64_t weights = (z.Ht * z.E + z.Ht + z.E * z.HD + z.E) * std::max<int64_t>(1, s.layers);
   const int64_t forward = 2 * z.R * z.E + weights;                // x, y and the weights
   const int64_t train = s.pass == Pass::train ? 2 * z.R * z.E + weights : 0;  // G, dx and the weights' gradients
   return (forward + train) * bytesPerElement(s.dtype) + s.maskBytes();
@@ -188,7 +189,8 @@ int64_t layerIoBytes(const WorkloadSpec& s) {
 
 double layerProjectionFlops(const WorkloadSpec& s) {
   const Layout z(s);
-  return 2.0 * static_cast<double>(z.R) * static_cast<double>(z.E) * static_cast<double>(z.Ht + z.HD);
+  return 2.0 * static_cast<double>(z.R) * static_cast<double>(z.E) * static_cast<double>(z.Ht + z.HD) *
+         static_cast<double>(std::max<int64_t>(1, s.layers));
 }
 
 Accuracy checkLayer(const WorkloadSpec& s, const HostInputs& in, const std::vector<float>& y_got,
@@ -298,6 +300,88 @@ Accuracy checkLayer(const WorkloadSpec& s, const HostInputs& in, const std::vect
   a.rows_total += z.R * (train ? 4 : 2) + (train ? z.E + z.Ht : 0);
   if (problemOut) *problemOut = problem;
   return a;
+}
+
+namespace {
+
+std::vector<float> floatsOf(const HostTensor& t) {
+  std::vector<float> out(static_cast<size_t>(t.elements()));
+  for (int64_t i = 0; i < t.elements(); ++i) out[static_cast<size_t>(i)] = t.at(i);
+  return out;
+}
+
+// Values the execution held in the dtype, stored back in it (exact: they were rounded to it).
+HostTensor tensorOf(DType dtype, const std::vector<float>& values, std::vector<int64_t> shape) {
+  HostTensor t = HostTensor::zeros(dtype, std::move(shape));
+  for (int64_t i = 0; i < t.elements() && i < static_cast<int64_t>(values.size()); ++i)
+    t.set(i, values[static_cast<size_t>(i)]);
+  return t;
+}
+
+}  // namespace
+
+Accuracy checkStack(const WorkloadSpec& s, const HostInputs& in, const std::vector<float>& y,
+                    const std::vector<LayerGradients>* grads, const std::vector<LayerIntermediates>* mid,
+                    const std::atomic<bool>* cancel, std::string* problemOut, CheckDepth depth) {
+  const bool train = s.pass == Pass::train;
+  const size_t n = static_cast<size_t>(s.layers);
+  auto fail = [&](const std::string& why) {
+    Accuracy a;
+    a.checked = true;
+    a.tolerance = toleranceFor(s.dtype);
+    a.max_abs_error = a.rel_l2_error = INFINITY;
+    if (problemOut) *problemOut = why;
+    return a;
+  };
+  if (train && (!grads || grads->size() != n))
+    return fail("a train pass of " + std::to_string(n) + " layers needs each layer's gradients (got " +
+                std::to_string(grads ? grads->size() : 0) + ")");
+  if (mid && mid->size() != n)
+    return fail("the execution gave the intermediates of " + std::to_string(mid->size()) + " layers, expected " +
+                std::to_string(n));
+  if (n == 1)
+    return checkLayer(s, in, y, train ? &grads->front() : nullptr, mid ? &mid->front() : nullptr, cancel, problemOut,
+                      depth);
+  if (!mid) return fail("the execution gave no intermediates (each layer's x, q, k, v, o) to check the stack against");
+  WorkloadSpec one = s;
+  one.layers = 1;
+  const std::vector<int64_t> xs{s.batch, s.seq_q, layerWidth(s)};
+  for (size_t l = 1; l < n; ++l)
+    if ((*mid)[l].x.elements() != s.batch * s.seq_q * layerWidth(s))
+      return fail("layer " + std::to_string(l + 1) + ": the execution gave no input x to check it against");
+  Accuracy worst;
+  std::string worstProblem;
+  int64_t checked = 0, total = 0;
+  for (size_t l = 0; l < n; ++l) {
+    HostInputs layer;
+    layer.x = l == 0 ? in.x : (*mid)[l].x;
+    const HostInputs::WeightsOf w = in.weights(static_cast<int64_t>(l));
+    layer.w_qkv = *w.w_qkv;
+    layer.b_qkv = *w.b_qkv;
+    layer.w_o = *w.w_o;
+    layer.b_o = *w.b_o;
+    layer.mask = in.mask;
+    layer.additive_mask = in.additive_mask;
+    if (train) layer.g = l + 1 == n ? in.g : tensorOf(s.dtype, (*grads)[l + 1].dx, xs);
+    const std::vector<float> layer_y = l + 1 == n ? y : floatsOf((*mid)[l + 1].x);
+    std::string problem;
+    const Accuracy a = checkLayer(one, layer, layer_y, train ? &(*grads)[l] : nullptr, &(*mid)[l], cancel, &problem,
+                                  depth);
+    checked += a.rows_checked;
+    total += a.rows_total;
+    // The first failing layer is the one named; otherwise the largest error stands for the stack.
+    const bool first_failure = !a.passed() && worstProblem.empty();
+    if (first_failure) worstProblem = "layer " + std::to_string(l + 1) + ": " + problem;
+    if (l == 0 || first_failure || (worstProblem.empty() && a.max_abs_error > worst.max_abs_error)) {
+      const double rel = std::max(worst.rel_l2_error, a.rel_l2_error);
+      worst = a;
+      worst.rel_l2_error = l == 0 ? a.rel_l2_error : rel;
+    }
+  }
+  worst.rows_checked = checked;
+  worst.rows_total = total;
+  if (problemOut && !worstProblem.empty()) *problemOut = worstProblem;
+  return worst;
 }
 
 }  // namespace attnscope

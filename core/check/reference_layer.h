@@ -38,10 +38,12 @@
 namespace attnscope {
 
 // Bytes of a layer's inputs and outputs: x, w_qkv, b_qkv, w_o, b_o, y and the dense mask; for
-// pass = train also G, dx, dw_qkv, db_qkv, dw_o, db_o.
+// pass = train also G, dx, dw_qkv, db_qkv, dw_o, db_o; a stack's weights and their gradients for
+// every layer.
 int64_t layerIoBytes(const WorkloadSpec& spec);
 
-// Floating-point operations of a layer's two projections in the forward (2 per multiply-add).
+// Floating-point operations of a layer's two projections in the forward (2 per multiply-add), of
+// every layer of a stack.
 double layerProjectionFlops(const WorkloadSpec& spec);
 
 // Checks y (float, [B, L, E]) and, for pass = train, the gradients. `mid` null: the check fails
@@ -50,6 +52,17 @@ double layerProjectionFlops(const WorkloadSpec& spec);
 // Cancelled (core/base/cancel.h) when `cancel` is set.
 Accuracy checkLayer(const WorkloadSpec& spec, const HostInputs& inputs, const std::vector<float>& y,
                     const LayerGradients* grads, const LayerIntermediates* mid,
+                    const std::atomic<bool>* cancel = nullptr, std::string* problem = nullptr,
+                    CheckDepth depth = CheckDepth::sampled);
+
+// The check of a kind = layer run with its stack: each layer is held, as checkLayer holds one,
+// against its own inputs as the execution stored them: layer l's x is layer l - 1's output
+// (mid[l].x), its y layer l + 1's input (the run's y for the last), its G the gradient of layer
+// l + 1's input (grads[l + 1].dx; the run's G for the last). A wrong value in one layer fails,
+// named "layer <n>: ...", whatever the others did. The result is the worst layer's; rows_checked
+// and rows_total add up. layers = 1 is checkLayer.
+Accuracy checkStack(const WorkloadSpec& spec, const HostInputs& inputs, const std::vector<float>& y,
+                    const std::vector<LayerGradients>* grads, const std::vector<LayerIntermediates>* mid,
                     const std::atomic<bool>* cancel = nullptr, std::string* problem = nullptr,
                     CheckDepth depth = CheckDepth::sampled);
 

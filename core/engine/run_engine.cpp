@@ -54,7 +54,10 @@ int64_t hostStagingBytes(const WorkloadSpec& spec, const RunOptions& opt) {
   if (spec.kind == WorkloadKind::layer) {
     // Generated inputs, y and the gradients as float, the intermediates' copies for the check
     // (q, k, v, o; train: dO, dq, dk, dv) and their float copies in the check.
-    const int64_t io = layerIoBytes(spec), mid = (2 * spec.qElements() + 2 * spec.kvElements()) * (train ? 2 : 1);
+    const int64_t io = layerIoBytes(spec),
+                  mid = ((2 * spec.qElements() + 2 * spec.kvElements()) * (train ? 2 : 1) +
+                         (spec.layers - 1) * spec.batch * spec.seq_q * layerWidth(spec)) *
+                        spec.layers;
     return (opt.inputs ? 0 : io) + io / bytesPerElement(spec.dtype) * 4 + mid * (bytesPerElement(spec.dtype) + 4);
   }
   const int64_t g = train ? spec.qElements() * bytesPerElement(spec.dtype) : 0;
@@ -74,8 +77,8 @@ struct UntracedWindow {
 struct PassState {
   std::vector<float> out;
   AttentionGradients grads;  // pass = train
-  LayerGradients layer_grads;  // kind = layer, pass = train
-  std::optional<LayerIntermediates> layer_mid;  // kind = layer, when the execution gives them
+  std::vector<LayerGradients> layer_grads;  // kind = layer, pass = train: per layer
+  std::optional<std::vector<LayerIntermediates>> layer_mid;  // kind = layer, when the execution gives them
   UntracedWindow untraced;
   int64_t passes = 0;
   double seconds = 0;  // of every pass, warm-up included: what auto weighs the check against
@@ -207,7 +210,7 @@ void collectAccuracy(const WorkloadSpec& spec, const RunOptions& opt, const Host
     const CheckDepth depth = resolveCheck(spec, opt.check, ex.seconds);
     try {
       if (spec.kind == WorkloadKind::layer) {
-        r.accuracy = checkLayer(spec, inputs, ex.out, &ex.layer_grads, ex.layer_mid ? &*ex.layer_mid : nullptr,
+        r.accuracy = checkStack(spec, inputs, ex.out, &ex.layer_grads, ex.layer_mid ? &*ex.layer_mid : nullptr,
                                 opt.cancel, &problem, depth);
       } else {
         r.accuracy = checkAccuracy(spec, inputs, ex.out, opt.cancel, &problem, depth);
@@ -239,7 +242,9 @@ void collectAccuracy(const WorkloadSpec& spec, const RunOptions& opt, const Host
 double pointFlops(const WorkloadSpec& spec) {
   // A train pass counts its backward as 2.5 forwards (five products against two), the usual rule.
   // A layer adds its projections: their backward is two products per forward one.
-  return forwardFlops(spec) * (spec.pass == Pass::train ? 3.5 : 1.0) +
+  // A stack counts each layer's attention (a checkpoint's recompute is not useful work: not counted).
+  return forwardFlops(spec) * static_cast<double>(spec.kind == WorkloadKind::layer ? spec.layers : 1) *
+             (spec.pass == Pass::train ? 3.5 : 1.0) +
          (spec.kind == WorkloadKind::layer ? layerProjectionFlops(spec) * (spec.pass == Pass::train ? 3.0 : 1.0) : 0.0);
 }
 
@@ -329,6 +334,7 @@ RunResult runPoint(Backend& backend, const WorkloadSpec& spec, const RunOptions&
   std::unique_ptr<TrackingAllocator> alloc = backend.makeAllocator();
   if (opt.allocator_limit >= 0) alloc->setLimit(opt.allocator_limit);
   RunContext ctx(*alloc, opt.cancel, opt.phase_listener);
+  ctx.setKeepIntermediates(spec.kind == WorkloadKind::layer && opt.check != CheckMode::off);
   HostInputs generated;
   const HostInputs* inputs = opt.inputs;
   PassState ex;

@@ -35,7 +35,7 @@ struct RunOptions {
   std::vector<float>* output = nullptr;  // when set, receives O ([B,H,Lq,D] float)
   HostInputs* generated_inputs = nullptr;  // when set, receives the inputs runPoint generated
   AttentionGradients* gradients = nullptr;  // when set, receives a train pass's dQ, dK, dV (float)
-  LayerGradients* layer_gradients = nullptr;  // kind = layer: dx and the weights' gradients (float)
+  std::vector<LayerGradients>* layer_gradients = nullptr;  // kind = layer: per layer, dx and the weights' gradients
   TraceCapture* capture = nullptr;
   PhaseListener* phase_listener = nullptr;
 };

@@ -86,6 +86,16 @@ void addMask(const WorkloadSpec& s, HostInputs& in) {
 }
 }  // namespace
 
+uint64_t layerWeightSeed(uint64_t seed, int64_t layer) {
+  return layer == 0 ? seed : splitmix64(seed ^ (0x6c61796572ull + static_cast<uint64_t>(layer) * 0x9e3779b97f4a7c15ull));
+}
+
+HostInputs::WeightsOf HostInputs::weights(int64_t layer) const {
+  if (layer == 0) return {&w_qkv, &b_qkv, &w_o, &b_o};
+  const LayerWeights& w = deeper.at(static_cast<size_t>(layer - 1));
+  return {&w.w_qkv, &w.b_qkv, &w.w_o, &w.b_o};
+}
+
 HostInputs HostInputs::generate(const WorkloadSpec& s, const std::atomic<bool>* cancel) {
   HostInputs in;
   const int64_t d = s.headDim();
@@ -98,6 +108,14 @@ HostInputs HostInputs::generate(const WorkloadSpec& s, const std::atomic<bool>* 
     in.b_qkv = randomTensor(s, RandomStream::b_qkv, {rows}, cancel, in_bound);
     in.w_o = randomTensor(s, RandomStream::w_o, {e, hd}, cancel, out_bound);
     in.b_o = randomTensor(s, RandomStream::b_o, {e}, cancel, out_bound);
+    for (int64_t l = 1; l < s.layers; ++l) {
+      WorkloadSpec deeper = s;
+      deeper.seed = layerWeightSeed(s.seed, l);
+      in.deeper.push_back({randomTensor(deeper, RandomStream::w_qkv, {rows, e}, cancel, in_bound),
+                           randomTensor(deeper, RandomStream::b_qkv, {rows}, cancel, in_bound),
+                           randomTensor(deeper, RandomStream::w_o, {e, hd}, cancel, out_bound),
+                           randomTensor(deeper, RandomStream::b_o, {e}, cancel, out_bound)});
+    }
     addMask(s, in);
     if (s.pass == Pass::train) in.g = randomTensor(s, RandomStream::grad_out, {s.batch, s.seq_q, e}, cancel);
     return in;

@@ -44,6 +44,13 @@ struct HostInputs {
   //   (torch.nn.Linear's default bound; rows: H*D query rows head-major, then Hkv*D key rows,
   //   then Hkv*D value rows);  w_o [E, H D] and b_o [E] uniform in +-1/sqrt(H D).
   HostTensor x, w_qkv, b_qkv, w_o, b_o;
+  // layers > 1: the weights of layers 2..N (deeper[0] is layer 2), the shapes and bounds of layer
+  // 1's, each drawn from its own streams (the seed mixed with the layer's number), so layer 1 of a
+  // stack is the single layer of the same spec.
+  struct LayerWeights {
+    HostTensor w_qkv, b_qkv, w_o, b_o;
+  };
+  std::vector<LayerWeights> deeper;
   std::vector<uint8_t> mask;  // dense masks only; layout per spec.mask_layout
   // Additive masks only: the float mask in spec.maskDType(), [1,1,Lq,Lkv] or [B,H,Lq,Lkv] per
   // spec.mask_layout, the values of additiveMaskValue (core/spec/mask.h); -inf drops a key.
@@ -55,7 +62,17 @@ struct HostInputs {
 
   // Throws Cancelled (core/base/cancel.h) when `cancel` is set while generating.
   static HostInputs generate(const WorkloadSpec& spec, const std::atomic<bool>* cancel = nullptr);
+
+  // Layer `layer`'s weights (0-based: 0 is w_qkv, b_qkv, w_o, b_o above, l > 0 is deeper[l - 1]).
+  struct WeightsOf {
+    const HostTensor *w_qkv, *b_qkv, *w_o, *b_o;
+  };
+  WeightsOf weights(int64_t layer) const;
 };
+
+// The seed of layer `layer`'s weights (0-based): the spec's for layer 0, a mix of it and the
+// layer's number for the others.
+uint64_t layerWeightSeed(uint64_t seed, int64_t layer);
 
 // The gradients a train pass produces for kind = attention.
 struct AttentionGradients {
@@ -63,7 +80,9 @@ struct AttentionGradients {
 };
 
 // The gradients a train pass produces for kind = layer, as float in their tensors' layouts:
-// dx [B,L,E], dw_qkv [(H + 2 Hkv) D, E], db_qkv [(H + 2 Hkv) D], dw_o [E, H D], db_o [E].
+// dx [B,L,E], dw_qkv [(H + 2 Hkv) D, E], db_qkv [(H + 2 Hkv) D], dw_o [E, H D], db_o [E]. A stack
+// gives one per layer, in order: dx is the gradient of the layer's own input (layer 1's: the
+// stack's dx; layer l's: the gradient reaching layer l - 1's output).
 struct LayerGradients {
   std::vector<float> dx, dw_qkv, db_qkv, dw_o, db_o;
 };
@@ -73,7 +92,10 @@ struct LayerGradients {
 // yet merged); for train also d_o (the gradient reaching the attention, [B,H,L,D]) and dq, dk, dv.
 // Read only by the accuracy check, which holds each stage against its actual inputs
 // (core/check/reference_layer.h) so a check of a wide layer stays cheap.
+// A stack gives one per layer, and x: the layer's input (layer l - 1's output; empty for layer 1,
+// whose input is the run's x).
 struct LayerIntermediates {
+  HostTensor x;
   HostTensor q, k, v, o;
   HostTensor d_o, dq, dk, dv;  // pass = train
 };

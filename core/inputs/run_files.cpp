@@ -102,13 +102,21 @@ NpyArray maskNpy(const WorkloadSpec& s, const HostInputs& in) {
   return m;
 }
 
+std::string layerFileName(int64_t layer, const std::string& name) {
+  return layer == 0 ? name : "L" + std::to_string(layer + 1) + "." + name;
+}
+
 void writeRunInputs(const std::string& dir, const WorkloadSpec& s, const HostInputs& in, bool with_mask,
                     OutputUse use) {
   const auto write = [&](const char* name, const NpyArray& a) { writeNpy(fileIn(dir, name), a, use); };
   if (s.kind == WorkloadKind::layer) {
-    for (const auto& [name, t] : {std::pair{"x.npy", &in.x}, {"w_qkv.npy", &in.w_qkv}, {"b_qkv.npy", &in.b_qkv},
-                                  {"w_o.npy", &in.w_o}, {"b_o.npy", &in.b_o}})
-      write(name, npyOf(*t));
+    write("x.npy", npyOf(in.x));
+    for (int64_t l = 0; l < s.layers; ++l) {
+      const HostInputs::WeightsOf w = in.weights(l);
+      for (const auto& [name, t] : {std::pair{"w_qkv.npy", w.w_qkv}, {"b_qkv.npy", w.b_qkv}, {"w_o.npy", w.w_o},
+                                    {"b_o.npy", w.b_o}})
+        write(layerFileName(l, name).c_str(), npyOf(*t));
+    }
   } else {
     write("q.npy", npyOf(in.q));
     write("k.npy", npyOf(in.k));
@@ -122,8 +130,13 @@ std::vector<std::string> dumpFileNames(const WorkloadSpec& s) {
   std::vector<std::string> names;
   const bool train = s.pass == Pass::train;
   if (s.kind == WorkloadKind::layer) {
-    names = {"x.npy", "w_qkv.npy", "b_qkv.npy", "w_o.npy", "b_o.npy", "out.npy"};
-    if (train) names.insert(names.end(), {"g.npy", "dx.npy", "dw_qkv.npy", "db_qkv.npy", "dw_o.npy", "db_o.npy"});
+    names = {"x.npy", "out.npy"};
+    if (train) names.insert(names.end(), {"g.npy", "dx.npy"});
+    for (int64_t l = 0; l < s.layers; ++l) {
+      for (const char* n : {"w_qkv.npy", "b_qkv.npy", "w_o.npy", "b_o.npy"}) names.push_back(layerFileName(l, n));
+      if (train)
+        for (const char* n : {"dw_qkv.npy", "db_qkv.npy", "dw_o.npy", "db_o.npy"}) names.push_back(layerFileName(l, n));
+    }
   } else {
     names = {"q.npy", "k.npy", "v.npy", "out.npy"};
     if (train) names.insert(names.end(), {"g.npy", "dq.npy", "dk.npy", "dv.npy"});
@@ -138,7 +151,7 @@ void checkDumpEntries(const std::string& dir, const WorkloadSpec& s, const std::
 }
 
 void dumpRun(const std::string& dir, const WorkloadSpec& s, const HostInputs& in, const std::vector<float>& output,
-             const AttentionGradients* gradients, const LayerGradients* layerGradients) {
+             const AttentionGradients* gradients, const std::vector<LayerGradients>* layerGradients) {
   std::filesystem::create_directories(dir);
   // Float results are stored rounded to the spec's dtype, as the backend held them.
   const auto writeFloats = [&](const char* name, const std::vector<float>& values, std::vector<int64_t> shape) {
@@ -151,12 +164,16 @@ void dumpRun(const std::string& dir, const WorkloadSpec& s, const HostInputs& in
   if (s.kind == WorkloadKind::layer) {
     const LayerShapes z(s);
     writeFloats("out.npy", output, z.x);
-    if (train && layerGradients && !layerGradients->dx.empty()) {
-      writeFloats("dx.npy", layerGradients->dx, z.x);
-      writeFloats("dw_qkv.npy", layerGradients->dw_qkv, z.w_qkv);
-      writeFloats("db_qkv.npy", layerGradients->db_qkv, z.b_qkv);
-      writeFloats("dw_o.npy", layerGradients->dw_o, z.w_o);
-      writeFloats("db_o.npy", layerGradients->db_o, z.b_o);
+    if (train && layerGradients && !layerGradients->empty() && !layerGradients->front().dx.empty()) {
+      writeFloats("dx.npy", layerGradients->front().dx, z.x);
+      for (size_t l = 0; l < layerGradients->size(); ++l) {
+        const LayerGradients& g = (*layerGradients)[l];
+        const auto at = [&](const char* n) { return layerFileName(static_cast<int64_t>(l), n); };
+        writeFloats(at("dw_qkv.npy").c_str(), g.dw_qkv, z.w_qkv);
+        writeFloats(at("db_qkv.npy").c_str(), g.db_qkv, z.b_qkv);
+        writeFloats(at("dw_o.npy").c_str(), g.dw_o, z.w_o);
+        writeFloats(at("db_o.npy").c_str(), g.db_o, z.b_o);
+      }
     }
     return;
   }
@@ -193,6 +210,11 @@ HostInputs loadInputs(const std::string& dir, const WorkloadSpec& s) {
     in.b_qkv = tensor("b_qkv.npy", z.b_qkv);
     in.w_o = tensor("w_o.npy", z.w_o);
     in.b_o = tensor("b_o.npy", z.b_o);
+    for (int64_t l = 1; l < s.layers; ++l)
+      in.deeper.push_back({tensor(layerFileName(l, "w_qkv.npy").c_str(), z.w_qkv),
+                           tensor(layerFileName(l, "b_qkv.npy").c_str(), z.b_qkv),
+                           tensor(layerFileName(l, "w_o.npy").c_str(), z.w_o),
+                           tensor(layerFileName(l, "b_o.npy").c_str(), z.b_o)});
     if (s.pass == Pass::train) in.g = tensor("g.npy", z.x);
   } else {
     in.q = tensor("q.npy", {s.batch, s.heads, s.seq_q, d});

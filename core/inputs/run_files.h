@@ -36,13 +36,18 @@ void checkDumpEntries(const std::string& dir, const WorkloadSpec& spec, const st
 
 // Writes the run's inputs, out.npy (kind = layer: y [B,L,E]) and mask.npy for dense and additive masks into dir
 // (created); for a train pass also g.npy, and dq.npy, dk.npy, dv.npy when `gradients` holds them
-// (kind = layer: dx.npy dw_qkv.npy db_qkv.npy dw_o.npy db_o.npy from `layerGradients`).
+// (kind = layer: dx.npy dw_qkv.npy db_qkv.npy dw_o.npy db_o.npy from `layerGradients`). A stack's
+// layers 2..N add their weights and weight gradients as L<n>.w_qkv.npy, L<n>.dw_qkv.npy, ...
 void dumpRun(const std::string& dir, const WorkloadSpec& spec, const HostInputs& inputs,
              const std::vector<float>& output, const AttentionGradients* gradients = nullptr,
-             const LayerGradients* layerGradients = nullptr);
+             const std::vector<LayerGradients>* layerGradients = nullptr);
+// The file of layer `layer`'s (0-based) tensor `name` ("w_qkv.npy"): the name itself for layer 0,
+// "L<layer + 1>.<name>" for deeper ones.
+std::string layerFileName(int64_t layer, const std::string& name);
 // Reads q.npy, k.npy, v.npy (and mask.npy for dense masks, bool, and additive masks, in mask_dtype
 // with -inf allowed; g.npy for a train pass) from dir
-// (kind = layer: x.npy w_qkv.npy b_qkv.npy w_o.npy b_o.npy instead of q, k, v), checking each file's shape
+// (kind = layer: x.npy w_qkv.npy b_qkv.npy w_o.npy b_o.npy instead of q, k, v, and a stack's deeper
+// layers' L<n>.w_qkv.npy ...), checking each file's shape
 // and dtype against the spec, and that every value is finite (a NaN or Inf input would make the
 // reference itself meaningless). Throws std::invalid_argument with the file, expected and found.
 HostInputs loadInputs(const std::string& dir, const WorkloadSpec& spec);

@@ -116,12 +116,44 @@ std::vector<SpecField> buildTable() {
                .brief = [](const WorkloadSpec& s) { return s.pass != Pass::forward ? concat(" ", toString(s.pass)) : std::string(); },
                .words = [](const WorkloadSpec& s) { return s.pass != Pass::forward ? std::string(toString(s.pass)) : std::string(); }});
   t.push_back({.name = "checkpoint", .cli = "checkpoint", .metavar = "C",
-               .help = "none, or attention: the forward keeps only the attention's inputs and the backward recomputes "
-                       "it; needs --pass train (default none)",
-               .label = "checkpoint", .widget = FieldWidget::choice, .choices = {"none", "attention"},
+               .help = "none, attention (the forward keeps only the attention's inputs and the backward recomputes "
+                       "it) or layer (kind layer: each layer keeps only its input and the backward reruns its forward); "
+                       "needs --pass train (default none)",
+               .label = "checkpoint", .widget = FieldWidget::choice, .choices = {"none", "attention", "layer"},
                .example = {"attention", "none"}, .example_context = {{"pass", "train"}}, .csv_column = "checkpoint",
                ATTNSCOPE_ENUM_FIELD_FUNCTIONS(checkpoint, "checkpoint", parseCheckpoint, kCheckpointChoices,
                                               "checkpoint", 3, "'none'")});
+  t.push_back({.name = "layers", .cli = "layers", .metavar = "N",
+               .help = "kind layer: a stack of N layers, each with its own weights, x -> layer 1 -> ... -> layer N "
+                       "(default 1)",
+               .label = "layers", .example = {"2", "4"}, .example_context = {{"kind", "layer"}},
+               .csv_column = "layers", ATTNSCOPE_INT_FIELD_FUNCTIONS(layers, "layers", 7, "1"),
+               .brief = [](const WorkloadSpec& s) { return s.layers != 1 ? concat(" x", str(s.layers)) : std::string(); },
+               .words = [](const WorkloadSpec& s) { return s.layers != 1 ? concat(str(s.layers), " layers") : std::string(); }});
+  t.push_back({.name = "tp", .cli = "tp", .metavar = "N",
+               .help = "kind layer, torch backends: N tensor-parallel ranks (torch.distributed: gloo on the CPU, NCCL "
+                       "on GPUs), each holding heads / N heads; must divide heads and kv_heads (default 1)",
+               .label = "tp ranks", .example = {"2", "4"}, .example_context = {{"kind", "layer"}},
+               .csv_column = "tp", ATTNSCOPE_INT_FIELD_FUNCTIONS(tp, "tp", 7, "1"),
+               .brief = [](const WorkloadSpec& s) { return s.tp != 1 ? concat(" tp", str(s.tp)) : std::string(); },
+               .words = [](const WorkloadSpec& s) {
+                 return s.tp != 1 ? concat(str(s.tp), " tensor-parallel ranks") : std::string();
+               }});
+  t.push_back({.name = "tp_comm", .aliases = {"tp-comm"}, .cli = "tp-comm", .metavar = "C",
+               .help = "with --tp: allreduce (each rank's partial output projection summed, Megatron) or gather "
+                       "(the heads' outputs all-gathered, the whole output projection on every rank) (default "
+                       "allreduce)",
+               .label = "tp comm", .widget = FieldWidget::choice, .choices = {"allreduce", "gather"},
+               .example = {"gather", "allreduce"}, .example_context = {{"kind", "layer"}, {"tp", "2"}},
+               .csv_column = "tp_comm",
+               ATTNSCOPE_ENUM_FIELD_FUNCTIONS(tp_comm, "tp_comm", parseTpComm, kTpCommChoices, "tp_comm", 7,
+                                              "'allreduce'"),
+               .brief = [](const WorkloadSpec& s) {
+                 return s.tp_comm != TpComm::allreduce ? concat(" ", toString(s.tp_comm)) : std::string();
+               },
+               .words = [](const WorkloadSpec& s) {
+                 return s.tp_comm != TpComm::allreduce ? concat("tp_comm ", toString(s.tp_comm)) : std::string();
+               }});
   t.push_back({.name = "batch", .cli = "batch", .metavar = "N", .help = "batch size (default 1)", .label = "batch",
                .example = {"2", "4"}, .csv_column = "batch", .table_header = "B",
                ATTNSCOPE_INT_FIELD_FUNCTIONS(batch, "batch", 1, ""),

@@ -9,6 +9,13 @@
 //   checkpoint  none       the forward keeps what the backward reads (P for materialising backends)
 //               attention  the forward keeps only the attention's inputs; the backward recomputes
 //                          the attention forward first (meaningful only with pass = train)
+//               layer      kind layer: each layer keeps only its input x; the backward runs the
+//                          layer's forward again before its backward (torch.utils.checkpoint
+//                          around the whole layer)
+//   tp_comm     allreduce  tensor-parallel ranks (tp > 1) each project their own heads and sum the
+//                          partial output projections with one all-reduce per layer (Megatron)
+//               gather     each rank all-gathers the heads' outputs and applies the whole output
+//                          projection itself
 // Kept apart from workload_spec.h so kernels and views can name these without the parser.
 
 #include <optional>
@@ -18,19 +25,22 @@ namespace attnscope {
 
 enum class WorkloadKind { attention, layer };
 enum class Pass { forward, train };
-enum class Checkpoint { none, attention };
+enum class Checkpoint { none, attention, layer };
+enum class TpComm { allreduce, gather };
 
 inline constexpr std::string_view kWorkloadKindChoices = "attention, layer";
 inline constexpr std::string_view kPassChoices = "forward, train";
-inline constexpr std::string_view kCheckpointChoices = "none, attention";
+inline constexpr std::string_view kCheckpointChoices = "none, attention, layer";
+inline constexpr std::string_view kTpCommChoices = "allreduce, gather";
 
 constexpr std::string_view toString(WorkloadKind k) {
   return k == WorkloadKind::attention ? "attention" : "layer";
 }
 constexpr std::string_view toString(Pass p) { return p == Pass::forward ? "forward" : "train"; }
 constexpr std::string_view toString(Checkpoint c) {
-  return c == Checkpoint::none ? "none" : "attention";
+  return c == Checkpoint::none ? "none" : c == Checkpoint::attention ? "attention" : "layer";
 }
+constexpr std::string_view toString(TpComm c) { return c == TpComm::allreduce ? "allreduce" : "gather"; }
 
 constexpr std::optional<WorkloadKind> parseWorkloadKind(std::string_view text) {
   if (text == "attention") return WorkloadKind::attention;
@@ -45,6 +55,12 @@ constexpr std::optional<Pass> parsePass(std::string_view text) {
 constexpr std::optional<Checkpoint> parseCheckpoint(std::string_view text) {
   if (text == "none") return Checkpoint::none;
   if (text == "attention") return Checkpoint::attention;
+  if (text == "layer") return Checkpoint::layer;
+  return std::nullopt;
+}
+constexpr std::optional<TpComm> parseTpComm(std::string_view text) {
+  if (text == "allreduce") return TpComm::allreduce;
+  if (text == "gather") return TpComm::gather;
   return std::nullopt;
 }
 

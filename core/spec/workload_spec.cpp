@@ -295,6 +295,31 @@ std::vector<SpecError> validate(const WorkloadSpec& s) {
         "checkpoint " + std::string(toString(s.checkpoint)) + " needs pass train (a forward pass saves nothing for a "
         "backward); with pass " + std::string(toString(s.pass)) + " the only checkpoint is none (allowed with train: " +
             std::string(kCheckpointChoices) + ")");
+  const bool layer = s.kind == WorkloadKind::layer;
+  if (s.checkpoint == Checkpoint::layer && !layer)
+    add("checkpoint", "layer",
+        "checkpoint layer needs kind layer (it recomputes a whole layer); kind attention allows none, attention");
+  if (s.layers < 1 || s.layers > kMaxLayers)
+    add("layers", str(s.layers), "layers must be in 1.." + str(kMaxLayers) + " (got " + str(s.layers) + ")");
+  else if (s.layers > 1 && !layer)
+    add("layers", str(s.layers),
+        "layers " + str(s.layers) + " needs kind layer (a stack of attention layers); kind attention is one call, "
+        "layers 1");
+  if (s.tp < 1 || s.tp > kMaxTp) {
+    add("tp", str(s.tp), "tp must be in 1.." + str(kMaxTp) + " (got " + str(s.tp) + ")");
+  } else if (s.tp > 1) {
+    if (!layer)
+      add("tp", str(s.tp), "tp " + str(s.tp) + " needs kind layer (tensor parallelism splits a layer's heads)");
+    else if (s.heads >= 1 && s.heads % s.tp != 0)
+      add("tp", str(s.tp), "tp (" + str(s.tp) + ") must divide heads (" + str(s.heads) + ")");
+    else if (s.kv_heads >= 0 && s.heads >= 1 && s.kvHeads() % s.tp != 0)
+      add("tp", str(s.tp),
+          "tp (" + str(s.tp) + ") must divide kv_heads (" + str(s.kvHeads()) + "): each rank holds whole kv heads");
+  }
+  if (s.tp_comm != TpComm::allreduce && s.tp == 1)
+    add("tp_comm", std::string(toString(s.tp_comm)),
+        "tp_comm " + std::string(toString(s.tp_comm)) + " needs tp >= 2 (one rank communicates nothing; allowed with "
+        "tp 1: allreduce)");
   if (errs.empty()) checkSizes(s, errs);
   return errs;
 }

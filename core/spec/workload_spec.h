@@ -76,6 +76,12 @@ struct WorkloadSpec {
   WorkloadKind kind = WorkloadKind::attention;
   Pass pass = Pass::forward;
   Checkpoint checkpoint = Checkpoint::none;
+  // kind layer: a stack of `layers` identical layers, each with its own weights (layer 1's are the
+  // single layer's, deeper ones from their own streams); `tp` tensor-parallel ranks split the
+  // heads (torch backends only), exchanging the outputs by tp_comm.
+  int64_t layers = 1;
+  int64_t tp = 1;
+  TpComm tp_comm = TpComm::allreduce;
 
   // Resolved values (after the 0 = "same as" defaults and the width rule).
   int64_t kvHeads() const { return kv_heads > 0 ? kv_heads : heads; }
@@ -100,6 +106,9 @@ struct WorkloadSpec {
 // torch runs head_dim far beyond this on the CPU; 512 covers the models people run (and cpu.*
 // computes it). Backends with compiled head_dim buckets refuse what they lack (cuda.flash: 256).
 inline constexpr int64_t kMaxHeadDim = 512;
+// The deepest stack a layer spec may ask for, and the most tensor-parallel ranks.
+inline constexpr int64_t kMaxLayers = 128;
+inline constexpr int64_t kMaxTp = 64;
 // The most elements any one tensor of a spec may have (2^50, i.e. 4 PiB of fp32): far beyond any
 // machine, and small enough that byte counts and sums of a few tensors never overflow int64.
 inline constexpr int64_t kMaxTensorElements = int64_t{1} << 50;

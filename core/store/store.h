@@ -93,7 +93,7 @@ struct MergeReport {
 
 class Store {
  public:
-  static constexpr int kSchemaVersion = 6;
+  static constexpr int kSchemaVersion = 7;
 
   // create and existing open for writing (create makes the file when it does not exist) and
   // check up front that the file and its folder can be written (StoreError read_only otherwise);

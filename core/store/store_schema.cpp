@@ -240,6 +240,7 @@ const std::vector<Migration>& migrations() {
       addSpecColumns(5),  // mask_dtype
       {5, "identities across databases (UUIDs, point indexes, per-run environments) and Slurm tasks",
        [](SqliteConnection& db) { db.exec(kSchemaV6); }},
+      addSpecColumns(7),  // layers, tp, tp_comm
   };
   return steps;
 }

@@ -107,6 +107,9 @@ Support CpuBackend::support(const WorkloadSpec& spec) const {
   if (const std::string problem = cpuIsaProblem(); !problem.empty()) s.reasons.push_back(problem);
   if (spec.checkpoint == Checkpoint::attention && spec.pass != Pass::train)
     s.reasons.push_back("checkpoint attention needs pass train (a forward pass saves nothing for a backward)");
+  if (spec.tp > 1)
+    s.reasons.push_back("tp " + std::to_string(spec.tp) +
+                        ": tensor parallelism runs on the torch backends (torch.distributed); cpu.* runs one process");
   return s;
 }
 
@@ -127,7 +130,7 @@ class AttentionExecution final : public Execution {
 
   double run() override {
     const auto start = std::chrono::steady_clock::now();
-    core_->forward();
+    core_->forward(AttentionCore::keepsInForward(s_));
     if (s_.pass == Pass::train) core_->backward();
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   }
@@ -150,7 +153,8 @@ MemoryPlan CpuBackend::plan(const WorkloadSpec& spec) const {
   const size_t first = p.buffers.size();
   planRunTensors(p, spec, 0, 0);
   for (size_t i = first; i < p.buffers.size(); ++i) tails.to_run_end.push_back(i);
-  planCoreForward(p, spec, tails);
+  planCoreState(p, spec, tails);
+  planCoreForward(p, spec, tails, AttentionCore::keepsInForward(spec));
   if (spec.pass == Pass::train) planCoreBackward(p, spec, tails);
   PlanTails::close(p, tails.to_run_end);
   return p;

@@ -48,8 +48,12 @@ bool gradientsAsFloat(const WorkloadSpec& spec, const RunTensors& t, AttentionGr
 class AttentionCore {
  public:
   virtual ~AttentionCore() = default;
-  // Writes t.o; keeps what the backward reads when the pass is train without checkpointing.
-  virtual void forward() = 0;
+  // Writes t.o; keeps what the backward reads when `keep` (a train pass without checkpointing, or
+  // a layer's recompute under checkpoint = layer).
+  virtual void forward(bool keep) = 0;
+  // What a run's own forward keeps: a train pass without checkpoint attention. (checkpoint layer
+  // keeps nothing in the forward; its layers' recompute does.)
+  static bool keepsInForward(const WorkloadSpec& s) { return s.pass == Pass::train && s.checkpoint == Checkpoint::none; }
   // pass = train: under checkpoint = attention first runs the forward again (a "recompute"
   // phase), then writes t.dq, t.dk, t.dv from t.g, and frees what the forward kept.
   virtual void backward() = 0;
@@ -86,8 +90,11 @@ class CpuBackend : public Backend {
   // The backend's attention on `t` (which must outlive it). May allocate what lives as long as
   // the execution (cpu.flash: lse).
   virtual std::unique_ptr<AttentionCore> makeCore(const WorkloadSpec& spec, RunTensors& t, RunContext& ctx) const = 0;
-  // The core's forward steps and buffers, and its backward's (the recompute included).
-  virtual void planCoreForward(MemoryPlan& plan, const WorkloadSpec& spec, PlanTails& tails) const = 0;
+  // What makeCore allocates (it lives as long as the execution: cpu.flash's lse).
+  virtual void planCoreState(MemoryPlan& /*plan*/, const WorkloadSpec& /*spec*/, PlanTails& /*tails*/) const {}
+  // The core's forward steps and buffers (keep: as forward(keep), what it keeps lives to the end of
+  // its backward), and its backward's (checkpoint = attention: the recompute included).
+  virtual void planCoreForward(MemoryPlan& plan, const WorkloadSpec& spec, PlanTails& tails, bool keep) const = 0;
   virtual void planCoreBackward(MemoryPlan& plan, const WorkloadSpec& spec, PlanTails& tails) const = 0;
 
  protected:

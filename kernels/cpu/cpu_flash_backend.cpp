@@ -110,14 +110,14 @@ class FlashAttention final : public AttentionCore {
         tiles_(TileLayout::of(spec, kernels_, pool.threads())),
         work_(Work::of(spec, pool.threads(), tiles_)) {}
 
-  void forward() override;
+  void forward(bool /*keep*/) override;  // O and lse are all it keeps, always
   // The forward keeps O and lse, all the backward needs. checkpoint = attention recomputes them
   // before the backward (as torch.utils.checkpoint would), which here costs a forward and saves
   // nothing: lse is [B, H, Lq] and O is the output.
   void backward() override {
     if (s_.checkpoint == Checkpoint::attention) {
       PhaseScope phase(ctx_, "recompute");
-      forward();
+      forward(true);
     }
     flashBackward(s_, t_, lse_.data(), ctx_, pool_);
   }
@@ -135,7 +135,7 @@ class FlashAttention final : public AttentionCore {
   Work work_;
 };
 
-void FlashAttention::forward() {
+void FlashAttention::forward(bool) {
   PhaseScope phase(ctx_, "attention");
   // Allocated here, on the calling thread, for every worker up front: the peak then does not
   // depend on which threads happened to pick up a task.
@@ -325,11 +325,13 @@ static void planTiles(MemoryPlan& p, const WorkloadSpec& spec, int threads, int 
 }
 
 // lse is allocated with the core (at prepare) and lives as long as the execution.
-void CpuFlashBackend::planCoreForward(MemoryPlan& p, const WorkloadSpec& spec, PlanTails& tails) const {
-  const int step = p.addStep("attention");
+void CpuFlashBackend::planCoreState(MemoryPlan& p, const WorkloadSpec& spec, PlanTails& tails) const {
   tails.to_run_end.push_back(p.buffers.size());
-  p.add("lse", spec.batch * spec.heads * spec.seq_q * 4, 0, step, BufferRole::workspace);
-  planTiles(p, spec, threads(), step);
+  p.add("lse", spec.batch * spec.heads * spec.seq_q * 4, 0, 0, BufferRole::workspace);
+}
+
+void CpuFlashBackend::planCoreForward(MemoryPlan& p, const WorkloadSpec& spec, PlanTails&, bool) const {
+  planTiles(p, spec, threads(), p.addStep("attention"));
 }
 
 void CpuFlashBackend::planCoreBackward(MemoryPlan& p, const WorkloadSpec& spec, PlanTails&) const {

@@ -16,7 +16,8 @@ class CpuFlashBackend final : public CpuBackend {
   std::string description() const override;
   // Forward step: attention (peak of a forward: every worker's tiles live).
   std::unique_ptr<AttentionCore> makeCore(const WorkloadSpec& spec, RunTensors& t, RunContext& ctx) const override;
-  void planCoreForward(MemoryPlan& plan, const WorkloadSpec& spec, PlanTails& tails) const override;
+  void planCoreState(MemoryPlan& plan, const WorkloadSpec& spec, PlanTails& tails) const override;
+  void planCoreForward(MemoryPlan& plan, const WorkloadSpec& spec, PlanTails& tails, bool keep) const override;
   void planCoreBackward(MemoryPlan& plan, const WorkloadSpec& spec, PlanTails& tails) const override;
 
   // Tiles: a task takes up to kBlocksPerTask blocks of about kScoreRows queries (rounded down to

@@ -47,18 +47,18 @@ class ReferenceAttention final : public AttentionCore {
   // A train pass without checkpointing keeps P from the forward; with checkpoint = attention the
   // forward frees it and the backward first runs the forward again (as torch.utils.checkpoint
   // does, O included), so P is live only during the backward.
-  void forward() override { probs_ = forward(s_.pass == Pass::train && s_.checkpoint == Checkpoint::none); }
+  void forward(bool keep) override { probs_ = compute(keep); }
   void backward() override {
     if (s_.checkpoint == Checkpoint::attention) {
       PhaseScope phase(ctx_, "recompute");
-      probs_ = forward(true);
+      probs_ = compute(true);
     }
     referenceBackward(s_, t_, probs_, ctx_, pool_);
   }
 
  private:
   // Returns P when keep is set (a train pass's backward reads it), else frees it.
-  Buffer<float> forward(bool keep);
+  Buffer<float> compute(bool keep);
 
   const WorkloadSpec& s_;
   RunContext& ctx_;
@@ -67,7 +67,7 @@ class ReferenceAttention final : public AttentionCore {
   Buffer<float> probs_;
 };
 
-Buffer<float> ReferenceAttention::forward(bool keep) {
+Buffer<float> ReferenceAttention::compute(bool keep) {
   TrackingAllocator& alloc = ctx_.allocator();
   const int64_t H = s_.heads, Hkv = s_.kvHeads(), Lq = s_.seq_q, Lkv = s_.seqKv(), D = s_.headDim();
   const int64_t group = H / Hkv;
@@ -220,8 +220,7 @@ std::unique_ptr<AttentionCore> CpuReferenceBackend::makeCore(const WorkloadSpec&
   return std::make_unique<ReferenceAttention>(spec, t, ctx, *pool_);
 }
 
-void CpuReferenceBackend::planCoreForward(MemoryPlan& p, const WorkloadSpec& spec, PlanTails& tails) const {
-  const bool keep = spec.pass == Pass::train && spec.checkpoint == Checkpoint::none;
+void CpuReferenceBackend::planCoreForward(MemoryPlan& p, const WorkloadSpec& spec, PlanTails& tails, bool keep) const {
   planForward(p, spec, threads(), "", keep ? &tails.to_backward_end : nullptr);
 }
 

@@ -16,7 +16,7 @@ class CpuReferenceBackend final : public CpuBackend {
   std::string description() const override;
   // Forward steps: scores, softmax, pv. Peak of a forward: at softmax, where S and P are both live.
   std::unique_ptr<AttentionCore> makeCore(const WorkloadSpec& spec, RunTensors& t, RunContext& ctx) const override;
-  void planCoreForward(MemoryPlan& plan, const WorkloadSpec& spec, PlanTails& tails) const override;
+  void planCoreForward(MemoryPlan& plan, const WorkloadSpec& spec, PlanTails& tails, bool keep) const override;
   void planCoreBackward(MemoryPlan& plan, const WorkloadSpec& spec, PlanTails& tails) const override;
 };
 

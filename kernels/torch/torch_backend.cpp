@@ -121,16 +121,18 @@ class TorchExecution final : public Execution {
     return true;
   }
 
-  bool layerGradients(LayerGradients& out) override {
+  bool layerGradients(std::vector<LayerGradients>& out) override {
     if (!layer() || spec_.pass != Pass::train || layer_grads_.dx.empty()) return false;
-    out = layer_grads_;
+    out = {layer_grads_};
     return true;
   }
 
   // The stages' tensors come from one more call after the profiled one (not timed, not profiled):
   // keeping them during the profiled call would lengthen their lives and change the peak.
-  bool layerIntermediates(LayerIntermediates& out) override {
+  bool layerIntermediates(std::vector<LayerIntermediates>& stack) override {
     if (!layer()) return false;
+    stack.assign(1, {});
+    LayerIntermediates& out = stack.front();
     ask({{"op", "intermediates"}, {"dir", folder_.path()}});
     const std::vector<int64_t> qs{spec_.batch, spec_.heads, spec_.seq_q, spec_.headDim()};
     const std::vector<int64_t> kvs{spec_.batch, spec_.kvHeads(), spec_.seq_q, spec_.headDim()};
@@ -244,6 +246,8 @@ Support TorchBackend::support(const WorkloadSpec& spec) const {
   if (auto r = TorchProbe::instance().result(); r && r->cancelled) return s;
   if (spec.checkpoint == Checkpoint::attention && spec.pass != Pass::train)
     s.reasons.push_back("checkpoint attention needs pass train (a forward pass saves nothing for a backward)");
+  if (spec.layers > 1 || spec.checkpoint == Checkpoint::layer || spec.tp > 1)
+    s.reasons.push_back("stacks of layers, checkpoint layer and tp > 1 are not implemented by the torch backends yet");
   if (Availability a = availability(); !a.available) {
     s.reasons.push_back(a.reason);
     return s;

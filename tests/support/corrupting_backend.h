@@ -17,7 +17,7 @@ namespace attnscope::testing {
 struct Results {
   std::vector<float>* out = nullptr;
   AttentionGradients* grads = nullptr;
-  LayerGradients* layer = nullptr;
+  LayerGradients* layer = nullptr;  // each layer of a stack in turn
 };
 
 class CorruptingBackend final : public Backend {
@@ -55,12 +55,12 @@ class CorruptingBackend final : public Backend {
       corrupt({nullptr, &g, nullptr});
       return true;
     }
-    bool layerGradients(LayerGradients& g) override {
+    bool layerGradients(std::vector<LayerGradients>& g) override {
       if (!inner->layerGradients(g)) return false;
-      corrupt({nullptr, nullptr, &g});
+      for (LayerGradients& one : g) corrupt({nullptr, nullptr, &one});
       return true;
     }
-    bool layerIntermediates(LayerIntermediates& m) override { return inner->layerIntermediates(m); }
+    bool layerIntermediates(std::vector<LayerIntermediates>& m) override { return inner->layerIntermediates(m); }
     std::unique_ptr<Execution> inner;
     std::function<void(Results)> corrupt;
     std::optional<double> seconds;
