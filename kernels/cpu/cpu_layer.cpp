@@ -23,11 +23,13 @@ struct Dims {
 std::string bufferPrefix(const WorkloadSpec& s, int64_t l) { return s.layers > 1 ? "L" + std::to_string(l + 1) + "." : ""; }
 std::string stepPrefix(const WorkloadSpec& s, int64_t l) { return s.layers > 1 ? "L" + std::to_string(l + 1) + " " : ""; }
 
-// The spec each layer's attention core sees: checkpoint = layer is the layer's business (it reruns
-// the whole layer), so the core runs as without checkpointing.
+// The spec each layer's attention core sees: recomputing is the layer's business (checkpoint =
+// attention reruns the core's forward once the out projection's backward is done, before dq, dk, dv
+// exist, as autograd reaches a checkpointed SDPA; checkpoint = layer reruns the whole layer), so
+// the core runs as without checkpointing.
 WorkloadSpec coreSpec(const WorkloadSpec& s) {
   WorkloadSpec c = s;
-  if (c.checkpoint == Checkpoint::layer) c.checkpoint = Checkpoint::none;
+  c.checkpoint = Checkpoint::none;
   c.layers = 1;
   return c;
 }
@@ -268,6 +270,11 @@ void LayerExecution::backwardLayer(int64_t l) {
     runWeightGradient({&g, &o, L.dw_o.data(), L.db_o.data(), s_.dtype, "out_proj_backward dw_o sums"}, d_.rows, ctx_,
                       pool_);
   }
+  if (s_.checkpoint == Checkpoint::attention) {
+    PhaseScope phase(ctx_, "recompute");
+    Bound bound(t_, L);
+    L.core->forward(true);
+  }
   L.dq = fresh("dq", s_.qElements());
   L.dk = fresh("dk", s_.kvElements());
   L.dv = fresh("dv", s_.kvElements());
@@ -443,6 +450,7 @@ MemoryPlan planLayer(const CpuBackend& backend, const WorkloadSpec& spec) {
   if (train) {
     for (int64_t l = N - 1; l >= 0; --l) {
       Open& o = open[static_cast<size_t>(l)];
+      size_t d_o = 0;
       if (spec.checkpoint == Checkpoint::layer)
         inLayer(p, spec, l, [&] {
           const int qkv = p.addStep("qkv_proj");
@@ -452,11 +460,15 @@ MemoryPlan planLayer(const CpuBackend& backend, const WorkloadSpec& spec) {
         }, "recompute ");
       inLayer(p, spec, l, [&] {
         const int d_o_step = p.addStep("out_proj_backward dO");
-        const size_t d_o = p.buffers.size();
+        d_o = p.buffers.size();
         p.add("dO", qe * elem, d_o_step, d_o_step, BufferRole::workspace);
         planRowProduct(p, d_o_step, "out_proj_backward dO", "w_o", d.rows, d.e, d.hd, threads);
         planWeightGradient(p, p.addStep("out_proj_backward dw_o"), "out_proj_backward dw_o sums", d.rows, d.e, d.hd,
                            threads);
+      });
+      if (spec.checkpoint == Checkpoint::attention)
+        inLayer(p, spec, l, [&] { backend.planCoreForward(p, core, o.core, true); }, "recompute ");
+      inLayer(p, spec, l, [&] {
         const int first = p.stepCount();
         const size_t grads = p.buffers.size();
         p.add("dq", qe * elem, first, first, BufferRole::workspace);

@@ -73,6 +73,40 @@ TEST(WorkloadSpec, EveryBadFieldIsNamedWithValueAndAllowed) {
   expectError(s, "scale", {"> 0"});
 }
 
+// Stacks and tensor parallelism belong to kind layer; tp must split the heads and the kv heads.
+TEST(WorkloadSpec, LayersAndTensorParallelRules) {
+  WorkloadSpec s;
+  s.layers = 3;
+  expectError(s, "layers", {"layers 3", "kind layer"});
+  s.kind = WorkloadKind::layer;
+  EXPECT_TRUE(validate(s).empty()) << describe(validate(s));
+  s.layers = 0;
+  expectError(s, "layers", {"1..128", "0"});
+  s = {};
+  s.pass = Pass::train;
+  s.checkpoint = Checkpoint::layer;
+  expectError(s, "checkpoint", {"kind layer"});
+  s.kind = WorkloadKind::layer;
+  EXPECT_TRUE(validate(s).empty()) << describe(validate(s));
+  s = {};
+  s.tp = 2;
+  expectError(s, "tp", {"kind layer"});
+  s.kind = WorkloadKind::layer;
+  EXPECT_TRUE(validate(s).empty()) << describe(validate(s));
+  s.tp = 3;
+  expectError(s, "tp", {"divide heads", "3", "8"});
+  s.tp = 2;
+  s.kv_heads = 1;
+  expectError(s, "tp", {"kv_heads", "1"});
+  s.kv_heads = 2;
+  s.tp_comm = TpComm::gather;
+  EXPECT_TRUE(validate(s).empty()) << describe(validate(s));
+  s.tp = 1;
+  expectError(s, "tp_comm", {"gather", "tp >= 2"});
+  s.tp = 65;
+  expectError(s, "tp", {"1..64"});
+}
+
 TEST(WorkloadSpec, OversizedTensorsBlameTheirLargestFieldWithItsMaximum) {
   WorkloadSpec s;
   s.heads = int64_t{1} << 45;

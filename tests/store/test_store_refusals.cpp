@@ -104,9 +104,10 @@ TEST(StoreRefusal, NewerSchema) {
   TempDir dir;
   std::string path = dir.file("runs.sqlite");
   makeRealDatabase(path);
-  execRaw(path, "PRAGMA user_version = 7");
+  const std::string newer = std::to_string(Store::kSchemaVersion + 1);
+  execRaw(path, "PRAGMA user_version = " + newer);
   expectRefused(path, StoreError::Kind::newer_schema,
-                "newer AttnScope (schema 7; this build reads up to " + std::to_string(Store::kSchemaVersion) + ")");
+                "newer AttnScope (schema " + newer + "; this build reads up to " + std::to_string(Store::kSchemaVersion) + ")");
 }
 
 TEST(StoreRefusal, NewerSchemaWithARollbackJournal) {
