@@ -55,7 +55,27 @@ std::vector<PhaseStats> summarizePhases(const std::vector<TraceEvent>& events) {
   for (const auto& s : rows)
     if (s.depth == 0) top += s.total_ns;
   for (auto& s : rows) s.share = top > 0 ? static_cast<double>(s.total_ns) / static_cast<double>(top) : 0.0;
-  return rows;
+  // Tree order: each row right after its parent's earlier children, children in the order they
+  // first start. A stack's layer runs twice (forward, then backward much later), and its backward
+  // phases belong under it, not after the last layer's.
+  std::map<std::string, std::vector<size_t>> children;
+  std::vector<size_t> roots;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const size_t slash = rows[i].name.rfind('/');
+    if (rows[i].depth == 0 || slash == std::string::npos || !index.count(rows[i].name.substr(0, slash)))
+      roots.push_back(i);
+    else
+      children[rows[i].name.substr(0, slash)].push_back(i);
+  }
+  std::vector<PhaseStats> ordered;
+  ordered.reserve(rows.size());
+  auto visit = [&](auto&& self, size_t i) -> void {
+    ordered.push_back(rows[i]);
+    if (auto it = children.find(rows[i].name); it != children.end())
+      for (size_t c : it->second) self(self, c);
+  };
+  for (size_t r : roots) visit(visit, r);
+  return ordered;
 }
 
 PhaseMatrix phaseMatrix(const std::vector<std::vector<PhaseStats>>& runs) {

@@ -4,7 +4,8 @@
 //
 // Phases are the backends' host-timed ranges (RunContext::beginPhase), one event per occurrence:
 // "inputs" once (prepare), the others once per traced pass (warm-up and repetitions, at most
-// kTracedPasses). Rows group occurrences by name, in the order a name first starts. A phase
+// kTracedPasses). Rows group occurrences by name, in tree order: top-level names in the order they
+// first start, each followed by the phases inside it (in the order they first start). A phase
 // inside another is named by its path ("recompute/scores": cpu.reference's checkpoint recomputes
 // scores, softmax and output inside "recompute"), has a depth > 0 and counts in its own row and
 // in its parent's; shares are of the top-level phases' total, so the top-level rows add up to 100 %. Peak memory is the most bytes live at any

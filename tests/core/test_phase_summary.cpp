@@ -110,3 +110,15 @@ TEST(PhaseSummary, APhaseNestsInTheInnermostPhaseHoldingIt) {
   EXPECT_EQ(rows[2].name, "layer/attention/scores");
   EXPECT_EQ(rows[2].depth, 2);
 }
+
+// A stack's layer runs twice, its forward early and its backward late: the rows are in tree order,
+// each layer's backward phases under it, not after the last layer's.
+TEST(PhaseSummary, RowsAreInTreeOrder) {
+  const std::vector<TraceEvent> ev{
+      phase("L1", 0, 10),   phase("qkv_proj", 0, 5),          phase("L2", 10, 20),  phase("qkv_proj", 10, 15),
+      phase("L2", 20, 30),  phase("out_proj_backward", 20, 25), phase("L1", 30, 40), phase("out_proj_backward", 30, 35)};
+  std::vector<std::string> names;
+  for (const PhaseStats& s : summarizePhases(ev)) names.push_back(s.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"L1", "L1/qkv_proj", "L1/out_proj_backward", "L2", "L2/qkv_proj",
+                                             "L2/out_proj_backward"}));
+}
