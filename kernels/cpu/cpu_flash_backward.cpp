@@ -17,13 +17,14 @@ namespace {
 
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
-// One worker's tiles for both passes, carved out of one tracked float buffer (64-byte aligned
-// parts). q, g, o: a query tile in fp32; kt, vt: K^T and V^T of a key tile packed for the
-// kernels; kp: K (pass 2) or Q / dO (pass 1) packed as the right-hand side; s: P; dp: dP then
-// dS; t: P^T or dS^T; acc: dK and dV (pass 1) or dQ (pass 2).
+// One worker's tiles, carved out of one tracked float buffer (64-byte aligned parts). q, g, o: a
+// query tile in fp32; qp, gp: Q and dO of the tile packed as a right-hand side; kt, vt: K^T and V^T
+// of a key tile packed; kk: K of the key tile packed as a right-hand side; s: P; dp: dP then dS;
+// t: P^T or dS^T; dq: the query tile's dQ accumulator.
 struct BackwardTiles {
   int64_t bq = 0, bk = 0, d = 0;
-  int64_t q = 0, g = 0, o = 0, delta = 0, lse = 0, kt = 0, vt = 0, kp = 0, s = 0, dp = 0, t = 0, acc = 0, floats = 0;
+  int64_t q = 0, g = 0, o = 0, delta = 0, lse = 0, qp = 0, gp = 0, kt = 0, vt = 0, kk = 0, s = 0, dp = 0, t = 0,
+          dq = 0, floats = 0;
 
   static BackwardTiles of(const WorkloadSpec& spec, const TileKernels& kn) {
     BackwardTiles x;
@@ -41,23 +42,28 @@ struct BackwardTiles {
     x.o = take(x.bq * x.d);
     x.delta = take(x.bq);
     x.lse = take(x.bq);
+    x.qp = take(kn.packedFloats(x.bq, x.d));
+    x.gp = take(kn.packedFloats(x.bq, x.d));
     x.kt = take(kn.packedFloats(x.d, x.bk));
     x.vt = take(kn.packedFloats(x.d, x.bk));
-    x.kp = take(std::max(kn.packedFloats(x.bq, x.d), kn.packedFloats(x.bk, x.d)));
+    x.kk = take(kn.packedFloats(x.bk, x.d));
     x.s = take(x.bq * x.bk);
     x.dp = take(x.bq * x.bk);
     x.t = take(x.bk * x.bq);
-    x.acc = take(std::max(2 * x.bk * x.d, x.bq * x.d));
+    x.dq = take(x.bq * x.d);
     x.floats = at;
     return x;
   }
 };
 
-int workersFor(const WorkloadSpec& s, int threads, const BackwardTiles& x) {
-  const int64_t kv_tasks = s.batch * s.kvHeads() * ((s.seqKv() + x.bk - 1) / x.bk);
-  const int64_t q_tasks = s.batch * s.heads * ((s.seq_q + x.bq - 1) / x.bq);
-  return static_cast<int>(std::clamp<int64_t>(std::max(kv_tasks, q_tasks), 1, threads));
+int workersFor(const WorkloadSpec& s, int threads) {
+  return static_cast<int>(std::clamp<int64_t>(s.batch * s.heads, 1, threads));
 }
+
+// Whether dK and dV are summed in fp32 buffers per query head ([B, H, Lkv, D] each) and then
+// over each group of heads into the tensors, in a second step: always but for fp32 without GQA,
+// where each task owns its head's dK and dV and accumulates in place.
+bool expandedKv(const WorkloadSpec& s) { return s.dtype != DType::fp32 || s.kvHeads() != s.heads; }
 
 class Backward {
  public:
@@ -67,62 +73,69 @@ class Backward {
         elem_(bytesPerElement(s.dtype)), scale_(static_cast<float>(s.effectiveScale())) {}
 
   const BackwardTiles& tiles() const { return x_; }
-  int64_t kvTasks() const { return s_.batch * Hkv_ * keyTiles(); }
-  int64_t queryTasks() const { return s_.batch * H_ * queryTiles(); }
+  int64_t headTasks() const { return s_.batch * H_; }
+  int64_t sumTasks() const { return s_.batch * Hkv_ * keyTiles(); }
 
-  // Pass 1: dK and dV of key tile `task` of one (batch, KV head).
-  void keyTile(float* w, int64_t task) const {
-    const int64_t bkv = task / keyTiles(), j0 = task % keyTiles() * x_.bk;
-    const int64_t nk = std::min(x_.bk, Lkv_ - j0);
-    const int64_t kv_first = bkv * Lkv_ * D_;
-    float* dk = w + x_.acc;
-    float* dv = dk + x_.bk * D_;
-    fillRow(dk, 2 * x_.bk * D_, 0.0f);
-    packKeys(w, kv_first, j0, nk);
-    for (int64_t g = 0; g < group_; ++g) {
-      const int64_t bh = (bkv / Hkv_) * H_ + (bkv % Hkv_) * group_ + g;
-      for (int64_t i0 = 0; i0 < Lq_; i0 += x_.bq) {
+  // dQ, dK and dV of one (batch, head), in one pass over its (query tile, key tile) pairs: five
+  // tile products per pair (S, dP, dV += P^T dO, dK += dS^T Q, dQ += dS K). The task owns its
+  // head's dQ rows (written at each query tile's end) and its dK, dV rows (`dk`, `dv`: the fp32
+  // per-head buffers, or the tensors themselves for fp32 without GQA), so no two tasks write the
+  // same memory and every sum runs in one fixed order.
+  void headTask(float* w, int64_t bh, float* dk, float* dv) const {
+    const int64_t kv_first = ((bh / H_) * Hkv_ + (bh % H_) / group_) * Lkv_ * D_;
+    fillRow(dk, Lkv_ * D_, 0.0f);
+    fillRow(dv, Lkv_ * D_, 0.0f);
+    float* dq = w + x_.dq;
+    for (int64_t i0 = 0; i0 < Lq_; i0 += x_.bq) {
+      const int64_t nq = std::min(x_.bq, Lq_ - i0);
+      bool loaded = false;
+      for (int64_t j0 = 0; j0 < Lkv_; j0 += x_.bk) {
         ctx_.throwIfCancelled();
-        const int64_t nq = std::min(x_.bq, Lq_ - i0);
+        const int64_t nk = std::min(x_.bk, Lkv_ - j0);
         if (!sees(i0, nq, j0, nk)) continue;
-        loadQueries(w, bh, i0, nq);
+        if (!loaded) {
+          loadQueries(w, bh, i0, nq);
+          kn_.pack_b(DType::fp32, w + x_.q, D_, false, nq, D_, w + x_.qp);
+          kn_.pack_b(DType::fp32, w + x_.g, D_, false, nq, D_, w + x_.gp);
+          fillRow(dq, nq * D_, 0.0f);
+          loaded = true;
+        }
+        packKeys(w, kv_first, j0, nk);
+        kn_.pack_b(s_.dtype, t_.k.data() + (kv_first + j0 * D_) * elem_, D_, false, nk, D_, w + x_.kk);
         probsAndDs(w, bh, i0, nq, j0, nk);
         // dV += P^T dO, dK += scale dS^T Q: the transposed tile is the left-hand side.
         transpose(w + x_.s, nq, nk, w + x_.t);
-        kn_.pack_b(DType::fp32, w + x_.g, D_, false, nq, D_, w + x_.kp);
-        kn_.gemmPacked(nk, D_, nq, 1.0f, w + x_.t, nq, w + x_.kp, 1.0f, dv, D_);
+        kn_.gemmPacked(nk, D_, nq, 1.0f, w + x_.t, nq, w + x_.gp, 1.0f, dv + j0 * D_, D_);
         transpose(w + x_.dp, nq, nk, w + x_.t);
-        kn_.pack_b(DType::fp32, w + x_.q, D_, false, nq, D_, w + x_.kp);
-        kn_.gemmPacked(nk, D_, nq, scale_, w + x_.t, nq, w + x_.kp, 1.0f, dk, D_);
+        kn_.gemmPacked(nk, D_, nq, scale_, w + x_.t, nq, w + x_.qp, 1.0f, dk + j0 * D_, D_);
+        kn_.gemmPacked(nq, D_, nk, scale_, w + x_.dp, nk, w + x_.kk, 1.0f, dq, D_);
       }
+      // A query tile that sees no key has a zero gradient.
+      if (!loaded) fillRow(dq, nq * D_, 0.0f);
+      fromFloat(s_.dtype, dq, nq * D_, t_.dq.data(), (bh * Lq_ + i0) * D_);
     }
-    fromFloat(s_.dtype, dk, nk * D_, t_.dk.data(), kv_first + j0 * D_);
-    fromFloat(s_.dtype, dv, nk * D_, t_.dv.data(), kv_first + j0 * D_);
   }
 
-  // Pass 2: dQ of query tile `task` of one (batch, head).
-  void queryTile(float* w, int64_t task) const {
-    const int64_t bh = task / queryTiles(), i0 = task % queryTiles() * x_.bq;
-    const int64_t nq = std::min(x_.bq, Lq_ - i0);
-    const int64_t kv_first = ((bh / H_) * Hkv_ + (bh % H_) / group_) * Lkv_ * D_;
-    float* dq = w + x_.acc;
-    fillRow(dq, nq * D_, 0.0f);
-    loadQueries(w, bh, i0, nq);
-    for (int64_t j0 = 0; j0 < Lkv_; j0 += x_.bk) {
-      ctx_.throwIfCancelled();
-      const int64_t nk = std::min(x_.bk, Lkv_ - j0);
-      if (!sees(i0, nq, j0, nk)) continue;
-      packKeys(w, kv_first, j0, nk);
-      kn_.pack_b(s_.dtype, t_.k.data() + (kv_first + j0 * D_) * elem_, D_, false, nk, D_, w + x_.kp);
-      probsAndDs(w, bh, i0, nq, j0, nk);
-      kn_.gemmPacked(nq, D_, nk, scale_, w + x_.dp, nk, w + x_.kp, 1.0f, dq, D_);
+  // The expanded case's second step: key tile `task` of one (batch, KV head): dK and dV summed over
+  // the group's query heads in head order, rounded to the dtype.
+  void sumTask(float* dk_heads, float* dv_heads, int64_t task) const {
+    const int64_t bkv = task / keyTiles(), j0 = task % keyTiles() * x_.bk;
+    const int64_t n = std::min(x_.bk, Lkv_ - j0) * D_;
+    const int64_t kv_first = bkv * Lkv_ * D_;
+    const int64_t first_head = (bkv / Hkv_) * H_ + (bkv % Hkv_) * group_;
+    for (const auto& [heads, out] : {std::pair{dk_heads, t_.dk.data()}, std::pair{dv_heads, t_.dv.data()}}) {
+      // Summed into the group's first head's rows (scratch, read by no one after).
+      float* acc = heads + (first_head * Lkv_ + j0) * D_;
+      for (int64_t g = 1; g < group_; ++g) {
+        const float* src = heads + ((first_head + g) * Lkv_ + j0) * D_;
+        for (int64_t e = 0; e < n; ++e) acc[e] += src[e];
+      }
+      fromFloat(s_.dtype, acc, n, out, kv_first + j0 * D_);
     }
-    fromFloat(s_.dtype, dq, nq * D_, t_.dq.data(), (bh * Lq_ + i0) * D_);
   }
 
  private:
   int64_t keyTiles() const { return (Lkv_ + x_.bk - 1) / x_.bk; }
-  int64_t queryTiles() const { return (Lq_ + x_.bq - 1) / x_.bq; }
 
   // Whether any query row of the tile sees a key of [j0, j0 + nk) under the structured mask.
   bool sees(int64_t i0, int64_t nq, int64_t j0, int64_t nk) const {
@@ -209,29 +222,50 @@ class Backward {
 }  // namespace
 
 void planFlashBackward(MemoryPlan& p, const WorkloadSpec& s, int threads) {
-  const int kv_step = p.addStep("backward dK dV");
-  const int dq_step = p.addStep("backward dQ");
+  const int step = p.addStep("backward");
+  const bool expanded = expandedKv(s);
+  const int last = expanded ? p.addStep("backward dK dV sum") : step;
   const BackwardTiles x = BackwardTiles::of(s, activeTileKernels());
-  const int workers = workersFor(s, threads, x);
+  if (expanded) {
+    const int64_t bytes = s.batch * s.heads * s.seqKv() * s.headDim() * 4;
+    p.add("dK fp32 per query head", bytes, step, last, BufferRole::workspace);
+    p.add("dV fp32 per query head", bytes, step, last, BufferRole::workspace);
+  }
+  const int workers = workersFor(s, threads);
   for (int w = 0; w < workers; ++w)
-    p.add("backward tiles (worker " + std::to_string(w) + ")", x.floats * 4, kv_step, dq_step, BufferRole::workspace);
+    p.add("backward tiles (worker " + std::to_string(w) + ")", x.floats * 4, step, last, BufferRole::workspace);
 }
 
 void flashBackward(const WorkloadSpec& s, RunTensors& t, const float* lse, RunContext& ctx, TaskPool& pool) {
   const Backward bwd(s, t, lse, ctx);
-  const int workers = workersFor(s, pool.threads(), bwd.tiles());
+  const bool expanded = expandedKv(s);
+  Buffer<float> dk_heads, dv_heads;
+  if (expanded) {
+    const int64_t n = s.batch * s.heads * s.seqKv() * s.headDim();
+    dk_heads = Buffer<float>(ctx.allocator(), n, "dK fp32 per query head");
+    dv_heads = Buffer<float>(ctx.allocator(), n, "dV fp32 per query head");
+  }
+  const int workers = workersFor(s, pool.threads());
   std::vector<Buffer<float>> tiles;
   tiles.reserve(static_cast<size_t>(workers));
   for (int w = 0; w < workers; ++w)
     tiles.emplace_back(ctx.allocator(), bwd.tiles().floats, "backward tiles (worker " + std::to_string(w) + ")");
+  const int64_t head = s.seqKv() * s.headDim();
   {
-    PhaseScope phase(ctx, "backward dK dV");
-    pool.run(bwd.kvTasks(), workers, [&](int w, int64_t task) { bwd.keyTile(tiles[w].data(), task); }, &ctx);
+    PhaseScope phase(ctx, "backward");
+    pool.run(bwd.headTasks(), workers,
+             [&](int w, int64_t bh) {
+               // fp32 without GQA: the head's own rows of dK and dV, accumulated in place.
+               float* dk = expanded ? dk_heads.data() + bh * head : reinterpret_cast<float*>(t.dk.data()) + bh * head;
+               float* dv = expanded ? dv_heads.data() + bh * head : reinterpret_cast<float*>(t.dv.data()) + bh * head;
+               bwd.headTask(tiles[w].data(), bh, dk, dv);
+             },
+             &ctx);
   }
-  {
-    PhaseScope phase(ctx, "backward dQ");
-    pool.run(bwd.queryTasks(), workers, [&](int w, int64_t task) { bwd.queryTile(tiles[w].data(), task); }, &ctx);
-  }
+  if (!expanded) return;
+  PhaseScope phase(ctx, "backward dK dV sum");
+  pool.run(bwd.sumTasks(), workers,
+           [&](int, int64_t task) { bwd.sumTask(dk_heads.data(), dv_heads.data(), task); }, &ctx);
 }
 
 }  // namespace attnscope::cpu

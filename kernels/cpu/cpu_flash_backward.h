@@ -5,21 +5,24 @@
 // dS = P * (dP - delta), delta_i = dO_i . O_i (recomputed per query tile from O and dO, which
 // costs 1 / key-tile of the tile's products and saves the [B, H, Lq] buffer).
 //
-// dQ accumulation: a separate pass. Pass 1 runs one task per (batch, KV head, key tile) and
-// walks every query tile of every query head of the group, accumulating that key tile's dK and
-// dV in the worker's tiles (GQA's sum over the group falls out, no atomics). Pass 2 runs one task
-// per (batch, head, query tile) and walks the key tiles, accumulating dQ in the worker's tiles.
-// FA2 on a GPU accumulates dQ with atomic adds inside pass 1; on a CPU with a handful of threads
-// that would need either locks per dQ tile or a private fp32 dQ per worker ([B, H, Lq, D] each),
-// and would make the sums depend on thread timing. The price of the second pass is recomputing
-// S and dP once more (7 tile products per pair instead of 5).
+// One pass: a task per (batch, query head) walks the head's (query tile, key tile) pairs, query
+// tiles outside, with five tile products per pair: S = Q K^T and dP = dO V^T (then P and dS),
+// dV += P^T dO, dK += dS^T Q, dQ += dS K. The task owns its head's dQ rows (a query tile's dQ is
+// complete when its key tiles are done) and its head's dK and dV rows: in place for fp32 without
+// GQA, else in fp32 buffers per query head ([B, H, Lkv, D] each, as torch's CPU backward expands
+// K and V's gradients), which a second step ("backward dK dV sum") sums over each group's heads in
+// head order and rounds to the dtype. No atomics, no locks, and every sum in one fixed order, so
+// the result does not depend on the threads. (Until 2026-12 a two-pass backward, dK dV per key
+// tile then dQ per query tile, recomputed S and dP in the second pass: 7 products per pair;
+// docs/PERFORMANCE.md has both.) The price: the per-head fp32 buffers where they are needed, and
+// B x H tasks (fewer than the threads when B x H is small).
 
 #include "kernels/cpu/cpu_backend.h"
 
 namespace attnscope::cpu {
 
-// Steps the backward adds to the plan: "backward dK dV", "backward dQ".
-inline constexpr int kFlashBackwardSteps = 2;
+// Steps the backward adds to the plan: "backward", and "backward dK dV sum" where dK and dV are summed
+// from per-head fp32 buffers (every dtype but fp32 without GQA).
 // Rows of a query tile and of a key tile in the backward.
 inline constexpr int64_t kBackwardQueryTile = 64;
 inline constexpr int64_t kBackwardKeyTile = 128;
