@@ -434,7 +434,7 @@ MemoryPlan planLayer(const CpuBackend& backend, const WorkloadSpec& spec) {
     inLayer(p, spec, l, [&] {
       const int qkv = p.addStep("qkv_proj");
       activations(o, qkv);
-      planRowProduct(p, qkv, "qkv_proj", "w_qkv^T", d.rows, d.e, d.qkv, threads);
+      planRowProduct(p, qkv, "qkv_proj", "w_qkv^T", d.rows, d.e, d.qkv, threads, spec.dtype);
       if (!train && l > 0) lastStep(open[static_cast<size_t>(l - 1)].y, qkv);
       attention(o, AttentionCore::keepsInForward(spec));
       if (frees) qkvLast(o, p.stepCount() - 1);
@@ -443,7 +443,7 @@ MemoryPlan planLayer(const CpuBackend& backend, const WorkloadSpec& spec) {
         o.y = p.buffers.size();
         p.add("y", d.rows * d.e * elem, out, out, BufferRole::workspace);
       }
-      planRowProduct(p, out, "out_proj", "w_o^T", d.rows, d.hd, d.e, threads);
+      planRowProduct(p, out, "out_proj", "w_o^T", d.rows, d.hd, d.e, threads, spec.dtype);
       if (frees) lastStep(o.o, out);
     });
   }
@@ -455,14 +455,14 @@ MemoryPlan planLayer(const CpuBackend& backend, const WorkloadSpec& spec) {
         inLayer(p, spec, l, [&] {
           const int qkv = p.addStep("qkv_proj");
           activations(o, qkv);
-          planRowProduct(p, qkv, "qkv_proj", "w_qkv^T", d.rows, d.e, d.qkv, threads);
+          planRowProduct(p, qkv, "qkv_proj", "w_qkv^T", d.rows, d.e, d.qkv, threads, spec.dtype);
           attention(o, true);
         }, "recompute ");
       inLayer(p, spec, l, [&] {
         const int d_o_step = p.addStep("out_proj_backward dO");
         d_o = p.buffers.size();
         p.add("dO", qe * elem, d_o_step, d_o_step, BufferRole::workspace);
-        planRowProduct(p, d_o_step, "out_proj_backward dO", "w_o", d.rows, d.e, d.hd, threads);
+        planRowProduct(p, d_o_step, "out_proj_backward dO", "w_o", d.rows, d.e, d.hd, threads, spec.dtype);
         planWeightGradient(p, p.addStep("out_proj_backward dw_o"), "out_proj_backward dw_o sums", d.rows, d.e, d.hd,
                            threads);
       });
@@ -484,7 +484,7 @@ MemoryPlan planLayer(const CpuBackend& backend, const WorkloadSpec& spec) {
           o.dx = p.buffers.size();
           p.add("dx", d.rows * d.e * elem, dx, dx, BufferRole::workspace);
         }
-        planRowProduct(p, dx, "qkv_proj_backward dx", "w_qkv", d.rows, d.qkv, d.e, threads);
+        planRowProduct(p, dx, "qkv_proj_backward dx", "w_qkv", d.rows, d.qkv, d.e, threads, spec.dtype);
         const int dw = p.addStep("qkv_proj_backward dw_qkv");
         planWeightGradient(p, dw, "qkv_proj_backward dw_qkv sums", d.rows, d.qkv, d.e, threads);
         for (size_t i = 0; i < 3; ++i) lastStep(grads + i, dw);

@@ -1,6 +1,7 @@
 #include "kernels/cpu/layer_products.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "kernels/cpu/dtype_rows.h"
 #include "kernels/cpu/tile_kernels.h"
@@ -59,6 +60,19 @@ void RowMatrix::read(int64_t r0, int64_t n, int64_t c0, int64_t nc, float* out, 
   }
 }
 
+void RowMatrix::readBits(int64_t r0, int64_t n, uint16_t* out, int64_t ld) const {
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t b = (r0 + i) / rows_per_batch, l = (r0 + i) % rows_per_batch;
+    uint16_t* row = out + i * ld;
+    int64_t col = 0;
+    for (const Part& p : parts)
+      for (int64_t h = 0; h < p.heads; ++h, col += p.d)
+        std::memcpy(row + col, p.base + (((b * p.heads + h) * rows_per_batch + l) * p.d) * 2,
+                    static_cast<size_t>(p.d) * 2);
+    std::fill(row + col, row + ld, uint16_t{0});
+  }
+}
+
 void RowMatrix::write(int64_t r0, int64_t n, const float* in, int64_t ld) const {
   for (int64_t i = 0; i < n; ++i) {
     const int64_t b = (r0 + i) / rows_per_batch, l = (r0 + i) % rows_per_batch;
@@ -69,21 +83,29 @@ void RowMatrix::write(int64_t r0, int64_t n, const float* in, int64_t ld) const 
   }
 }
 
-RowProduct::Shape RowProduct::Shape::of(int64_t rows, int64_t k, int64_t n, int threads) {
+bool RowProduct::usesPairs(DType dtype) { return dtype == DType::bf16 && activeTileKernels().gemm_pairs != nullptr; }
+
+RowProduct::Shape RowProduct::Shape::of(int64_t rows, int64_t k, int64_t n, int threads, DType dtype) {
+  const TileKernels& kn = activeTileKernels();
   Shape s;
   s.rows = rows;
   s.block = std::min(kRowBlock, rows);
   s.tasks = (rows + s.block - 1) / s.block;
   s.workers = static_cast<int>(std::clamp<int64_t>(s.tasks, 1, threads));
-  s.packed = activeTileKernels().packedFloats(k, n);
+  s.pairs = usesPairs(dtype);
+  // bf16 with vdpbf16ps: the weight packed in pairs and A's rows as their bf16 bits (each row
+  // padded to an even length), in float units; else both as fp32.
+  s.k2 = (k + 1) / 2 * 2;
+  s.packed = s.pairs ? (kn.pair_elements(k, n) + 1) / 2 : kn.packedFloats(k, n);
+  const int64_t a_rows = s.pairs ? (s.block * s.k2 + 1) / 2 : s.block * k;
   // A's rows, the result's rows, the bias as float.
-  s.scratch = pad16(s.block * k) + pad16(s.block * n) + pad16(n);
+  s.scratch = pad16(a_rows) + pad16(s.block * n) + pad16(n);
   return s;
 }
 
 void planRowProduct(MemoryPlan& p, int step, const std::string& name, const std::string& weight, int64_t rows,
-                    int64_t k, int64_t n, int threads) {
-  const RowProduct::Shape s = RowProduct::Shape::of(rows, k, n, threads);
+                    int64_t k, int64_t n, int threads, DType dtype) {
+  const RowProduct::Shape s = RowProduct::Shape::of(rows, k, n, threads, dtype);
   p.add(weight + " packed", s.packed * 4, step, step, BufferRole::workspace);
   for (int w = 0; w < s.workers; ++w)
     p.add(name + " rows (worker " + std::to_string(w) + ")", s.scratch * 4, step, step, BufferRole::workspace);
@@ -91,29 +113,41 @@ void planRowProduct(MemoryPlan& p, int step, const std::string& name, const std:
 
 void runRowProduct(const RowProduct& p, int64_t rows, RunContext& ctx, TaskPool& pool) {
   const TileKernels& kn = activeTileKernels();
-  const RowProduct::Shape s = RowProduct::Shape::of(rows, p.k, p.n, pool.threads());
   const DType dtype = p.a->dtype;
+  const RowProduct::Shape s = RowProduct::Shape::of(rows, p.k, p.n, pool.threads(), dtype);
   const int64_t elem = bytesPerElement(dtype), k = p.k, n = p.n;
   Buffer<float> packed(ctx.allocator(), s.packed, p.weight + " packed");
+  uint16_t* const pairs = reinterpret_cast<uint16_t*>(packed.data());
   // The weight is packed once, in groups of strips (each group's strips land where a packing of
-  // the whole weight puts them).
+  // the whole weight puts them: strip j starts at j * nr * k floats, or j * nr * k2 bf16 pairs).
   const int64_t strips = (n + kn.nr - 1) / kn.nr, group = 8;
   pool.run((strips + group - 1) / group, pool.threads(),
            [&](int, int64_t t) {
              const int64_t n0 = t * group * kn.nr, nn = std::min(group * kn.nr, n - n0);
              const uint8_t* src = p.w + (p.transposed ? n0 * k : n0) * elem;
-             kn.pack_b(dtype, src, p.transposed ? k : n, p.transposed, k, nn, packed.data() + n0 * k);
+             if (s.pairs)
+               kn.pack_pairs(reinterpret_cast<const uint16_t*>(src), p.transposed ? k : n, p.transposed, k, nn,
+                             pairs + n0 * s.k2);
+             else
+               kn.pack_b(dtype, src, p.transposed ? k : n, p.transposed, k, nn, packed.data() + n0 * k);
            },
            &ctx);
   auto scratch = perWorker(ctx.allocator(), s.workers, s.scratch, p.name + " rows");
+  const int64_t a_floats = s.pairs ? (s.block * s.k2 + 1) / 2 : s.block * k;
   pool.run(s.tasks, s.workers,
            [&](int w, int64_t t) {
              float* a = scratch[w].data();
-             float* c = a + pad16(s.block * k);
+             float* c = a + pad16(a_floats);
              float* bias = c + pad16(s.block * n);
              const int64_t r0 = t * s.block, m = std::min(s.block, rows - r0);
-             p.a->read(r0, m, 0, k, a, k);
-             kn.gemmPacked(m, n, k, 1.0f, a, k, packed.data(), 0.0f, c, n);
+             if (s.pairs) {
+               uint16_t* a16 = reinterpret_cast<uint16_t*>(a);
+               p.a->readBits(r0, m, a16, s.k2);
+               kn.gemm_pairs(m, n, k, 1.0f, a16, s.k2, pairs, 0.0f, c, n);
+             } else {
+               p.a->read(r0, m, 0, k, a, k);
+               kn.gemmPacked(m, n, k, 1.0f, a, k, packed.data(), 0.0f, c, n);
+             }
              if (p.bias) {
                toFloat(dtype, p.bias, 0, n, bias);
                for (int64_t i = 0; i < m; ++i)

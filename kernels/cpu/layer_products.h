@@ -38,6 +38,9 @@ struct RowMatrix {
   int64_t cols() const;
   // out[i * ld + j] = element (r0 + i, c0 + j) as float, for i < n, j < nc.
   void read(int64_t r0, int64_t n, int64_t c0, int64_t nc, float* out, int64_t ld) const;
+  // bf16 only: the raw bits of rows r0 .. r0 + n, every column, out[i * ld + j]; columns from
+  // cols() to ld are zero (ld >= cols()).
+  void readBits(int64_t r0, int64_t n, uint16_t* out, int64_t ld) const;
   // Element (r0 + i, j) = in[i * ld + j] rounded to the dtype, for i < n and every column j.
   void write(int64_t r0, int64_t n, const float* in, int64_t ld) const;
 };
@@ -55,14 +58,19 @@ struct RowProduct {
   std::string weight;  // names the packed weight: "<weight> packed"
   std::string name;    // names the scratch: "<name> rows (worker i)"
 
+  // Whether a product of this dtype runs on bf16 pairs (vdpbf16ps: bf16 operands as stored, fp32
+  // sums) instead of fp32 rows: bf16 where the active kernels have gemm_pairs.
+  static bool usesPairs(DType dtype);
+
   struct Shape {
-    int64_t rows = 0, block = 0, tasks = 0, packed = 0, scratch = 0;
+    int64_t rows = 0, block = 0, tasks = 0, packed = 0, scratch = 0, k2 = 0;  // sizes in floats
     int workers = 0;
-    static Shape of(int64_t rows, int64_t k, int64_t n, int threads);
+    bool pairs = false;
+    static Shape of(int64_t rows, int64_t k, int64_t n, int threads, DType dtype);
   };
 };
 void planRowProduct(MemoryPlan& plan, int step, const std::string& name, const std::string& weight, int64_t rows,
-                    int64_t k, int64_t n, int threads);
+                    int64_t k, int64_t n, int threads, DType dtype);
 void runRowProduct(const RowProduct& p, int64_t rows, RunContext& ctx, TaskPool& pool);
 
 // dw = a^T b (M x N, stored row-major in the dtype) and, when db is given, db = the column sums
