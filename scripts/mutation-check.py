@@ -62,6 +62,15 @@ MUTANTS = [
     ("stack-gradient-of-next-layer-not-freed", "kernels/cpu/cpu_layer.cpp",
      "  if (l != last()) gradientIn(l).reset();\n", "",
      "test_cpu_layer_stack", "tests/cpu/test_cpu_layer_stack", "*PlanIsWhatIsAllocated*"),
+    # bf16 layer products on vdpbf16ps pairs (only where the CPU has AVX512_BF16; elsewhere they
+    # cannot be killed, as the path does not run).
+    ("layer-pairs-weight-gradient-chunks-not-summed", "kernels/cpu/layer_products.cpp",
+     "kn.gemm_pairs(mm, nn, cn, 1.0f, at, cn2, bp, r0 == 0 ? 0.0f : 1.0f, c, s.n_pad);",
+     "kn.gemm_pairs(mm, nn, cn, 1.0f, at, cn2, bp, 0.0f, c, s.n_pad);",
+     "test_cpu_layer", "tests/cpu/test_cpu_layer", "*shape13_native*"),
+    ("layer-pairs-odd-width-pad-nan", "kernels/cpu/layer_products.cpp",
+     "    std::fill(row + nc, row + ld, uint16_t{0});", "    std::fill(row + nc, row + ld, uint16_t{0x7fc0});",
+     "test_cpu_layer", "tests/cpu/test_cpu_layer", "*shape13_native*"),
     # CUDA host logic: needs a CUDA build (ATTNSCOPE_CUDA=ON) as BUILD_DIR, no device.
     ("cuda-additive-mask-8-bytes-short", "kernels/cuda/cuda_plans.cpp",
      "z.bias = planes * z.chunk_rows * s.seqKv() * eb;", "z.bias = planes * z.chunk_rows * s.seqKv() * eb - 8;",

@@ -464,7 +464,7 @@ MemoryPlan planLayer(const CpuBackend& backend, const WorkloadSpec& spec) {
         p.add("dO", qe * elem, d_o_step, d_o_step, BufferRole::workspace);
         planRowProduct(p, d_o_step, "out_proj_backward dO", "w_o", d.rows, d.e, d.hd, threads, spec.dtype);
         planWeightGradient(p, p.addStep("out_proj_backward dw_o"), "out_proj_backward dw_o sums", d.rows, d.e, d.hd,
-                           threads);
+                           threads, spec.dtype);
       });
       if (spec.checkpoint == Checkpoint::attention)
         inLayer(p, spec, l, [&] { backend.planCoreForward(p, core, o.core, true); }, "recompute ");
@@ -486,7 +486,7 @@ MemoryPlan planLayer(const CpuBackend& backend, const WorkloadSpec& spec) {
         }
         planRowProduct(p, dx, "qkv_proj_backward dx", "w_qkv", d.rows, d.qkv, d.e, threads, spec.dtype);
         const int dw = p.addStep("qkv_proj_backward dw_qkv");
-        planWeightGradient(p, dw, "qkv_proj_backward dw_qkv sums", d.rows, d.qkv, d.e, threads);
+        planWeightGradient(p, dw, "qkv_proj_backward dw_qkv sums", d.rows, d.qkv, d.e, threads, spec.dtype);
         for (size_t i = 0; i < 3; ++i) lastStep(grads + i, dw);
         if (l != N - 1) lastStep(open[static_cast<size_t>(l + 1)].dx, dw);
         if (l > 0) lastStep(open[static_cast<size_t>(l - 1)].y, dw);

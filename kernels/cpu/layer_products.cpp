@@ -60,16 +60,25 @@ void RowMatrix::read(int64_t r0, int64_t n, int64_t c0, int64_t nc, float* out, 
   }
 }
 
-void RowMatrix::readBits(int64_t r0, int64_t n, uint16_t* out, int64_t ld) const {
+void RowMatrix::readBits(int64_t r0, int64_t n, int64_t c0, int64_t nc, uint16_t* out, int64_t ld) const {
   for (int64_t i = 0; i < n; ++i) {
     const int64_t b = (r0 + i) / rows_per_batch, l = (r0 + i) % rows_per_batch;
     uint16_t* row = out + i * ld;
     int64_t col = 0;
-    for (const Part& p : parts)
-      for (int64_t h = 0; h < p.heads; ++h, col += p.d)
-        std::memcpy(row + col, p.base + (((b * p.heads + h) * rows_per_batch + l) * p.d) * 2,
-                    static_cast<size_t>(p.d) * 2);
-    std::fill(row + col, row + ld, uint16_t{0});
+    for (const Part& p : parts) {
+      if (col >= c0 + nc) break;
+      if (col + p.heads * p.d <= c0) {
+        col += p.heads * p.d;
+        continue;
+      }
+      for (int64_t h = 0; h < p.heads; ++h, col += p.d) {
+        const int64_t lo = std::max(col, c0), hi = std::min(col + p.d, c0 + nc);
+        if (lo < hi)
+          std::memcpy(row + (lo - c0), p.base + (((b * p.heads + h) * rows_per_batch + l) * p.d + (lo - col)) * 2,
+                      static_cast<size_t>(hi - lo) * 2);
+      }
+    }
+    std::fill(row + nc, row + ld, uint16_t{0});
   }
 }
 
@@ -142,7 +151,7 @@ void runRowProduct(const RowProduct& p, int64_t rows, RunContext& ctx, TaskPool&
              const int64_t r0 = t * s.block, m = std::min(s.block, rows - r0);
              if (s.pairs) {
                uint16_t* a16 = reinterpret_cast<uint16_t*>(a);
-               p.a->readBits(r0, m, a16, s.k2);
+               p.a->readBits(r0, m, 0, k, a16, s.k2);
                kn.gemm_pairs(m, n, k, 1.0f, a16, s.k2, pairs, 0.0f, c, n);
              } else {
                p.a->read(r0, m, 0, k, a, k);
@@ -158,8 +167,10 @@ void runRowProduct(const RowProduct& p, int64_t rows, RunContext& ctx, TaskPool&
            &ctx);
 }
 
-WeightGradient::Shape WeightGradient::Shape::of(int64_t rows, int64_t m, int64_t n, int nr, int threads) {
+WeightGradient::Shape WeightGradient::Shape::of(int64_t rows, int64_t m, int64_t n, int nr, int threads,
+                                               DType dtype) {
   Shape s;
+  s.pairs = RowProduct::usesPairs(dtype);
   s.m_block = std::min(kWeightBlock, m);
   s.n_block = std::min(kWeightBlock, n);
   s.n_pad = (s.n_block + nr - 1) / nr * nr;
@@ -168,23 +179,86 @@ WeightGradient::Shape WeightGradient::Shape::of(int64_t rows, int64_t m, int64_t
   s.chunk = std::min(kWeightChunk, rows);
   s.tasks = s.m_blocks * s.n_blocks;
   s.workers = static_cast<int>(std::clamp<int64_t>(s.tasks, 1, threads));
-  // a's chunk, its transpose, b's chunk (padded to whole strips), the sums, the bias sums.
-  s.scratch = pad16(s.chunk * s.m_block) * 2 + pad16(s.chunk * s.n_pad) + pad16(s.m_block * s.n_pad) + pad16(s.m_block);
+  // a's chunk, its transpose, b's chunk (padded to whole strips), the sums, the bias sums; on bf16
+  // pairs a's chunk and its transpose as bits (rows of the transpose padded to an even length), b's
+  // chunk as bits and packed in pairs.
+  if (s.pairs) {
+    const TileKernels& kn = activeTileKernels();
+    const int64_t c2 = (s.chunk + 1) / 2 * 2;
+    s.scratch = pad16((s.chunk * s.m_block + 1) / 2) + pad16((s.m_block * c2 + 1) / 2) +
+                pad16((s.chunk * s.n_block + 1) / 2) + pad16((kn.pair_elements(s.chunk, s.n_block) + 1) / 2) +
+                pad16(s.m_block * s.n_pad) + pad16(s.m_block);
+  } else {
+    s.scratch = pad16(s.chunk * s.m_block) * 2 + pad16(s.chunk * s.n_pad) + pad16(s.m_block * s.n_pad) + pad16(s.m_block);
+  }
   return s;
 }
 
 void planWeightGradient(MemoryPlan& p, int step, const std::string& name, int64_t rows, int64_t m, int64_t n,
-                        int threads) {
-  const WeightGradient::Shape s = WeightGradient::Shape::of(rows, m, n, activeTileKernels().nr, threads);
+                        int threads, DType dtype) {
+  const WeightGradient::Shape s = WeightGradient::Shape::of(rows, m, n, activeTileKernels().nr, threads, dtype);
   for (int w = 0; w < s.workers; ++w)
     p.add(name + " (worker " + std::to_string(w) + ")", s.scratch * 4, step, step, BufferRole::workspace);
 }
 
+namespace {
+
+// runWeightGradient on bf16 pairs: per chunk of rows, a's columns transposed as bits (its rows
+// the pairs' k), b's columns packed in pairs, one gemm_pairs into the fp32 sums.
+void runWeightGradientPairs(const WeightGradient& g, int64_t rows, const WeightGradient::Shape& s,
+                            std::vector<Buffer<float>>& scratch, RunContext& ctx, TaskPool& pool) {
+  const TileKernels& kn = activeTileKernels();
+  const int64_t M = g.a->cols(), N = g.b->cols(), c2 = (s.chunk + 1) / 2 * 2;
+  pool.run(s.tasks, s.workers,
+           [&](int w, int64_t t) {
+             const int64_t m0 = t / s.n_blocks * s.m_block, n0 = t % s.n_blocks * s.n_block;
+             const int64_t mm = std::min(s.m_block, M - m0), nn = std::min(s.n_block, N - n0);
+             const bool sums = g.db && n0 == 0;
+             float* base = scratch[w].data();
+             uint16_t* ac = reinterpret_cast<uint16_t*>(base);
+             base += pad16((s.chunk * s.m_block + 1) / 2);
+             uint16_t* at = reinterpret_cast<uint16_t*>(base);
+             base += pad16((s.m_block * c2 + 1) / 2);
+             uint16_t* bc = reinterpret_cast<uint16_t*>(base);
+             base += pad16((s.chunk * s.n_block + 1) / 2);
+             uint16_t* bp = reinterpret_cast<uint16_t*>(base);
+             base += pad16((kn.pair_elements(s.chunk, s.n_block) + 1) / 2);
+             float* c = base;
+             float* db = c + pad16(s.m_block * s.n_pad);
+             std::fill(db, db + mm, 0.0f);
+             for (int64_t r0 = 0; r0 < rows; r0 += s.chunk) {
+               ctx.throwIfCancelled();
+               const int64_t cn = std::min(s.chunk, rows - r0), cn2 = (cn + 1) / 2 * 2;
+               g.a->readBits(r0, cn, m0, mm, ac, mm);
+               for (int64_t i = 0; i < mm; ++i) {
+                 uint16_t* row = at + i * cn2;
+                 for (int64_t r = 0; r < cn; ++r) row[r] = ac[r * mm + i];
+                 if (cn2 > cn) row[cn] = 0;
+               }
+               if (sums)
+                 for (int64_t i = 0; i < mm; ++i)
+                   for (int64_t r = 0; r < cn; ++r) db[i] += bf16ToFloat(at[i * cn2 + r]);
+               g.b->readBits(r0, cn, n0, nn, bc, nn);
+               kn.pack_pairs(bc, nn, false, cn, nn, bp);
+               kn.gemm_pairs(mm, nn, cn, 1.0f, at, cn2, bp, r0 == 0 ? 0.0f : 1.0f, c, s.n_pad);
+             }
+             for (int64_t i = 0; i < mm; ++i) fromFloat(g.dtype, c + i * s.n_pad, nn, g.dw, (m0 + i) * N + n0);
+             if (sums) fromFloat(g.dtype, db, mm, g.db, m0);
+           },
+           &ctx);
+}
+
+}  // namespace
+
 void runWeightGradient(const WeightGradient& g, int64_t rows, RunContext& ctx, TaskPool& pool) {
   const TileKernels& kn = activeTileKernels();
   const int64_t M = g.a->cols(), N = g.b->cols();
-  const WeightGradient::Shape s = WeightGradient::Shape::of(rows, M, N, kn.nr, pool.threads());
+  const WeightGradient::Shape s = WeightGradient::Shape::of(rows, M, N, kn.nr, pool.threads(), g.dtype);
   auto scratch = perWorker(ctx.allocator(), s.workers, s.scratch, g.name);
+  if (s.pairs) {
+    runWeightGradientPairs(g, rows, s, scratch, ctx, pool);
+    return;
+  }
   pool.run(s.tasks, s.workers,
            [&](int w, int64_t t) {
              const int64_t m0 = t / s.n_blocks * s.m_block, n0 = t % s.n_blocks * s.n_block;

@@ -38,9 +38,9 @@ struct RowMatrix {
   int64_t cols() const;
   // out[i * ld + j] = element (r0 + i, c0 + j) as float, for i < n, j < nc.
   void read(int64_t r0, int64_t n, int64_t c0, int64_t nc, float* out, int64_t ld) const;
-  // bf16 only: the raw bits of rows r0 .. r0 + n, every column, out[i * ld + j]; columns from
-  // cols() to ld are zero (ld >= cols()).
-  void readBits(int64_t r0, int64_t n, uint16_t* out, int64_t ld) const;
+  // bf16 only: the raw bits of rows r0 .. r0 + n, columns c0 .. c0 + nc, out[i * ld + j]; columns
+  // from nc to ld are zero (ld >= nc).
+  void readBits(int64_t r0, int64_t n, int64_t c0, int64_t nc, uint16_t* out, int64_t ld) const;
   // Element (r0 + i, j) = in[i * ld + j] rounded to the dtype, for i < n and every column j.
   void write(int64_t r0, int64_t n, const float* in, int64_t ld) const;
 };
@@ -87,11 +87,12 @@ struct WeightGradient {
   struct Shape {
     int64_t m_block = 0, n_block = 0, n_pad = 0, m_blocks = 0, n_blocks = 0, chunk = 0, tasks = 0, scratch = 0;
     int workers = 0;
-    static Shape of(int64_t rows, int64_t m, int64_t n, int nr, int threads);
+    bool pairs = false;  // on bf16 pairs (RowProduct::usesPairs)
+    static Shape of(int64_t rows, int64_t m, int64_t n, int nr, int threads, DType dtype);
   };
 };
 void planWeightGradient(MemoryPlan& plan, int step, const std::string& name, int64_t rows, int64_t m, int64_t n,
-                        int threads);
+                        int threads, DType dtype);
 void runWeightGradient(const WeightGradient& g, int64_t rows, RunContext& ctx, TaskPool& pool);
 
 }  // namespace attnscope::cpu

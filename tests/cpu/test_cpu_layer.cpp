@@ -84,7 +84,10 @@ INSTANTIATE_TEST_SUITE_P(
                           Shape{1, 2, 1, 300, 0, 64, DType::fp32, "causal", MaskLayout::broadcast, 9},
                           Shape{2, 2, 1, 29, 0, 9, DType::fp16, "additive:0.5", MaskLayout::per_head, 10, DType::fp32},
                           Shape{1, 2, 0, 45, 0, 8, DType::bf16, "additive", MaskLayout::broadcast, 11},
-                          Shape{1, 1, 0, 33, 0, 320, DType::fp32, "additive:0.5", MaskLayout::broadcast, 12}),
+                          Shape{1, 1, 0, 33, 0, 320, DType::fp32, "additive:0.5", MaskLayout::broadcast, 12},
+                          // bf16 past one chunk of the weight gradients' rows (256), an odd last
+                          // chunk, an odd width: the bf16 pair products' edges.
+                          Shape{1, 3, 1, 301, 0, 7, DType::bf16, "causal", MaskLayout::broadcast, 13}),
         ::testing::Bool()),
     [](const auto& info) {
       return "shape" + std::to_string(std::get<0>(info.param).seed) + (std::get<1>(info.param) ? "_baseline" : "_native");
