@@ -54,11 +54,13 @@ int64_t hostStagingBytes(const WorkloadSpec& spec, const RunOptions& opt) {
   if (spec.kind == WorkloadKind::layer) {
     // Generated inputs, y and the gradients as float, the intermediates' copies for the check
     // (q, k, v, o; train: dO, dq, dk, dv) and their float copies in the check.
+    // A stack: each layer's, and the inputs of layers 2..N (x), and their dx as float.
+    const int64_t x = spec.batch * spec.seq_q * layerWidth(spec);
     const int64_t io = layerIoBytes(spec),
-                  mid = ((2 * spec.qElements() + 2 * spec.kvElements()) * (train ? 2 : 1) +
-                         (spec.layers - 1) * spec.batch * spec.seq_q * layerWidth(spec)) *
-                        spec.layers;
-    return (opt.inputs ? 0 : io) + io / bytesPerElement(spec.dtype) * 4 + mid * (bytesPerElement(spec.dtype) + 4);
+                  mid = spec.layers * (2 * spec.qElements() + 2 * spec.kvElements()) * (train ? 2 : 1) +
+                        (spec.layers - 1) * x;
+    return (opt.inputs ? 0 : io) + io / bytesPerElement(spec.dtype) * 4 + mid * (bytesPerElement(spec.dtype) + 4) +
+           (train ? (spec.layers - 1) * x * 4 : 0);
   }
   const int64_t g = train ? spec.qElements() * bytesPerElement(spec.dtype) : 0;
   const int64_t grads = train ? (spec.qElements() + 2 * spec.kvElements()) * 4 : 0;
