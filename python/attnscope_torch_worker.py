@@ -7,16 +7,46 @@ Protocol (version 1, documented in docs/TORCH_WORKER.md): on start the worker pr
 "hello" line; then it answers each request line with exactly one response line carrying the
 request's id. stdout carries nothing else; Python's and torch's chatter goes to stderr.
 Only the standard library and torch are used (numpy is optional for torch and not needed).
+
+With tp > 1 the worker coordinates rank processes (attnscope_torch_ranks.py), each this script
+started with --tp-rank R (rank mode: no hello; a "ready" line once it joined the group, then the
+same requests from the coordinator; attnscope_torch_tp.py).
 """
 
 import contextlib
+import ctypes
 import json
 import os
 import platform
+import signal
 import sys
 import time
 import traceback
 import warnings
+
+
+def rank_arguments(argv):
+    """Rank mode's --tp-* arguments (attnscope_torch_ranks.py passes them), or None."""
+    if "--tp-rank" not in argv:
+        return None
+    args = {}
+    for i in range(1, len(argv) - 1, 2):
+        if argv[i].startswith("--tp-"):
+            args[argv[i][5:]] = argv[i + 1]
+    return args
+
+
+RANK_ARGS = rank_arguments(sys.argv)
+if RANK_ARGS is not None:
+    # A rank dies with its coordinator, however that dies (the coordinator's process group is
+    # killed by AttnScope too; this covers the coordinator dying alone). Set before importing
+    # torch, and the parent checked after it: one that died already does not signal.
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL), 0, 0, 0)  # PR_SET_PDEATHSIG
+    except Exception:
+        pass
+    if os.getppid() != int(RANK_ARGS.get("parent", "0")):
+        os._exit(1)
 
 # Beside this script, without torch: text for JSON and the names of torch's SDPA choices. Its
 # folder is put on the path first: `python -I` (isolated) leaves the script's folder out.
@@ -109,10 +139,22 @@ def hello():
                             "memory": int(p.total_memory)})
     msg["cuda_devices"] = devices
     msg["threads"] = torch.get_num_threads()
+    msg["gloo"], msg["nccl"] = distributed_backends()
     msg["sdpa_kernel"] = has_sdpa_kernel()
     msg["enable_gqa"] = has_enable_gqa()
     msg["causal_lower_right"] = has_causal_lower_right()
     return msg
+
+
+def distributed_backends():
+    """(gloo, nccl): the torch.distributed backends this torch has (tp > 1 needs one)."""
+    try:
+        import torch.distributed as dist
+        if not dist.is_available():
+            return False, False
+        return bool(dist.is_gloo_available()), bool(dist.is_nccl_available())
+    except Exception:
+        return False, False
 
 
 def has_sdpa_kernel():
@@ -172,6 +214,8 @@ CPU_OOM_TEXTS = ("DefaultCPUAllocator: can't allocate memory", "DefaultCPUAlloca
 def classify(exc):
     """(status, message) for an exception raised by torch."""
     message = str(exc).strip()
+    if getattr(exc, "rank_status", None):  # a tp rank's failure, already classified by the rank
+        return exc.rank_status, message
     # CUDA's caching allocator raises torch.cuda.OutOfMemoryError (torch.OutOfMemoryError in newer releases).
     oom_types = tuple(t for t in (getattr(torch, "OutOfMemoryError", None),
                                   getattr(getattr(torch, "cuda", None), "OutOfMemoryError", None))
@@ -198,14 +242,20 @@ DTYPES = _dtypes()
 
 
 class Workload:
-    def __init__(self, req):
+    def __init__(self, req, tp=None):
         spec = req["spec"]
         self.kernel = req["kernel"]
         self.device = torch.device(req["device"])
+        self.tp = tp  # tp > 1: this rank's place (attnscope_torch_tp.Rank); the layer holds its heads
         self.notes = []
         dtype = DTYPES[spec["dtype"]]
         d = req["dir"]
         load = lambda name: read_npy(os.path.join(d, name)).to(self.device, dtype).contiguous()
+        # pass train: forward, then loss = sum(O * G) backward through autograd; dQ, dK, dV are
+        # the leaves' gradients (checkpoint attention: the call runs under torch.utils.checkpoint).
+        self.train = spec.get("pass", "forward") == "train"
+        checkpoint = spec.get("checkpoint", "none") if self.train else "none"
+        self.checkpoint = checkpoint == "attention"
         # kind layer: x and the weights; the layer computes q, k, v in each call (the module
         # beside this script). Otherwise q, k, v are the inputs.
         self.layer = None
@@ -215,13 +265,9 @@ class Workload:
                 import attnscope_torch_layer
             except ImportError as e:
                 raise RuntimeError("kind layer needs attnscope_torch_layer.py next to the worker script (%s)" % e)
-            self.layer = attnscope_torch_layer.Layer(spec, load, self)
+            self.layer = attnscope_torch_layer.Layer(spec, load, self, tp)
         else:
             self.q, self.k, self.v = load("q.npy"), load("k.npy"), load("v.npy")
-        # pass train: forward, then loss = sum(O * G) backward through autograd; dQ, dK, dV are
-        # the leaves' gradients (checkpoint attention: the call runs under torch.utils.checkpoint).
-        self.train = spec.get("pass", "forward") == "train"
-        self.checkpoint = self.train and spec.get("checkpoint", "none") == "attention"
         self.g = load("g.npy") if self.train else None
         self.grads = None
         self.q_factor = 1.0
@@ -251,11 +297,12 @@ class Workload:
                 self.v = self.v.repeat_interleave(rep, dim=1).contiguous()
                 self.notes.append("GQA: K/V repeated to %d heads (torch %s has no enable_gqa)" % (hq, torch.__version__))
         if self.layer is not None:
-            self.notes.append("layer: F.linear, SDPA, F.linear")
+            layers = self.layer.count
+            self.notes.append("layer: F.linear, SDPA, F.linear" + (", a stack of %d layers" % layers if layers > 1 else ""))
         if self.train:
+            under = {"attention": "attention" if self.layer else "forward", "layer": "each layer's forward"}.get(checkpoint)
             self.notes.append("train: loss = sum(%s * G) backward through autograd" % ("y" if self.layer else "O") +
-                              (", %s under torch.utils.checkpoint" % ("attention" if self.layer else "forward")
-                               if self.checkpoint else ""))
+                              (", %s under torch.utils.checkpoint" % under if under else ""))
         self.mask = None  # the tensor we hold (counted as an input)
         self.choice_mask = None  # what _fused_sdp_choice is asked about
         self.is_causal = False
@@ -284,6 +331,8 @@ class Workload:
                 self.notes.append("mask: boolean tensor [%s]" % shape if mask == "tensor" else
                                   "mask: causal as a boolean tensor [%s] (torch %s has no causal_lower_right)" % (
                                       shape, torch.__version__))
+            if tp is not None:
+                self.mask = tp.mask_heads(self.mask, spec["heads"])  # a per-head mask: this rank's heads
             self.kwargs["attn_mask"] = self.mask
             self.choice_mask = self.mask
         self.input_bytes = sum(t.numel() * t.element_size() for _, t in self.input_tensors())
@@ -354,6 +403,9 @@ def run_once(w, reply):
 
 def timed_call(w):
     with kernel_context(w.kernel):
+        if w.tp is not None:
+            w.tp.barrier()  # the ranks start together; outside the timed range
+            w.tp.armed = True
         if w.device.type == "cuda":
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             w.synchronize()
@@ -366,6 +418,8 @@ def timed_call(w):
             t0 = time.perf_counter()
             out = w.call()
             seconds = time.perf_counter() - t0
+        if w.tp is not None:
+            w.tp.armed = False
     del out
     w.grads = None
     if w.layer is not None:
@@ -386,6 +440,8 @@ def profiled_call(w, out_path, trace_dir, max_events):
         cuda_base = torch.cuda.memory_allocated(w.device)
     if w.layer is not None:
         w.layer.phases = []
+    if w.tp is not None:
+        w.tp.barrier()
     with kernel_context(w.kernel):
         with profile(activities=activities, profile_memory=True) as prof:
             t_start = time.monotonic_ns()
@@ -394,10 +450,11 @@ def profiled_call(w, out_path, trace_dir, max_events):
                     out = w.call()
                     w.synchronize()
                 finally:
+                    t_end = time.monotonic_ns()
                     phases = w.layer.phases if w.layer is not None else None
                     if w.layer is not None:
                         w.layer.phases = None
-    result = {}
+    result = {"call_ns": t_end - t_start}
     if w.device.type == "cuda":
         result["peak_bytes"] = int(torch.cuda.max_memory_allocated(w.device))
         result["cuda_base_bytes"] = int(cuda_base)
@@ -423,12 +480,10 @@ def profiled_call(w, out_path, trace_dir, max_events):
 
 # ---------------------------------------------------------------------------------------------
 
-def main():
-    h = hello()
-    send(h)
-    if "error" in h:
-        return 0
-    workload = None
+def serve(handle, on_failure=None):
+    """Answers each request line on stdin with exactly one line: handle(op, req, reply, notes)
+    fills the reply (notes: more warnings) and returns False once the worker should exit; an
+    exception becomes the reply's status and message (on_failure may add to that reply)."""
     for line in sys.stdin:
         line = line.strip()
         if not line:
@@ -436,51 +491,197 @@ def main():
         req = json.loads(line)
         rid, op = req.get("id"), req.get("op")
         reply = {"id": rid, "ok": True}
+        more, go_on = [], True
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             try:
-                if op == "load":
-                    workload = None
-                    if req["device"].startswith("cuda"):
-                        torch.cuda.empty_cache()
-                    workload = Workload(req)
-                    reply.update({"choice": workload.choice, "notes": workload.notes,
-                                  "input_bytes": workload.input_bytes})
-                elif op == "run":
-                    run_once(workload, reply)
-                elif op == "finish":
-                    reply.update(profiled_call(workload, req["out"], req["dir"], int(req.get("max_events", 20000))))
-                elif op == "intermediates":  # kind layer: the stages' tensors for the accuracy check
-                    with kernel_context(workload.kernel):
-                        reply["written"] = workload.layer.write_intermediates(req["dir"], write_npy)
-                elif op == "release":
-                    workload = None
-                    if torch.cuda.is_initialized():
-                        torch.cuda.empty_cache()
-                elif op == "ping":  # AttnScope asks an idle worker whether it still answers
-                    pass
-                elif op == "quit":
-                    send(reply)
-                    return 0
-                else:
-                    reply = {"id": rid, "ok": False, "status": "error", "message": "unknown op %r" % op}
+                go_on = handle(op, req, reply, more)
             except Exception as e:  # every failure goes back to AttnScope as the point's status
                 status, message = classify(e)
                 reply = {"id": rid, "ok": False, "status": status, "message": message}
                 if status == "error":
                     traceback.print_exc(file=sys.stderr)
-                if op == "load":
-                    workload = None
+                if on_failure is not None:
+                    on_failure(op, reply)
         texts = []
-        for wmsg in caught:
-            text = str(wmsg.message).strip()
+        for text in [str(wmsg.message).strip() for wmsg in caught] + more:
             if "rofiler" in text:  # the profiler's own notes are not torch's words about the workload
                 continue
             if text and text not in texts:
                 texts.append(text)
         reply["warnings"] = texts
         send(reply)
+        if go_on is False:
+            return
+
+
+class Worker:
+    """What AttnScope talks to: one workload at a time, run here or (tp > 1) by a group of ranks."""
+
+    def __init__(self):
+        self.workload = None
+        self.group = None  # attnscope_torch_ranks.RankGroup, kept between loads of its size
+
+    def ranked(self):
+        return self.group is not None and self.workload is not None and not isinstance(self.workload, Workload)
+
+    def handle(self, op, req, reply, more):
+        if op == "load":
+            self.workload = None
+            if req["device"].startswith("cuda"):
+                torch.cuda.empty_cache()
+            spec = req["spec"]
+            tp = int(spec.get("tp", 1)) if spec.get("kind") == "layer" else 1
+            if tp == 1:
+                # Idle ranks would hold their memory (on GPUs, a CUDA context each) through this load.
+                self.stop_ranks()
+            self.workload = self.load_ranked(req, tp) if tp > 1 else Workload(req)
+            reply.update({"choice": self.workload.choice, "notes": self.workload.notes,
+                          "input_bytes": self.workload.input_bytes})
+        elif op == "run":
+            if self.ranked():
+                reply.update(self.workload.run(req))
+            else:
+                run_once(self.workload, reply)
+        elif op == "finish":
+            if self.ranked():
+                reply.update(self.workload.finish(req))
+            else:
+                reply.update(profiled_call(self.workload, req["out"], req["dir"], int(req.get("max_events", 20000))))
+        elif op == "intermediates":  # kind layer: the stages' tensors for the accuracy check
+            if self.ranked():
+                reply.update(self.workload.intermediates(req))
+            else:
+                with kernel_context(self.workload.kernel):
+                    reply["written"] = self.workload.layer.write_intermediates(req["dir"], write_npy)
+        elif op == "release":
+            if self.ranked():
+                self.workload.release(req)
+            self.workload = None
+            if torch.cuda.is_initialized():
+                torch.cuda.empty_cache()
+        elif op == "ping":  # AttnScope asks an idle worker whether it still answers
+            pass
+        elif op == "quit":
+            self.stop_ranks()
+            return False
+        else:
+            reply.clear()
+            reply.update({"id": req.get("id"), "ok": False, "status": "error", "message": "unknown op %r" % op})
+        if self.ranked():
+            more += self.workload.warnings
+        return True
+
+    def load_ranked(self, req, tp):
+        import attnscope_torch_ranks
+        device_type = "cuda" if req["device"].startswith("cuda") else "cpu"
+        if device_type == "cuda" and torch.cuda.device_count() < tp:
+            raise Unsupported("tp %d needs %d GPUs (one rank per device); torch sees %d" % (
+                tp, tp, torch.cuda.device_count()))
+        threads = max(1, torch.get_num_threads() // tp)
+        if self.group is not None and not self.group.matches(tp, device_type, threads):
+            self.stop_ranks()
+        if self.group is None:
+            self.group = attnscope_torch_ranks.RankGroup(tp, device_type, threads, float(req.get("timeout", 600)))
+        return attnscope_torch_ranks.Ranked(self.group, req)
+
+    def failed(self, op, reply):
+        # A rank's failure killed the group: the next load starts a fresh one.
+        if self.group is not None and not self.group.alive():
+            self.group = None
+            self.workload = None
+        if op == "load":
+            self.workload = None
+
+    def stop_ranks(self):
+        if self.group is not None:
+            self.group.quit()
+        self.group = None
+
+
+def main():
+    if RANK_ARGS is not None:
+        return rank_main(RANK_ARGS)
+    h = hello()
+    send(h)
+    if "error" in h:
+        return 0
+    worker = Worker()
+    try:
+        serve(worker.handle, worker.failed)
+    finally:
+        worker.stop_ranks()
     return 0
+
+
+def rank_main(args):
+    """Rank mode: one rank of a tp group, started by attnscope_torch_ranks.py. Says "ready" once it
+    joined the group, then answers the coordinator's requests as the worker answers AttnScope's."""
+    if torch is None:
+        send({"type": "ready", "error": import_error})
+        return 1
+    import attnscope_torch_tp
+    torch.set_num_threads(int(args["threads"]))
+    tp = attnscope_torch_tp.Rank(int(args["rank"]), int(args["world"]), args["device"], "allreduce",
+                                 float(args["timeout"]))
+    try:
+        tp.init(args["store"])
+    except Exception as e:
+        send({"type": "ready", "error": "%s: %s" % (type(e).__name__, str(e).strip())})
+        return 1
+    send({"type": "ready", "rank": tp.rank, "pid": os.getpid()})
+    state = {"w": None}
+
+    def handle(op, req, reply, more):
+        tp.comm_failed = False
+        w = state["w"]
+        if op == "load":
+            state["w"] = None
+            tp.comm = req["spec"].get("tp_comm", "allreduce")
+            w = state["w"] = Workload(req, tp)
+            w.tp_calls = []  # (seconds, comm ns or None) of each timed call
+            reply.update({"choice": w.choice, "notes": w.notes, "input_bytes": w.input_bytes})
+        elif op == "run":
+            run_once(w, reply)
+            comm = None
+            if "phases" in reply:
+                comm = sum(p["e"] - p["s"] for p in reply["phases"] if p["n"] == "comm")
+            w.tp_calls.append((reply["seconds"], comm))
+        elif op == "finish":
+            reply.update(profiled_call(w, req["out"], req["dir"], int(req.get("max_events", 20000))))
+            reply.update(rank_stats(w, reply))
+        elif op == "intermediates":
+            with kernel_context(w.kernel):
+                reply["written"] = w.layer.write_intermediates(req["dir"], write_npy)
+        elif op == "release":
+            state["w"] = None
+            if torch.cuda.is_initialized():
+                torch.cuda.empty_cache()
+        elif op == "quit":
+            tp.close()
+            return False
+        return True
+
+    def failed(op, reply):
+        reply["comm_failed"] = tp.comm_failed  # a peer's failure seen in a collective, not ours
+
+    serve(handle, failed)
+    return 0
+
+
+def rank_stats(w, result):
+    """This rank's time (the median timed call) and its communication's share: the "comm" phases
+    of the timed calls where they report phases (the CPU), else of the profiled call."""
+    import statistics
+    seconds = [s for s, _ in w.tp_calls]
+    call_ns = max(1, int(result.get("call_ns", 1)))
+    stats = {"rank_seconds": statistics.median(seconds) if seconds else call_ns / 1e9}
+    if w.tp_calls and all(c is not None for _, c in w.tp_calls):
+        stats["comm_share"] = sum(c for _, c in w.tp_calls) / max(1.0, sum(seconds) * 1e9)
+    else:
+        comm = sum(e["e"] - e["s"] for e in result.get("events", []) if e.get("k") == "phase" and e.get("n") == "comm")
+        stats["comm_share"] = comm / call_ns
+    return stats
 
 
 if __name__ == "__main__":
