@@ -6,6 +6,7 @@
 
 #include "core/base/clock.h"
 #include "core/engine/run_engine.h"
+#include "core/inputs/run_files.h"
 #include "core/spec/spec_fields.h"
 #include "kernels/torch/torch_files.h"
 #include "kernels/torch/torch_prediction.h"
@@ -22,8 +23,10 @@ constexpr int64_t kMaxPeakBytes = int64_t{1} << 50;
 // Events kept from the profiled call (phases and inputs, then allocations, then ops); a reply
 // with more is refused (WorkerReply::array), so the worker cannot make us hold millions.
 constexpr int kMaxTraceEvents = 20000;
-// A layer's timed call reports its phases (a handful); more is a broken worker.
-constexpr size_t kMaxCallPhases = 256;
+// A layer's timed call reports its phases: a handful per layer and rank; more is a broken worker.
+size_t maxCallPhases(const WorkloadSpec& s) { return static_cast<size_t>(32 * (s.layers + 1) * s.tp); }
+// A rank's time per call beyond this (a day, as for a request) is not a measurement.
+constexpr double kMaxRankSeconds = 86400;
 
 // The spec as the worker reads it: every field resolved (spec_fields' resolvedSpec), plus how the
 // mask reaches SDPA (none, causal or a tensor in mask.npy).
@@ -78,7 +81,7 @@ class TorchExecution final : public Execution {
     std::optional<PhaseScope> phase;
     if (!phased) phase.emplace(ctx_, layer() ? "layer call" : "sdpa call");
     const WorkerReply r = ask({{"op", "run"}});
-    if (phased) addCallPhases(traceFromWorker(r, "phases", kMaxCallPhases));
+    if (phased) addCallPhases(traceFromWorker(r, "phases", maxCallPhases(spec_)));
     // A timed call cannot take longer than the longest a request may wait.
     return r.number("seconds", 0, kMaxTorchTimeout);
   }
@@ -97,14 +100,12 @@ class TorchExecution final : public Execution {
     if (int64_t dropped = r.integer("dropped_events", 0, std::numeric_limits<int64_t>::max(), 0); dropped > 0)
       ctx_.addWarning("trace: " + std::to_string(dropped) + " profiler events beyond the first " +
                       std::to_string(kMaxTraceEvents) + " were left out (ops before allocations)");
+    if (spec_.tp > 1) rankFacts(r);
     out = readTorchOutput(folder_.file("out.npy"), spec_);
     if (spec_.pass == Pass::train && layer()) {
-      const int64_t e = layerWidth(spec_), rows = layerQkvRows(spec_);
-      layer_grads_.dx = readTorchTensor(folder_.file("dx.npy"), {spec_.batch, spec_.seq_q, e});
-      layer_grads_.dw_qkv = readTorchTensor(folder_.file("dw_qkv.npy"), {rows, e});
-      layer_grads_.db_qkv = readTorchTensor(folder_.file("db_qkv.npy"), {rows});
-      layer_grads_.dw_o = readTorchTensor(folder_.file("dw_o.npy"), {e, spec_.heads * spec_.headDim()});
-      layer_grads_.db_o = readTorchTensor(folder_.file("db_o.npy"), {e});
+      // A deeper layer's dx is not kept by the profiled call (layerGradients reads it later).
+      layer_grads_.clear();
+      for (int64_t l = 0; l < spec_.layers; ++l) layer_grads_.push_back(readTorchLayerGradients(folder_, spec_, l, l == 0));
     } else if (spec_.pass == Pass::train) {
       const std::vector<int64_t> qs{spec_.batch, spec_.heads, spec_.seq_q, spec_.headDim()};
       const std::vector<int64_t> kvs{spec_.batch, spec_.kvHeads(), spec_.seqKv(), spec_.headDim()};
@@ -121,9 +122,18 @@ class TorchExecution final : public Execution {
     return true;
   }
 
+  // Per layer: the profiled call's weight gradients and layer 1's dx; a deeper layer's dx (the
+  // gradient reaching the layer below) from the intermediates call, since retaining it in the
+  // profiled call would keep one [B,L,E] tensor per layer alive and change the measured peak.
   bool layerGradients(std::vector<LayerGradients>& out) override {
-    if (!layer() || spec_.pass != Pass::train || layer_grads_.dx.empty()) return false;
-    out = {layer_grads_};
+    if (!layer() || spec_.pass != Pass::train || layer_grads_.empty() || layer_grads_.front().dx.empty()) return false;
+    if (spec_.layers > 1) {
+      keepIntermediates();
+      for (int64_t l = 1; l < spec_.layers; ++l)
+        layer_grads_[static_cast<size_t>(l)].dx =
+            readTorchTensor(folder_.file(layerFileName(l, "dx.npy").c_str()), {spec_.batch, spec_.seq_q, layerWidth(spec_)});
+    }
+    out = layer_grads_;
     return true;
   }
 
@@ -131,24 +141,9 @@ class TorchExecution final : public Execution {
   // keeping them during the profiled call would lengthen their lives and change the peak.
   bool layerIntermediates(std::vector<LayerIntermediates>& stack) override {
     if (!layer()) return false;
-    stack.assign(1, {});
-    LayerIntermediates& out = stack.front();
-    ask({{"op", "intermediates"}, {"dir", folder_.path()}});
-    const std::vector<int64_t> qs{spec_.batch, spec_.heads, spec_.seq_q, spec_.headDim()};
-    const std::vector<int64_t> kvs{spec_.batch, spec_.kvHeads(), spec_.seq_q, spec_.headDim()};
-    auto read = [&](const char* name, const std::vector<int64_t>& shape) {
-      return readTorchTensor(folder_.file(name), shape, spec_.dtype);
-    };
-    out.q = read("mid_q.npy", qs);
-    out.k = read("mid_k.npy", kvs);
-    out.v = read("mid_v.npy", kvs);
-    out.o = read("mid_o.npy", qs);
-    if (spec_.pass == Pass::train) {
-      out.d_o = read("mid_d_o.npy", qs);
-      out.dq = read("mid_dq.npy", qs);
-      out.dk = read("mid_dk.npy", kvs);
-      out.dv = read("mid_dv.npy", kvs);
-    }
+    keepIntermediates();
+    stack.clear();
+    for (int64_t l = 0; l < spec_.layers; ++l) stack.push_back(readTorchLayerIntermediates(folder_, spec_, l));
     return true;
   }
 
@@ -158,7 +153,10 @@ class TorchExecution final : public Execution {
   WorkerReply ask(nlohmann::json req) {
     std::optional<WorkerReply> reply;
     try {
-      reply.emplace(worker_->request(std::move(req), workerTimeout(kRequestTimeout), ctxCancel()));
+      // The worker learns our limit: with tp it must name a rank that hangs before we give up on it.
+      const double timeout = workerTimeout(kRequestTimeout);
+      req["timeout"] = timeout;
+      reply.emplace(worker_->request(std::move(req), timeout, ctxCancel()));
     } catch (...) {
       session_.discard();
       throw;
@@ -188,6 +186,36 @@ class TorchExecution final : public Execution {
   }
   bool layer() const { return spec_.kind == WorkloadKind::layer; }
 
+  // The intermediates call, once: layerGradients (a stack's deeper dx) and layerIntermediates
+  // both read what it wrote.
+  void keepIntermediates() {
+    if (kept_) return;
+    ask({{"op", "intermediates"}, {"dir", folder_.path()}});
+    kept_ = true;
+  }
+
+  // tp: each rank's peak, time and communication share as facts (the run's peak is already the
+  // largest rank's), so the CLI and a chart can show them per rank.
+  void rankFacts(const WorkerReply& r) {
+    const nlohmann::json& ranks = r.array("ranks", static_cast<size_t>(spec_.tp));
+    if (ranks.size() != static_cast<size_t>(spec_.tp))
+      r.fail("ranks", "has " + std::to_string(ranks.size()) + " entries for tp " + std::to_string(spec_.tp));
+    ctx_.setFact("tp.ranks", std::to_string(spec_.tp));
+    ctx_.setFact("tp.backend", onCuda() ? "nccl" : "gloo");
+    for (size_t i = 0; i < ranks.size(); ++i) {
+      const WorkerReply rank = r.item(ranks[i], "ranks[" + std::to_string(i) + "]");
+      const std::string key = "tp.rank" + std::to_string(rank.integer("rank", 0, spec_.tp - 1, 0)) + ".";
+      char text[64];
+      ctx_.setFact(key + "peak_bytes", std::to_string(rank.integer("peak_bytes", 0, kMaxPeakBytes, 0)));
+      std::snprintf(text, sizeof text, "%.6g", rank.number("seconds", 0, kMaxRankSeconds));
+      ctx_.setFact(key + "seconds", text);
+      const int64_t share = rank.integer("comm_share_ppm", 0, 1000000, 0);
+      std::snprintf(text, sizeof text, "%.4f", static_cast<double>(share) / 1e6);
+      ctx_.setFact(key + "comm_share", text);
+    }
+  }
+  bool onCuda() const { return device_.rfind("cuda", 0) == 0; }
+
   TorchSession& session_;
   std::shared_ptr<TorchWorker> worker_;  // shared: a discarded worker stays valid (dead) for us
   RunContext& ctx_;
@@ -195,7 +223,8 @@ class TorchExecution final : public Execution {
   RunFolder folder_;
   std::string choice_;
   AttentionGradients grads_;
-  LayerGradients layer_grads_;
+  std::vector<LayerGradients> layer_grads_;  // per layer of the stack
+  bool kept_ = false;   // the intermediates call ran
   std::string device_;  // "cpu" or "cuda:0"
   int64_t calls_ = 0;   // timed calls so far
 };
@@ -244,13 +273,23 @@ Support TorchBackend::support(const WorkloadSpec& spec) const {
   Support s;
   // A probe cancelled by Ctrl-C knows nothing: let the engine see the cancel and say so.
   if (auto r = TorchProbe::instance().result(); r && r->cancelled) return s;
-  if (spec.checkpoint == Checkpoint::attention && spec.pass != Pass::train)
-    s.reasons.push_back("checkpoint attention needs pass train (a forward pass saves nothing for a backward)");
-  if (spec.layers > 1 || spec.checkpoint == Checkpoint::layer || spec.tp > 1)
-    s.reasons.push_back("stacks of layers, checkpoint layer and tp > 1 are not implemented by the torch backends yet");
+  if (spec.checkpoint != Checkpoint::none && spec.pass != Pass::train)
+    s.reasons.push_back("checkpoint " + std::string(toString(spec.checkpoint)) +
+                        " needs pass train (a forward pass saves nothing for a backward)");
   if (Availability a = availability(); !a.available) {
     s.reasons.push_back(a.reason);
     return s;
+  }
+  if (auto r = TorchProbe::instance().result(); r && spec.tp > 1) {
+    // One rank per process: gloo between CPU processes, NCCL between GPUs, one GPU per rank.
+    const TorchHello& h = r->hello;
+    if (onCuda() && !h.nccl)
+      s.reasons.push_back("tp > 1 on CUDA needs torch.distributed with NCCL, which torch " + h.torch_version + " lacks");
+    if (!onCuda() && !h.gloo)
+      s.reasons.push_back("tp > 1 on the CPU needs torch.distributed with gloo, which torch " + h.torch_version + " lacks");
+    if (onCuda() && static_cast<int64_t>(h.cuda_devices.size()) < spec.tp)
+      s.reasons.push_back("tp " + std::to_string(spec.tp) + " needs " + std::to_string(spec.tp) +
+                          " GPUs (one rank per device); torch sees " + std::to_string(h.cuda_devices.size()));
   }
   if (!s.ok()) return s;
   if (auto r = TorchProbe::instance().result()) s.note = predictTorch(spec, r->hello, onCuda(), kernel_).hint;

@@ -66,4 +66,37 @@ HostTensor readTorchTensor(const std::string& path, const std::vector<int64_t>& 
   return t;
 }
 
+LayerGradients readTorchLayerGradients(const RunFolder& dir, const WorkloadSpec& s, int64_t layer, bool with_dx) {
+  const int64_t e = layerWidth(s), rows = layerQkvRows(s);
+  const auto file = [&](const char* name) { return dir.path() + "/" + layerFileName(layer, name); };
+  LayerGradients g;
+  if (with_dx) g.dx = readTorchTensor(file("dx.npy"), {s.batch, s.seq_q, e});
+  g.dw_qkv = readTorchTensor(file("dw_qkv.npy"), {rows, e});
+  g.db_qkv = readTorchTensor(file("db_qkv.npy"), {rows});
+  g.dw_o = readTorchTensor(file("dw_o.npy"), {e, s.heads * s.headDim()});
+  g.db_o = readTorchTensor(file("db_o.npy"), {e});
+  return g;
+}
+
+LayerIntermediates readTorchLayerIntermediates(const RunFolder& dir, const WorkloadSpec& s, int64_t layer) {
+  const std::vector<int64_t> qs{s.batch, s.heads, s.seq_q, s.headDim()};
+  const std::vector<int64_t> kvs{s.batch, s.kvHeads(), s.seq_q, s.headDim()};
+  const auto read = [&](const char* name, const std::vector<int64_t>& shape) {
+    return readTorchTensor(dir.path() + "/" + layerFileName(layer, name), shape, s.dtype);
+  };
+  LayerIntermediates out;
+  if (layer > 0) out.x = read("mid_x.npy", {s.batch, s.seq_q, layerWidth(s)});
+  out.q = read("mid_q.npy", qs);
+  out.k = read("mid_k.npy", kvs);
+  out.v = read("mid_v.npy", kvs);
+  out.o = read("mid_o.npy", qs);
+  if (s.pass == Pass::train) {
+    out.d_o = read("mid_d_o.npy", qs);
+    out.dq = read("mid_dq.npy", qs);
+    out.dk = read("mid_dk.npy", kvs);
+    out.dv = read("mid_dv.npy", kvs);
+  }
+  return out;
+}
+
 }  // namespace attnscope::torch

@@ -45,4 +45,13 @@ std::vector<float> readTorchTensor(const std::string& path, const std::vector<in
 // The same as a tensor in `dtype` (the worker's values are already that dtype's, so exact).
 HostTensor readTorchTensor(const std::string& path, const std::vector<int64_t>& shape, DType dtype);
 
+// kind = layer, pass = train: layer `layer`'s (0-based) weight gradients from the profiled call,
+// [L<n>.]dw_qkv.npy ... (core/inputs/run_files.h layerFileName), and its input's gradient: dx.npy
+// for layer 0 (the profiled call's); a deeper layer's L<n>.dx.npy comes from the intermediates
+// call, read when `with_dx`.
+LayerGradients readTorchLayerGradients(const RunFolder& dir, const WorkloadSpec& spec, int64_t layer, bool with_dx);
+// Layer `layer`'s stored stages, [L<n>.]mid_q.npy ... as the intermediates call wrote them (a
+// deeper layer's input too, L<n>.mid_x.npy; pass train: d_o, dq, dk, dv).
+LayerIntermediates readTorchLayerIntermediates(const RunFolder& dir, const WorkloadSpec& spec, int64_t layer);
+
 }  // namespace attnscope::torch

@@ -6,6 +6,7 @@ namespace attnscope::torch {
 
 std::vector<TraceEvent> traceFromWorker(const WorkerReply& reply, const char* key, size_t max_events) {
   constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  constexpr int64_t kMaxTraceDevice = 1023;
   const nlohmann::json& events = reply.array(key, max_events);
   std::vector<TraceEvent> out;
   out.reserve(events.size());
@@ -16,6 +17,8 @@ std::vector<TraceEvent> traceFromWorker(const WorkerReply& reply, const char* ke
     e.start_ns = j.integer("s", 0, kMax, 0);
     e.end_ns = j.integer("e", e.start_ns, kMax, e.start_ns);  // an event does not end before it starts
     e.name = j.text("n");
+    // tp: the rank that recorded it (one process per rank; its addresses are its own).
+    e.device = static_cast<uint32_t>(j.integer("dev", 0, kMaxTraceDevice, 0));
     if (k == "phase") {
       e.kind = EventKind::phase;
       e.source = EventSource::host;

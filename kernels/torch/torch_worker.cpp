@@ -56,6 +56,8 @@ TorchHello parseHello(const WorkerReply& j, const std::string& python_command) {
   h.enable_gqa = j.flag("enable_gqa", false);
   h.causal_lower_right = j.flag("causal_lower_right", false);
   h.sdpa_kernel = j.flag("sdpa_kernel", false);
+  h.gloo = j.flag("gloo", false);
+  h.nccl = j.flag("nccl", false);
   return h;
 }
 

@@ -38,6 +38,7 @@ struct TorchHello {
   std::vector<TorchCudaDevice> cuda_devices;
   int threads = 0;
   bool enable_gqa = false, causal_lower_right = false, sdpa_kernel = false;
+  bool gloo = false, nccl = false;  // torch.distributed's backends, for tp > 1
 };
 // Throws WorkerFailure (through `j`) when a field has the wrong type or an impossible value.
 TorchHello parseHello(const WorkerReply& j, const std::string& python_command);
