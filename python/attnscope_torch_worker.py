@@ -532,8 +532,9 @@ class Worker:
                 torch.cuda.empty_cache()
             spec = req["spec"]
             tp = int(spec.get("tp", 1)) if spec.get("kind") == "layer" else 1
-            if tp == 1:
-                # Idle ranks would hold their memory (on GPUs, a CUDA context each) through this load.
+            if tp == 1 and self.group is not None and self.group.device_type == "cuda":
+                # Idle ranks would hold a CUDA context each, on the GPUs this load measures. On the
+                # CPU they are kept: the next tp point of a sweep need not import torch again.
                 self.stop_ranks()
             self.workload = self.load_ranked(req, tp) if tp > 1 else Workload(req)
             reply.update({"choice": self.workload.choice, "notes": self.workload.notes,
