@@ -671,14 +671,17 @@ def rank_main(args):
 
 
 def rank_stats(w, result):
-    """This rank's time (the median timed call) and its communication's share: the "comm" phases
-    of the timed calls where they report phases (the CPU), else of the profiled call."""
+    """This rank's time (the median of its timed calls after the first, which connects gloo's
+    pairs and warms torch's caches: the engine's warm-up by default) and its communication's
+    share over the same calls: their "comm" phases where they report phases (the CPU), else the
+    profiled call's."""
     import statistics
-    seconds = [s for s, _ in w.tp_calls]
+    calls = w.tp_calls[1:] if len(w.tp_calls) > 1 else w.tp_calls
+    seconds = [s for s, _ in calls]
     call_ns = max(1, int(result.get("call_ns", 1)))
     stats = {"rank_seconds": statistics.median(seconds) if seconds else call_ns / 1e9}
-    if w.tp_calls and all(c is not None for _, c in w.tp_calls):
-        stats["comm_share"] = sum(c for _, c in w.tp_calls) / max(1.0, sum(seconds) * 1e9)
+    if calls and all(c is not None for _, c in calls):
+        stats["comm_share"] = sum(c for _, c in calls) / max(1.0, sum(seconds) * 1e9)
     else:
         comm = sum(e["e"] - e["s"] for e in result.get("events", []) if e.get("k") == "phase" and e.get("n") == "comm")
         stats["comm_share"] = comm / call_ns
