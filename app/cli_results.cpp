@@ -59,6 +59,12 @@ Table resultsTable(const std::vector<RunResult>& runs) {
   return t;
 }
 
+std::string percentOfTime(double share) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f %% of its time", 100.0 * share);
+  return buf;
+}
+
 std::string ioLabel(const WorkloadSpec& s) {
   const bool train = s.pass == Pass::train;
   if (s.kind == WorkloadKind::layer) return train ? "x+weights+y+mask+G+grads" : "x+weights+y+mask";
@@ -78,8 +84,21 @@ void printRunDetails(const RunResult& r, std::ostream& os) {
     line("throughput", formatFlops(r.flopsPerSecond()));
   }
   if (auto ran = r.facts.find("torch.ran"); ran != r.facts.end()) line("torch ran", ran->second);
+  // A tensor-parallel run's ranks are a table below, not a list of tp.rank<r>.* facts.
+  const std::vector<RankStats> ranks = rankStats(r);
   for (const auto& [key, value] : r.facts)
-    if (key != "torch.ran") line(key, value);
+    if (key != "torch.ran" && !(key.starts_with("tp.rank") && !ranks.empty())) line(key, value);
+  if (!ranks.empty()) {
+    os << "  ranks             rank  peak        time (median)  communication\n";
+    for (const RankStats& k : ranks) {
+      char row[160];
+      std::snprintf(row, sizeof row, "                    %4d  %-10s  %-13s  %s\n", k.rank,
+                    k.peak_bytes >= 0 ? formatBytes(k.peak_bytes).c_str() : "-",
+                    k.seconds >= 0 ? formatDuration(k.seconds).c_str() : "-",
+                    k.comm_share >= 0 ? percentOfTime(k.comm_share).c_str() : "-");
+      os << row;
+    }
+  }
   os << "  memory\n";
   line("  predicted peak", r.plan.known ? bytesCell(r.memory.predicted_peak) : "unknown (" + r.plan.unknown_reason + ")");
   // A torch run's peak is torch's own (profiler memory events on the CPU, max_memory_allocated on a GPU).

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <optional>
 
 #include <nlohmann/json.hpp>
 
@@ -113,6 +115,32 @@ RunResult runResultFromJson(const nlohmann::json& j) {
   r.started_unix_ms = j.value("started_unix_ms", int64_t{0});
   r.wall_s = j.value("wall_s", 0.0);
   return r;
+}
+
+std::vector<RankStats> rankStats(const RunResult& r) {
+  std::vector<RankStats> out;
+  const auto it = r.facts.find("tp.ranks");
+  if (it == r.facts.end()) return out;
+  const auto number = [&](const std::string& key) -> std::optional<double> {
+    const auto f = r.facts.find(key);
+    if (f == r.facts.end()) return std::nullopt;
+    char* end = nullptr;
+    const double v = std::strtod(f->second.c_str(), &end);
+    if (end == f->second.c_str() || *end != '\0' || !std::isfinite(v) || v < 0) return std::nullopt;
+    return v;
+  };
+  const std::optional<double> n = number("tp.ranks");
+  if (!n || *n < 1 || *n > 1024) return out;
+  for (int rank = 0; rank < static_cast<int>(*n); ++rank) {
+    const std::string at = "tp.rank" + std::to_string(rank) + ".";
+    RankStats k;
+    k.rank = rank;
+    if (auto v = number(at + "peak_bytes")) k.peak_bytes = static_cast<int64_t>(*v);
+    if (auto v = number(at + "seconds")) k.seconds = *v;
+    if (auto v = number(at + "comm_share"); v && *v <= 1) k.comm_share = *v;
+    out.push_back(k);
+  }
+  return out;
 }
 
 }  // namespace attnscope

@@ -74,6 +74,18 @@ struct RunResult {
 // rows" or "ok, not checked"; any other status as toString.
 std::string statusText(const RunResult& r);
 
+// One rank of a tensor-parallel run (spec.tp > 1), from the facts the torch backends store:
+// tp.ranks, and per rank tp.rank<r>.peak_bytes, .seconds (median of its timed calls) and
+// .comm_share (its comm phases' share of its time, 0..1); -1 where a fact is missing or unreadable.
+struct RankStats {
+  int rank = 0;
+  int64_t peak_bytes = -1;
+  double seconds = -1;
+  double comm_share = -1;
+};
+// Every rank in order, empty for a run without tp.ranks.
+std::vector<RankStats> rankStats(const RunResult& r);
+
 // Without the trace (it is stored and exported separately).
 nlohmann::json toJson(const RunResult& r);
 RunResult runResultFromJson(const nlohmann::json& j);

@@ -22,6 +22,8 @@
 #include "core/spec/dtype.h"
 #include "core/inputs/npy.h"
 #include "core/check/reference.h"
+#include "core/result/environment.h"
+#include "core/store/store.h"
 
 namespace fs = std::filesystem;
 
@@ -553,4 +555,38 @@ TEST_F(Cli, SweepKilledWithSigkillKeepsEveryFinishedPoint) {
   EXPECT_STREQ(reinterpret_cast<const char*>(sqlite3_column_text(st, 0)), "ok");
   sqlite3_finalize(st);
   sqlite3_close(db);
+}
+
+// A tensor-parallel run's ranks read as a table (peak, time, communication share), not as raw
+// tp.rank<r>.* facts; a rank whose facts are missing shows dashes.
+TEST_F(Cli, ShowPrintsATensorParallelRunsRanksAsATable) {
+  using namespace attnscope;
+  {
+    Store store(db_);
+    SweepSpec sw;
+    sw.backends = {"torch.cpu.auto"};
+    const int64_t sweep = store.createSweep(sw, store.saveEnvironment(Environment{}));
+    RunResult r;
+    r.backend = "torch.cpu.auto";
+    r.device = "cpu";
+    r.spec.kind = WorkloadKind::layer;
+    r.spec.tp = 2;
+    r.facts = {{"torch", "2.15.0"},
+               {"tp.ranks", "3"},
+               {"tp.rank0.peak_bytes", "18374656"},
+               {"tp.rank0.seconds", "0.206381"},
+               {"tp.rank0.comm_share", "0.0411"},
+               {"tp.rank1.peak_bytes", "1048576"},
+               {"tp.rank1.seconds", "0.5"},
+               {"tp.rank1.comm_share", "0.25"}};
+    ASSERT_EQ(store.saveRun(sweep, r), 1);
+  }
+  const CliResult shown = run({"show", "R1"});
+  ASSERT_EQ(shown.code, 0) << shown.err;
+  EXPECT_NE(shown.out.find("ranks             rank  peak        time (median)  communication"), std::string::npos)
+      << shown.out;
+  EXPECT_NE(shown.out.find("0  17.5 MiB    206 ms         4.1 % of its time"), std::string::npos) << shown.out;
+  EXPECT_NE(shown.out.find("1  1.00 MiB    500 ms         25.0 % of its time"), std::string::npos) << shown.out;
+  EXPECT_NE(shown.out.find("2  -           -              -"), std::string::npos) << shown.out;
+  EXPECT_EQ(shown.out.find("tp.rank0.peak_bytes"), std::string::npos) << shown.out;
 }
