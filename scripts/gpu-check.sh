@@ -346,5 +346,23 @@ PY
     echo "python3 with a CUDA-enabled torch not found; record check skipped"
   fi
 fi
+if ((run_explain)); then
+  # Issue 23: a layer's heads over two ranks with torch.distributed and NCCL, one rank per GPU:
+  # per-rank peak, time and communication share, and the float64 check of the joined result.
+  section "tensor parallel: kind layer, tp 2 over NCCL (one rank per GPU)"
+  gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ' || true)
+  if [[ ! -x $BUILD/app/attnscope ]]; then
+    echo "attnscope binary not built; tensor-parallel check skipped"
+  elif ((gpus < 2)); then
+    echo "this machine has ${gpus:-0} GPU(s): the 2-rank NCCL case needs two, so it is not run here"
+  elif python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() and torch.distributed.is_nccl_available() else 1)' >/dev/null 2>&1; then
+    for comm in allreduce gather; do
+      timeout 300 "$BUILD/app/attnscope" run --db "$LOGDIR/tp.sqlite" --python python3 --kind layer --backend torch.cuda.auto \
+          --tp 2 --tp-comm $comm --heads 16 --head-dim 128 --seq 4096 --dtype bf16 --pass train || status=1
+    done
+  else
+    echo "python3 with a CUDA torch and NCCL not found; tensor-parallel check skipped"
+  fi
+fi
 section "done (exit $status)"
 exit $status
