@@ -18,6 +18,8 @@ namespace {
 // Per request. Generous: one CPU math call at a large size can take minutes, and the limit is
 // only there to catch a hung worker. ATTNSCOPE_TORCH_TIMEOUT overrides it.
 constexpr double kRequestTimeout = 600;
+// Dropping a run's tensors is quick; a worker (or a tp rank) that takes longer is stuck.
+constexpr double kReleaseTimeout = 30;
 // A measured peak beyond this (1 PiB) is not a measurement.
 constexpr int64_t kMaxPeakBytes = int64_t{1} << 50;
 // Events kept from the profiled call (phases and inputs, then allocations, then ops); a reply
@@ -55,7 +57,7 @@ class TorchExecution final : public Execution {
     }
     if (!worker_->alive()) return;
     try {
-      worker_->request({{"op", "release"}}, 30, nullptr);
+      worker_->request({{"op", "release"}, {"timeout", kReleaseTimeout}}, kReleaseTimeout, nullptr);
     } catch (const std::exception&) {
       session_.discard();
     }
