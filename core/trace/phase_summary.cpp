@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
+#include <set>
 
 #include <nlohmann/json.hpp>
 
@@ -15,41 +17,62 @@ std::vector<PhaseStats> summarizePhases(const std::vector<TraceEvent>& events) {
   });
   const MemoryFilter filter = allocator ? MemoryFilter{EventSource::allocator, std::nullopt, std::nullopt}
                                         : MemoryFilter{EventSource::cupti, MemoryKind::device, std::nullopt};
-  const MemoryTimeline timeline(events, filter);
-  const std::vector<PhasePeak>& phases = timeline.phasePeaks();  // in start order
-  // The innermost phase holding occurrence p, or -1 (ties of equal ranges: the earlier holds).
-  auto parentOf = [&](size_t p) {
-    long best = -1;
-    for (size_t q = 0; q < phases.size(); ++q) {
-      if (q == p) continue;
-      const int64_t lq = phases[q].end_ns - phases[q].start_ns, lp = phases[p].end_ns - phases[p].start_ns;
-      const bool holds = phases[q].start_ns <= phases[p].start_ns && phases[p].end_ns <= phases[q].end_ns &&
-                         (lq > lp || q < p);
-      if (holds && (best < 0 || lq < phases[best].end_ns - phases[best].start_ns)) best = static_cast<long>(q);
-    }
-    return best;
-  };
   std::vector<PhaseStats> rows;
   std::map<std::string, size_t> index;
-  for (size_t p = 0; p < phases.size(); ++p) {
-    const PhasePeak& ph = phases[p];
-    // A nested occurrence is its own row, "parent/name", so a recomputed "scores" is not counted
-    // with the forward's.
-    std::string name = ph.name;
-    int depth = 0;
-    for (long q = parentOf(p); q >= 0 && depth < 8; q = parentOf(static_cast<size_t>(q)), ++depth)
-      name = phases[static_cast<size_t>(q)].name + "/" + name;
-    auto [it, added] = index.emplace(name, rows.size());
-    if (added) {
-      PhaseStats s;
-      s.name = name;
-      s.depth = depth;
-      rows.push_back(s);
+  // The occurrences of one device's phases, nested among themselves, with that device's memory.
+  auto add = [&](const std::vector<TraceEvent>& evs, std::optional<uint32_t> device) {
+    MemoryFilter mine = filter;
+    mine.device = device;
+    const MemoryTimeline timeline(evs, mine);
+    const std::vector<PhasePeak>& phases = timeline.phasePeaks();  // in start order
+    // The innermost phase holding occurrence p, or -1 (ties of equal ranges: the earlier holds).
+    auto parentOf = [&](size_t p) {
+      long best = -1;
+      for (size_t q = 0; q < phases.size(); ++q) {
+        if (q == p) continue;
+        const int64_t lq = phases[q].end_ns - phases[q].start_ns, lp = phases[p].end_ns - phases[p].start_ns;
+        const bool holds = phases[q].start_ns <= phases[p].start_ns && phases[p].end_ns <= phases[q].end_ns &&
+                           (lq > lp || q < p);
+        if (holds && (best < 0 || lq < phases[best].end_ns - phases[best].start_ns)) best = static_cast<long>(q);
+      }
+      return best;
+    };
+    for (size_t p = 0; p < phases.size(); ++p) {
+      const PhasePeak& ph = phases[p];
+      // A nested occurrence is its own row, "parent/name", so a recomputed "scores" is not counted
+      // with the forward's.
+      std::string name = ph.name;
+      int depth = 0;
+      for (long q = parentOf(p); q >= 0 && depth < 8; q = parentOf(static_cast<size_t>(q)), ++depth)
+        name = phases[static_cast<size_t>(q)].name + "/" + name;
+      auto [it, added] = index.emplace(name, rows.size());
+      if (added) {
+        PhaseStats s;
+        s.name = name;
+        s.depth = depth;
+        rows.push_back(s);
+      }
+      PhaseStats& s = rows[it->second];
+      ++s.count;
+      s.total_ns += std::max<int64_t>(0, ph.end_ns - ph.start_ns);
+      s.peak_bytes = std::max(s.peak_bytes, ph.peak_bytes);
     }
-    PhaseStats& s = rows[it->second];
-    ++s.count;
-    s.total_ns += std::max<int64_t>(0, ph.end_ns - ph.start_ns);
-    s.peak_bytes = std::max(s.peak_bytes, ph.peak_bytes);
+  };
+  // A tensor-parallel run holds each rank's phases and memory on its own device (TraceEvent::
+  // device). They overlap in time: each rank's phases nest only among themselves, and a phase's
+  // peak is its rank's memory. One device (every other run) is taken as it is.
+  std::set<uint32_t> devices;
+  for (const TraceEvent& e : events)
+    if (e.kind == EventKind::phase) devices.insert(e.device);
+  if (devices.size() <= 1) {
+    add(events, std::nullopt);
+  } else {
+    for (uint32_t d : devices) {
+      std::vector<TraceEvent> one;
+      for (const TraceEvent& e : events)
+        if (e.kind != EventKind::phase || e.device == d) one.push_back(e);
+      add(one, d);
+    }
   }
   int64_t top = 0;
   for (const auto& s : rows)

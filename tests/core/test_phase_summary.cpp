@@ -122,3 +122,27 @@ TEST(PhaseSummary, RowsAreInTreeOrder) {
   EXPECT_EQ(names, (std::vector<std::string>{"L1", "L1/qkv_proj", "L1/out_proj_backward", "L2", "L2/qkv_proj",
                                              "L2/out_proj_backward"}));
 }
+
+// A tensor-parallel run's ranks record the same phases at the same time, each on its own device:
+// each rank's nest among its own (rank 1's comm is not inside rank 0's out_proj), and a phase's
+// peak is its rank's memory, not the ranks' sum.
+TEST(PhaseSummary, EachDeviceNestsAmongItsOwn) {
+  auto on = [](TraceEvent e, uint32_t device) {
+    e.device = device;
+    return e;
+  };
+  std::vector<TraceEvent> ev{
+      on(phase("out_proj", 0, 50), 0), on(phase("comm", 50, 100), 0), on(mem(EventKind::alloc, 1, 1, 100), 0),
+      on(phase("out_proj", 0, 20), 1), on(phase("comm", 20, 90), 1), on(mem(EventKind::alloc, 1, 1, 300), 1),
+  };
+  const auto rows = summarizePhases(ev);
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0].name, "out_proj");
+  EXPECT_EQ(rows[0].count, 2);
+  EXPECT_EQ(rows[0].total_ns, 70);
+  EXPECT_EQ(rows[0].peak_bytes, 300);
+  EXPECT_EQ(rows[1].name, "comm");
+  EXPECT_EQ(rows[1].depth, 0);
+  EXPECT_EQ(rows[1].total_ns, 120);
+  EXPECT_DOUBLE_EQ(rows[1].share, 120.0 / 190.0);
+}
