@@ -2,7 +2,10 @@
 
 #include <atomic>
 #include <cstdlib>
+#include <initializer_list>
 #include <stdexcept>
+
+#include "kernels/cpu/tile_kernels.h"
 
 namespace attnscope::cpu {
 namespace {
@@ -24,6 +27,8 @@ bool has(const char* feature) {
   if (std::string_view(feature) == "avx512dq") return __builtin_cpu_supports("avx512dq");
   if (std::string_view(feature) == "avx512bf16") return __builtin_cpu_supports("avx512bf16");
   if (std::string_view(feature) == "avx512fp16") return __builtin_cpu_supports("avx512fp16");
+  // For AMX, also that XCR0 enables the tile state; Linux's permission is asked separately.
+  if (std::string_view(feature) == "amx-tile") return __builtin_cpu_supports("amx-tile");
   if (std::string_view(feature) == "amx-bf16") return __builtin_cpu_supports("amx-bf16");
   return false;
 }
@@ -31,8 +36,11 @@ bool has(const char* feature) {
 bool has(const char*) { return false; }
 #endif
 
-constexpr const char* kFeatures[] = {"avx2",     "fma",        "f16c",       "avx512f", "avx512bw",
-                                     "avx512vl", "avx512dq",   "avx512bf16", "avx512fp16", "amx-bf16"};
+constexpr const char* kFeatures[] = {"avx2",       "fma",        "f16c",     "avx512f",  "avx512bw", "avx512vl",
+                                     "avx512dq",   "avx512bf16", "avx512fp16", "amx-tile", "amx-bf16"};
+
+// CPUID (and XCR0) has what amx_bf16 needs; whether it may be used is amxUse()'s to say.
+bool cpuHasAmx() { return cpuSupports(CpuIsa::avx512_bf16) && has("amx-tile") && has("amx-bf16"); }
 
 std::string allowedList() {
   std::string s;
@@ -47,6 +55,13 @@ std::string supportedList() {
   return s;
 }
 
+// "is not supported by this CPU; it supports: ..." and, for amx_bf16 on a CPU with AMX, why not.
+std::string unsupported(CpuIsa isa) {
+  std::string s = "is not supported by this CPU; it supports: " + supportedList();
+  if (isa == CpuIsa::amx_bf16 && !amxProblem().empty()) s += " (" + amxProblem() + ")";
+  return s;
+}
+
 }  // namespace
 
 std::string_view toString(CpuIsa isa) {
@@ -55,6 +70,7 @@ std::string_view toString(CpuIsa isa) {
     case CpuIsa::avx2: return "avx2";
     case CpuIsa::avx512: return "avx512";
     case CpuIsa::avx512_bf16: return "avx512_bf16";
+    case CpuIsa::amx_bf16: return "amx_bf16";
   }
   return "?";
 }
@@ -72,9 +88,12 @@ bool cpuSupports(CpuIsa isa) {
     case CpuIsa::avx512:
       return cpuSupports(CpuIsa::avx2) && has("avx512f") && has("avx512bw") && has("avx512vl") && has("avx512dq");
     case CpuIsa::avx512_bf16: return cpuSupports(CpuIsa::avx512) && has("avx512bf16");
+    case CpuIsa::amx_bf16: return cpuHasAmx() && amxUse().usable;
   }
   return false;
 }
+
+std::string amxProblem() { return cpuHasAmx() ? amxUse().problem : std::string(); }
 
 CpuIsa bestCpuIsa() {
   CpuIsa best = CpuIsa::baseline;
@@ -101,7 +120,7 @@ const EnvChoice& envChoice() {
     if (!isa)
       c.problem = "ATTNSCOPE_CPU_ISA=" + std::string(env) + " is not a kernel variant; allowed: " + allowedList();
     else if (!cpuSupports(*isa))
-      c.problem = "ATTNSCOPE_CPU_ISA=" + std::string(env) + " is not supported by this CPU; it supports: " + supportedList();
+      c.problem = "ATTNSCOPE_CPU_ISA=" + std::string(env) + " " + unsupported(*isa);
     else
       c.isa = *isa;
     return c;
@@ -123,9 +142,23 @@ CpuIsa activeCpuIsa() {
 
 void setCpuIsaOverride(std::optional<CpuIsa> isa) {
   if (isa && !cpuSupports(*isa))
-    throw std::invalid_argument("CPU kernel variant " + std::string(toString(*isa)) +
-                                " is not supported by this CPU; it supports: " + supportedList());
+    throw std::invalid_argument("CPU kernel variant " + std::string(toString(*isa)) + " " + unsupported(*isa));
   g_override.store(isa ? static_cast<int>(*isa) : -1);
+}
+
+std::string cpuIsaMissing(CpuIsa isa) {
+  std::string s;
+  auto need = [&](std::initializer_list<const char*> features) {
+    for (const char* f : features)
+      if (!has(f)) s += (s.empty() ? "" : " ") + std::string(f);
+  };
+  // Each variant needs the narrower one's bits too (kAllCpuIsas' order).
+  if (isa >= CpuIsa::avx2) need({"avx2", "fma", "f16c"});
+  if (isa >= CpuIsa::avx512) need({"avx512f", "avx512bw", "avx512vl", "avx512dq"});
+  if (isa >= CpuIsa::avx512_bf16) need({"avx512bf16"});
+  if (isa >= CpuIsa::amx_bf16) need({"amx-tile", "amx-bf16"});
+  if (s.empty() && !cpuSupports(isa)) s = amxProblem();
+  return s;
 }
 
 std::string cpuFeatureList() {

@@ -16,16 +16,25 @@ enum class CpuIsa {
   avx2,         // AVX2 + FMA, F16C for fp16 conversion
   avx512,       // AVX-512 F/BW/VL/DQ
   avx512_bf16,  // avx512 plus AVX512_BF16 dot products (vdpbf16ps) for bf16 tiles
+  amx_bf16,     // avx512_bf16 with its bf16 products on AMX tiles (tdpbf16ps), once a self-check passed
 };
 
 // Narrowest first.
-inline constexpr CpuIsa kAllCpuIsas[] = {CpuIsa::baseline, CpuIsa::avx2, CpuIsa::avx512, CpuIsa::avx512_bf16};
+inline constexpr CpuIsa kAllCpuIsas[] = {CpuIsa::baseline, CpuIsa::avx2, CpuIsa::avx512, CpuIsa::avx512_bf16,
+                                         CpuIsa::amx_bf16};
 
 std::string_view toString(CpuIsa isa);
 std::optional<CpuIsa> parseCpuIsa(std::string_view text);
 
-// Whether this CPU (and OS) can run the variant.
+// Whether this CPU (and OS) can run the variant. For amx_bf16: CPUID's AMX-TILE and AMX-BF16,
+// avx512_bf16, Linux's permission for the tile data (arch_prctl) and a self-check of the AMX
+// products against avx512_bf16's, all done once per process on the first call that needs them.
 bool cpuSupports(CpuIsa isa);
+
+// Why a CPU whose CPUID has AMX does not get amx_bf16 ("AMX: not permitted by the kernel
+// (arch_prctl: ...)", "AMX switched off: self-check ... differs by ..."); empty when AMX is in
+// use or the CPU simply lacks it.
+std::string amxProblem();
 
 // The widest variant this CPU supports.
 CpuIsa bestCpuIsa();
@@ -42,7 +51,11 @@ std::string cpuIsaProblem();
 // thread-safe against running backends: set it between runs.
 void setCpuIsaOverride(std::optional<CpuIsa> isa);
 
-// The CPU's relevant feature bits, e.g. "avx2 fma f16c" or "avx512f avx512bw ... avx512_bf16 amx-bf16".
+// What this CPU lacks for the variant: its missing feature bits ("amx-tile amx-bf16"), or for
+// amx_bf16 on a CPU with them, amxProblem(); empty where cpuSupports(isa).
+std::string cpuIsaMissing(CpuIsa isa);
+
+// The CPU's relevant feature bits, e.g. "avx2 fma f16c" or "avx512f avx512bw ... avx512bf16 amx-tile amx-bf16".
 std::string cpuFeatureList();
 
 }  // namespace attnscope::cpu

@@ -38,9 +38,10 @@ struct TileKernels {
   float (*exp2_shifted)(const float* in, float* out, int64_t n, float shift, float k);
   void (*scale_row)(float* x, int64_t n, float a);
 
-  // bf16 products with fp32 accumulation (AVX512_BF16 vdpbf16ps); nullptr in the variants without
-  // them. Layouts in tile_kernels_bf16.h: A bf16 row-major with rows zero-padded to an even
-  // length; B packed in pairs by pack_pairs (pair_elements(k, n) bf16 values).
+  // bf16 products with fp32 accumulation (AVX512_BF16 vdpbf16ps, or AMX tiles under amx_bf16);
+  // nullptr in the variants without them. Layouts in tile_kernels_bf16.h: A bf16 row-major with
+  // rows zero-padded to an even length; B packed in pairs by pack_pairs (pair_elements(k, n) bf16
+  // values).
   int64_t (*pair_elements)(int64_t k, int64_t n);
   void (*pack_pairs)(const uint16_t* src, int64_t ld, bool transposed, int64_t k, int64_t n, uint16_t* out);
   void (*gemm_pairs)(int64_t m, int64_t n, int64_t k, float alpha, const uint16_t* a, int64_t lda,
@@ -74,8 +75,29 @@ const TileKernels& activeTileKernels();
 // run the backends on a model of a variant this CPU lacks (a scalar vdpbf16ps, for one).
 void setTileKernelsForTesting(const TileKernels* kernels);
 
-// "cpu kernels: avx2+fma (own; CPU has ...)" for the environment record.
+// "cpu kernels: avx2+fma (own; CPU has ...)" for the environment record; on a CPU with AMX that
+// does not use it, amxProblem() too.
 std::string cpuKernelDescription();
+
+// Where `candidate`'s gemm_pairs disagrees with `reference`'s on a fixed set of small awkward
+// products (both on B packed by reference.pack_pairs, so the two must share a layout: same nr),
+// e.g. "differs by 0.25 at (5, 40) of m 37, n 45, k 70 (alpha 1, beta 0): ..."; empty when they
+// agree. amx_bf16's self-check; tests run it on implementations they make wrong on purpose.
+std::string gemmPairsDisagreement(const TileKernels& candidate, const TileKernels& reference);
+
+// AMX in this process (tile_kernels_amx.cpp), decided once on first call (thread-safe) by asking
+// Linux for the tile data (arch_prctl) and then running the self-check above, AMX against
+// avx512_bf16. Call only where CPUID has AMX-TILE, AMX-BF16 and avx512_bf16 (cpu_isa.cpp does).
+struct AmxUse {
+  bool usable = false;
+  std::string problem;  // why not, for amxProblem()
+};
+const AmxUse& amxUse();
+
+// amx_bf16's gemm_pairs: avx512_bf16's layouts (strips of 32 columns) on AMX tiles. Only where
+// cpuSupports(CpuIsa::amx_bf16); tileKernels(amx_bf16) is avx512_bf16's table with this product.
+void gemmPairsAmx(int64_t m, int64_t n, int64_t k, float alpha, const uint16_t* a, int64_t lda,
+                  const uint16_t* packed, float beta, float* c, int64_t ldc);
 
 // The variant tables, one per translation unit (each built for its instruction set).
 extern const TileKernels kTileKernelsBaseline;

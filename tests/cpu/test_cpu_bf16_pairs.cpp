@@ -1,7 +1,8 @@
 // The bf16 pair products (tile_kernels_bf16.h), which only the avx512_bf16 variant runs in
-// hardware (vdpbf16ps). Checked twice: with a scalar model of the instruction, on any CPU, both
-// the kernels and cpu.flash's bf16 path built on them (setTileKernelsForTesting); and with the
-// real variant where this CPU has AVX512_BF16 (skipped with a message where it does not).
+// hardware (vdpbf16ps; amx_bf16's AMX product is test_cpu_amx's). Checked twice: with a scalar
+// model of the instruction, on any CPU, both the kernels and cpu.flash's bf16 path built on them
+// (setTileKernelsForTesting); and with the real variant where this CPU has AVX512_BF16 (skipped
+// with a message where it does not).
 
 #include <gtest/gtest.h>
 
@@ -132,8 +133,10 @@ TEST(Bf16Pairs, HardwareProductsMatchDoubleLoops) {
   checkPairProducts(tileKernels(CpuIsa::avx512_bf16));
 }
 
-TEST(Bf16Pairs, OnlyTheBf16VariantHasThem) {
-  for (CpuIsa isa : kAllCpuIsas) EXPECT_EQ(tileKernels(isa).gemm_pairs != nullptr, isa == CpuIsa::avx512_bf16);
+TEST(Bf16Pairs, OnlyTheBf16VariantsHaveThem) {
+  for (CpuIsa isa : kAllCpuIsas)
+    EXPECT_EQ(tileKernels(isa).gemm_pairs != nullptr, isa == CpuIsa::avx512_bf16 || isa == CpuIsa::amx_bf16)
+        << toString(isa);
 }
 
 // cpu.flash's bf16 path (Q, K, V, P in bf16, scale applied in the softmax) on the model kernels:

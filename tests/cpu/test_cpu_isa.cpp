@@ -70,8 +70,8 @@ class CpuIsaAccuracy : public ::testing::TestWithParam<std::tuple<CpuIsa, int, C
 TEST_P(CpuIsaAccuracy, MatchesFloat64ReferenceAndPlan) {
   const auto& [isa, which, c] = GetParam();
   if (!cpu::cpuSupports(isa))
-    GTEST_SKIP() << "variant " << cpu::toString(isa) << " is compiled but not run: this CPU lacks it (CPU features: "
-                 << cpu::cpuFeatureList() << ")";
+    GTEST_SKIP() << "variant " << cpu::toString(isa) << " is compiled but not run: this CPU lacks "
+                 << cpu::cpuIsaMissing(isa) << " (CPU features: " << cpu::cpuFeatureList() << ")";
   ForcedIsa forced(isa);
   auto backends = cputest::cpuBackends(2);
   Backend& backend = *backends[static_cast<size_t>(which)];

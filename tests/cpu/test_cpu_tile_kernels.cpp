@@ -24,7 +24,8 @@ class TileKernelsTest : public ::testing::TestWithParam<CpuIsa> {
   void SetUp() override {
     if (!cpuSupports(GetParam()))
       GTEST_SKIP() << "variant " << toString(GetParam())
-                   << " is compiled but not run: this CPU lacks it (CPU features: " << cpuFeatureList() << ")";
+                   << " is compiled but not run: this CPU lacks " << cpuIsaMissing(GetParam())
+                   << " (CPU features: " << cpuFeatureList() << ")";
   }
   const TileKernels& kernels() const { return tileKernels(GetParam()); }
 };
@@ -133,6 +134,7 @@ TEST(CpuIsa, ChoiceAndOverride) {
   EXPECT_TRUE(cpuSupports(CpuIsa::baseline));
   EXPECT_TRUE(cpuSupports(bestCpuIsa()));
   for (CpuIsa i : kAllCpuIsas) EXPECT_EQ(parseCpuIsa(toString(i)), i);
+  for (CpuIsa i : kAllCpuIsas) EXPECT_EQ(cpuIsaMissing(i).empty(), cpuSupports(i)) << toString(i) << ": " << cpuIsaMissing(i);
   EXPECT_FALSE(parseCpuIsa("sse3").has_value());
   const bool env_set = std::getenv("ATTNSCOPE_CPU_ISA") != nullptr;
   if (!env_set) {
