@@ -6,7 +6,7 @@
 //   bench_cpu [--quick | --full] [--seq 1024,4096] [--head-dim 64,128] [--dtype fp32,bf16,fp16]
 //             [--mask none,causal] [--heads 8] [--reps 3] [--math-max-seq 2048]
 //             [--pass forward|train] [--kind attention|layer]
-//             [--isa baseline|avx2|avx512|avx512_bf16] [--python PATH | --no-torch]
+//             [--isa baseline|avx2|avx512|avx512_bf16|amx_bf16] [--python PATH | --no-torch]
 //
 // --pass train times forward and backward (ours: the backend's backward; torch: autograd of the
 // same SDPA call, out.backward(G)); --kind layer times the whole layer at width heads x head_dim
@@ -62,7 +62,7 @@ struct Options {
                "usage: bench_cpu [--quick | --full] [--seq 1024,4096] [--head-dim 64,128] [--dtype fp32,bf16,fp16]\n"
                "                 [--mask none,causal] [--heads 8] [--reps 3] [--math-max-seq 2048]\n"
                "                 [--pass forward|train] [--kind attention|layer]\n"
-               "                 [--isa baseline|avx2|avx512|avx512_bf16] [--python PATH | --no-torch]\n"
+               "                 [--isa baseline|avx2|avx512|avx512_bf16|amx_bf16] [--python PATH | --no-torch]\n"
                "  default   seq 1024,4096; every dtype, head_dim 64 and 128, no mask and causal; 3 reps\n"
                "  --quick   seq 1024 only, one rep, math path up to 1024\n"
                "  --full    seq 1024,2048,4096,8192,16384, math path up to 4096\n"
@@ -132,7 +132,7 @@ Options parse(int argc, char** argv) {
     } else if (a == "--isa") {
       o.isa = value();
       const auto isa = cpu::parseCpuIsa(o.isa);
-      if (!isa) usage(2, "--isa: '" + o.isa + "' is not one of baseline, avx2, avx512, avx512_bf16");
+      if (!isa) usage(2, "--isa: '" + o.isa + "' is not one of baseline, avx2, avx512, avx512_bf16, amx_bf16");
       if (!cpu::cpuSupports(*isa)) usage(2, "--isa: this CPU cannot run " + o.isa);
       cpu::setCpuIsaOverride(*isa);
     } else if (a == "--pass") {
@@ -258,10 +258,11 @@ int main(int argc, char** argv) {
     std::printf("peak %s: 1 thread %s, %d threads %s (multiply-adds in registers)\n", peaks[i].what.c_str(),
                 formatFlops(one[i].flops_per_s).c_str(), hw, formatFlops(peaks[i].flops_per_s).c_str());
   // The peak a point is held against: the kernels' own variant for its dtype (bf16 tiles use
-  // vdpbf16ps under avx512_bf16; fp16 and fp32 tiles run fp32 FMAs).
+  // vdpbf16ps under avx512_bf16, AMX tiles under amx_bf16; fp16 and fp32 tiles run fp32 FMAs).
   const cpu::CpuIsa active = cpu::activeCpuIsa();
   auto peakFor = [&](DType dt) -> double {
-    const cpu::CpuIsa want = active == cpu::CpuIsa::avx512_bf16 && dt != DType::bf16 ? cpu::CpuIsa::avx512 : active;
+    const bool bf16_variant = active == cpu::CpuIsa::avx512_bf16 || active == cpu::CpuIsa::amx_bf16;
+    const cpu::CpuIsa want = bf16_variant && dt != DType::bf16 ? cpu::CpuIsa::avx512 : active;
     for (const bench::PeakRate& p : peaks)
       if (p.isa == want) return p.flops_per_s;
     return 0;

@@ -2,7 +2,10 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <thread>
+
+#include "core/spec/dtype.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -53,6 +56,46 @@ __attribute__((target("avx512f,avx512bf16,avx512vl"))) double dotBf16() {
   g_sink = _mm512_cvtss_f32(sum);
   return 64.0 * kChains * static_cast<double>(kIterations);
 }
+
+// AMX: six accumulator tiles (more than tdpbf16ps's latency over its issue interval), one A and
+// one B tile, palette 1 with every tile 16 rows of 64 bytes.
+struct alignas(64) AmxConfig {
+  uint8_t palette, start_row, reserved[14];
+  uint16_t colsb[16];
+  uint8_t rows[16];
+};
+const AmxConfig kAmxConfig = {1, 0, {}, {64, 64, 64, 64, 64, 64, 64, 64}, {16, 16, 16, 16, 16, 16, 16, 16}};
+constexpr long kAmxIterations = 2'000'000;  // 6 x 16384 flops each: ~0.1 s at 2 TFLOP/s
+
+__attribute__((target("amx-tile,amx-bf16"))) double dotAmx() {
+  alignas(64) uint16_t operand[16 * 32];
+  const uint16_t bits = floatToBf16(g_seed * 1e-3f);
+  for (uint16_t& x : operand) x = bits;
+  // GCC 12's tile loads do not tell the compiler they read the operand: make its stores happen.
+  __asm__ volatile("" : : "r"(operand) : "memory");
+  _tile_loadconfig(&kAmxConfig);
+  _tile_zero(0);
+  _tile_zero(1);
+  _tile_zero(2);
+  _tile_zero(3);
+  _tile_zero(4);
+  _tile_zero(5);
+  _tile_loadd(6, operand, 64);
+  _tile_loadd(7, operand, 64);
+  for (long n = 0; n < kAmxIterations; ++n) {
+    _tile_dpbf16ps(0, 6, 7);
+    _tile_dpbf16ps(1, 6, 7);
+    _tile_dpbf16ps(2, 6, 7);
+    _tile_dpbf16ps(3, 6, 7);
+    _tile_dpbf16ps(4, 6, 7);
+    _tile_dpbf16ps(5, 6, 7);
+  }
+  alignas(64) float out[16 * 16];
+  _tile_stored(0, out, 64);
+  _tile_release();
+  g_sink = out[0];
+  return 6.0 * 16384.0 * static_cast<double>(kAmxIterations);
+}
 #endif
 
 // Every thread runs the loop once; the rate is all their flops over the wall time.
@@ -82,6 +125,9 @@ std::vector<PeakRate> measurePeaks(int threads) {
   if (cpu::cpuSupports(CpuIsa::avx512)) out.push_back({"fp32 FMA (avx512)", CpuIsa::avx512, rateOn(threads, fmaAvx512)});
   if (cpu::cpuSupports(CpuIsa::avx512_bf16))
     out.push_back({"bf16 dot (avx512_bf16)", CpuIsa::avx512_bf16, rateOn(threads, dotBf16)});
+  // cpuSupports asked Linux for the tile data (every thread of the process may then use it).
+  if (cpu::cpuSupports(CpuIsa::amx_bf16))
+    out.push_back({"bf16 tiles (amx_bf16)", CpuIsa::amx_bf16, rateOn(threads, dotAmx)});
 #else
   (void)threads;
 #endif
