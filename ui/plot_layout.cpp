@@ -177,6 +177,9 @@ LegendPlace fitLegend(QCustomPlot* plot, QSize size) {
       for (int i = 0; i < legend->itemCount(); ++i)
         if (legend->item(i)) legend->item(i)->setFont(f);
     }
+    // An entry is as tall as its icon or its text, and QCustomPlot clips it there: an icon of the
+    // text's height cut the underscores off ("qkv proj" for qkv_proj), which sit a pixel lower.
+    legend->setIconSize(26, QFontMetrics(legend->font()).height() + 1);
     moveLegend(plot, place);
     legend->setWrap(wrap);
     legend->setFillOrder(place == LegendPlace::right ? QCPLegend::foRowsFirst : QCPLegend::foColumnsFirst, true);

@@ -327,6 +327,31 @@ class TestChartLayout : public QObject {
   // Every mark is linked to its run: a click on a point in Memory or Time, on a heatmap cell or a
   // Results row shows that run in Breakdown and Timeline and selects its Results row; the
   // tooltip and the Results table name it R<n>.
+  void legendEntriesKeepTheirUnderscores() {
+    // QCustomPlot clips an entry to its icon's height or its text's, and an underscore sits a
+    // pixel below the text's: with icons of the text's height "qkv_proj" read "qkv proj". An entry
+    // of underscores alone, at each size the fit may pick, still draws them.
+    for (double pt : {8.0, 7.0, 6.0}) {
+      QCustomPlot plot;
+      plot.resize(500, 300);
+      initPlotLayout(&plot, "underscores");
+      plot.legend->setVisible(true);
+      plot.legend->setFont(QFont(plot.font().family(), static_cast<int>(pt)));
+      QCPGraph* g = plot.addGraph();
+      g->setName("________");
+      g->setPen(Qt::NoPen);  // the icon draws nothing: what is dark is the text
+      fitChart(&plot, QSize(500, 300));  // as every replot and export does
+      const QImage image = plot.toPixmap(500, 300).toImage();
+      auto* item = plot.legend->item(0);
+      QVERIFY(item);
+      const QRect text = item->rect().adjusted(plot.legend->iconSize().width(), 0, 0, 0);
+      int dark = 0;
+      for (int y = text.top(); y <= text.bottom(); ++y)
+        for (int x = text.left(); x <= text.right(); ++x) dark += qGray(image.pixel(x, y)) < 128;
+      QVERIFY2(dark > 0, qPrintable(QString("%1 pt: no underscore drawn in %2x%3").arg(pt).arg(text.width()).arg(text.height())));
+    }
+  }
+
   void aClickPicksItsRun() {
     store_.reset();
     MainWindow w(dir_.filePath("layout.db"));
