@@ -103,6 +103,7 @@ void setWidgetText(QWidget* w, const QString& text) {
 
 WorkloadForm::WorkloadForm(QWidget* parent) : QWidget(parent) {
   auto* form = new QFormLayout;
+  form_ = form;
   form->setVerticalSpacing(3);  // twenty rows: compact enough to fit a laptop screen unscrolled
   fixed_head_dim_ = new QRadioButton(tr("fixed head_dim"), this);
   fixed_width_ = new QRadioButton(tr("fixed model width"), this);
@@ -211,7 +212,24 @@ void WorkloadForm::setSwept(const std::vector<SweepAxis>& axes) {
     w->setEnabled(!swept);
     w->setToolTip(swept ? tr("swept: the list in the Sweep dock gives the values") : qs(f.help));
   }
+  showLayerFields();
   if (!loading_) showErrors(errors());
+}
+
+void WorkloadForm::showLayerFields() {
+  // A stack's depth and tensor parallelism mean something only for kind layer: their rows are
+  // shown then (and whenever they are swept or set, so nothing set is hidden), which keeps an
+  // attention workload's form within a laptop screen's height.
+  const bool layer = textOf("kind") == QLatin1String("layer");
+  const WorkloadSpec defaults;
+  for (const char* name : {"layers", "tp", "tp_comm"}) {
+    const SpecField* f = findSpecField(name);
+    QWidget* w = widgetFor(name);
+    if (!f || !w) continue;
+    const bool swept = std::find(swept_.begin(), swept_.end(), f->name) != swept_.end();
+    const bool set = textOf(name) != qs(f->format(defaults));
+    form_->setRowVisible(w, layer || swept || set);
+  }
 }
 
 void WorkloadForm::setSpec(const WorkloadSpec& s) {
@@ -259,6 +277,7 @@ void WorkloadForm::onEdited() {
     const QSignalBlocker block(width_);
     width_->setValue(heads_->value() * head_dim_->value());
   }
+  showLayerFields();
   if (loading_) return;
   showErrors(errors());
   Q_EMIT specChanged();

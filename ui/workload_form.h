@@ -2,7 +2,8 @@
 // The Workload dock: every WorkloadSpec field, a fixed-head_dim / fixed-model-width toggle, and
 // live validation through core's validate(): invalid fields are highlighted with the message.
 // The rows come from the field table (core/spec/spec_fields.h): label, widget kind, allowed values,
-// tooltip (the CLI help) and parser are the table's, so a new field needs no code here.
+// tooltip (the CLI help) and parser are the table's, so a new field needs no code here. The rows
+// of layers, tp and tp_comm show only for kind layer (or while swept or set off their default).
 
 #include <map>
 #include <string>
@@ -13,6 +14,7 @@
 #include "core/spec/sweep_spec.h"
 #include "core/spec/workload_spec.h"
 
+class QFormLayout;
 class QLabel;
 class QRadioButton;
 class QSpinBox;
@@ -45,10 +47,12 @@ class WorkloadForm : public QWidget {
  private:
   void onEdited();
   void showErrors(const std::vector<SpecError>& errors);
+  void showLayerFields();
   QWidget* widgetFor(const std::string& field) const;  // by name or alias
   QString textOf(const std::string& field) const;      // the widget's value as setField reads it
 
   std::map<std::string, QWidget*> widgets_;  // by field name
+  QFormLayout* form_ = nullptr;
   QSpinBox *heads_, *head_dim_, *width_;      // the fixed head_dim / model width rule uses these
   QRadioButton *fixed_head_dim_, *fixed_width_;
   QLabel* message_;

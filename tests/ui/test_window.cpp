@@ -196,6 +196,16 @@ class TestWindow : public QObject {
     // The placeholder is whole in its box.
     QVERIFY2(scale->fontMetrics().horizontalAdvance(scale->placeholderText()) < scale->width() - 8,
              qPrintable(scale->placeholderText()));
+    // A stack's depth and tensor parallelism are rows of kind layer's form only.
+    WorkloadForm* form = w.workloadForm();
+    for (const char* name : {"layers", "tp", "tp_comm"}) {
+      QWidget* field = form->findChild<QWidget*>(name);
+      QVERIFY2(field && !field->isVisibleTo(form), name);
+    }
+    QVERIFY(form->setFieldText("kind", "layer"));
+    for (const char* name : {"layers", "tp", "tp_comm"}) QVERIFY2(form->findChild<QWidget*>(name)->isVisibleTo(form), name);
+    QVERIFY(form->setFieldText("kind", "attention"));
+    QVERIFY(!form->findChild<QWidget*>("layers")->isVisibleTo(form));
   }
 
   void firstStartFitsTheScreenAndSaysWhatToDo() {
