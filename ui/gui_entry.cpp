@@ -121,7 +121,7 @@ std::string exportMemoryView(const std::string& db_path, int64_t sweep_id, const
   ui::MemoryView view;
   view.resize(view_px);
   view.setSweeps({snap});
-  return ui::exportPlots(view.plots(), 2, QString::fromStdString(format), QString::fromStdString(out_file), px, dpi)
+  return ui::exportPlots(view.plots(), view.exportColumns(), QString::fromStdString(format), QString::fromStdString(out_file), px, dpi)
       .toStdString();
 }
 

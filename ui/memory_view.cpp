@@ -31,17 +31,30 @@ MemoryView::MemoryView(QWidget* parent) : ChartView(parent) {
   bar->addStretch();
   layout->addLayout(bar);
   auto* plots = new QHBoxLayout;
-  heads_plot_ = makePlot(this);
-  seq_plot_ = makePlot(this);
-  heads_plot_->setObjectName("memoryHeadsPlot");
-  seq_plot_->setObjectName("memorySeqPlot");
-  setupAxes(heads_plot_, tr("Peak memory vs number of heads"), tr("number of heads"));
-  setupAxes(seq_plot_, tr("Peak memory vs sequence length"), tr("sequence length"));
-  plots->addWidget(heads_plot_);
-  plots->addWidget(seq_plot_);
+  const struct {
+    XField x;
+    const char* name;
+    QString title, label;
+  } charts[] = {
+      {XField::heads, "memoryHeadsPlot", tr("Peak memory vs number of heads"), tr("number of heads")},
+      {XField::seq, "memorySeqPlot", tr("Peak memory vs sequence length"), tr("sequence length")},
+      {XField::layers, "memoryLayersPlot", tr("Peak memory vs layers"), tr("layers in the stack")},
+      {XField::tp, "memoryTpPlot", tr("Peak memory vs tensor-parallel ranks"), tr("tensor-parallel ranks (the largest rank's peak)")},
+  };
+  for (const auto& c : charts) {
+    Chart& chart = charts_[static_cast<size_t>(c.x)];
+    chart.x = c.x;
+    chart.plot = makePlot(this);
+    chart.plot->setObjectName(c.name);
+    setupAxes(chart.plot, c.title, c.label);
+    plots->addWidget(chart.plot);
+    // Layers and tp appear only where they vary (rebuild).
+    chart.plot->setVisible(c.x == XField::heads || c.x == XField::seq);
+    installHover(chart.plot, [&chart](QCPGraph* g, int i) { return chart.painter.tooltip(g, i); },
+                 [this](qint64 id) { Q_EMIT runPicked(id); });
+  }
+  shown_ = {headsPlot(), seqPlot()};
   layout->addLayout(plots, 1);
-  installHover(heads_plot_, [this](QCPGraph* g, int i) { return heads_series_plot_.tooltip(g, i); }, [this](qint64 id) { Q_EMIT runPicked(id); });
-  installHover(seq_plot_, [this](QCPGraph* g, int i) { return seq_series_plot_.tooltip(g, i); }, [this](qint64 id) { Q_EMIT runPicked(id); });
   connect(log_box_, &QCheckBox::toggled, this, [this] { rebuild(); });
   connect(predicted_box_, &QCheckBox::toggled, this, [this] { rebuild(); });
   applyTheme();
@@ -64,7 +77,11 @@ void MemoryView::setSweeps(const SweepSnapshots& sweeps) {
   rebuild();
 }
 
-void MemoryView::fillPlot(QCustomPlot* plot, SeriesPlot& sp, std::vector<PlotSeries>& series, XField x) {
+void MemoryView::fillPlot(Chart& chart) {
+  QCustomPlot* plot = chart.plot;
+  SeriesPlot& sp = chart.painter;
+  std::vector<PlotSeries>& series = chart.series;
+  const XField x = chart.x;
   sp.clear(plot);
   series = buildSeries(sweeps_, x);
   for (const auto& s : series) sp.add(plot, s, Metric::memory, predicted_box_->isChecked());
@@ -111,8 +128,25 @@ void MemoryView::fillPlot(QCustomPlot* plot, SeriesPlot& sp, std::vector<PlotSer
 }
 
 void MemoryView::rebuild() {
-  fillPlot(heads_plot_, heads_series_plot_, heads_series_, XField::heads);
-  fillPlot(seq_plot_, seq_series_plot_, seq_series_, XField::seq);
+  // Layers and tp get a chart where the runs differ in them; then heads or seq with one value
+  // (a stack swept at fixed heads) would be a column of dots and gives way. Otherwise heads and
+  // seq always, even while empty (the first start's note is in them).
+  const bool stacked = distinctValues(sweeps_, XField::layers).size() > 1;
+  const bool split = distinctValues(sweeps_, XField::tp).size() > 1;
+  shown_.clear();
+  for (Chart& chart : charts_) {
+    const bool show = chart.x == XField::layers ? stacked
+                      : chart.x == XField::tp   ? split
+                      : !(stacked || split) || distinctValues(sweeps_, chart.x).size() > 1;
+    chart.plot->setVisible(show);
+    if (!show) {
+      chart.painter.clear(chart.plot);
+      chart.series.clear();
+      continue;
+    }
+    shown_.push_back(chart.plot);
+    fillPlot(chart);
+  }
 }
 
 }  // namespace attnscope::ui

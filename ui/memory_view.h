@@ -1,7 +1,11 @@
 #pragma once
 // The signature view: peak memory vs number of heads and vs sequence length, side by side, one
 // series per backend (and per value of the other varying fields), measured solid, predicted
-// dashed, failed points marked; linear or log axes.
+// dashed, failed points marked; linear or log axes. Where the runs shown differ in the depth of a
+// stack (layers) or in tensor-parallel ranks (tp), a chart against each of those joins them, and
+// then a heads or seq chart with a single x value (a column of dots) is left out.
+
+#include <array>
 
 #include "ui/chart_view.h"
 #include "ui/series_plot.h"
@@ -16,23 +20,33 @@ class MemoryView : public ChartView {
   explicit MemoryView(QWidget* parent = nullptr);
   QString title() const override { return tr("Memory"); }
   void setSweeps(const SweepSnapshots& sweeps) override;
-  QList<QCustomPlot*> plots() const override { return {heads_plot_, seq_plot_}; }
-  QCustomPlot* headsPlot() const { return heads_plot_; }
-  QCustomPlot* seqPlot() const { return seq_plot_; }
+  // The charts shown, left to right (exports and the report draw these).
+  QList<QCustomPlot*> plots() const override { return shown_; }
+  QCustomPlot* headsPlot() const { return chart(XField::heads).plot; }
+  QCustomPlot* seqPlot() const { return chart(XField::seq).plot; }
+  QCustomPlot* layersPlot() const { return chart(XField::layers).plot; }
+  QCustomPlot* tpPlot() const { return chart(XField::tp).plot; }
+  // The series drawn in the chart against x (empty when that chart is not shown).
+  const std::vector<PlotSeries>& series(XField x) const { return chart(x).series; }
   void setLogScale(bool log);
   bool logScale() const;
 
  private:
+  struct Chart {
+    XField x = XField::heads;
+    QCustomPlot* plot = nullptr;
+    SeriesPlot painter;
+    std::vector<PlotSeries> series;
+  };
+  const Chart& chart(XField x) const { return charts_[static_cast<size_t>(x)]; }
   void rebuild();
   void setupAxes(QCustomPlot* plot, const QString& title, const QString& x_label);
-  void fillPlot(QCustomPlot* plot, SeriesPlot& sp, std::vector<PlotSeries>& series, XField x);
+  void fillPlot(Chart& chart);
 
-  QCustomPlot* heads_plot_;
-  QCustomPlot* seq_plot_;
+  std::array<Chart, 4> charts_;  // indexed by XField
+  QList<QCustomPlot*> shown_;
   QCheckBox* log_box_;
   QCheckBox* predicted_box_;
-  SeriesPlot heads_series_plot_, seq_series_plot_;
-  std::vector<PlotSeries> heads_series_, seq_series_;
 };
 
 }  // namespace attnscope::ui

@@ -10,10 +10,24 @@
 
 namespace attnscope::ui {
 
-const char* xFieldName(XField x) { return x == XField::heads ? "heads" : "seq"; }
+const char* xFieldName(XField x) {
+  switch (x) {
+    case XField::heads: return "heads";
+    case XField::seq: return "seq";
+    case XField::layers: return "layers";
+    case XField::tp: return "tp";
+  }
+  return "heads";
+}
 
 double xValue(const WorkloadSpec& spec, XField x) {
-  return static_cast<double>(x == XField::heads ? spec.heads : spec.seq_q);
+  switch (x) {
+    case XField::heads: return static_cast<double>(spec.heads);
+    case XField::seq: return static_cast<double>(spec.seq_q);
+    case XField::layers: return static_cast<double>(spec.layers);
+    case XField::tp: return static_cast<double>(spec.tp);
+  }
+  return 0;
 }
 
 int64_t shownPeak(const RunResult& r) {
@@ -27,13 +41,18 @@ namespace {
 nlohmann::json groupKey(const WorkloadSpec& spec, XField x) {
   nlohmann::json j = toJson(spec);
   j.erase("seed");
-  if (x == XField::heads) {
-    j.erase("heads");
-    if (spec.kv_heads == 0) j.erase("kv_heads");
-    if (spec.width > 0) j.erase("head_dim");  // head_dim = width / heads follows heads
-  } else {
-    j.erase("seq");
-    if (spec.seq_kv == 0) j.erase("seq_kv");
+  switch (x) {
+    case XField::heads:
+      j.erase("heads");
+      if (spec.kv_heads == 0) j.erase("kv_heads");
+      if (spec.width > 0) j.erase("head_dim");  // head_dim = width / heads follows heads
+      break;
+    case XField::seq:
+      j.erase("seq");
+      if (spec.seq_kv == 0) j.erase("seq_kv");
+      break;
+    case XField::layers: j.erase("layers"); break;
+    case XField::tp: j.erase("tp"); break;
   }
   return j;
 }

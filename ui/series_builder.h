@@ -18,8 +18,10 @@
 
 namespace attnscope::ui {
 
-enum class XField { heads, seq };
-const char* xFieldName(XField x);  // "heads", "seq"
+// What a chart's x axis is: heads and seq always have a chart; layers (a stack's depth) and tp
+// (tensor-parallel ranks) have one where the runs shown differ in them.
+enum class XField { heads, seq, layers, tp };
+const char* xFieldName(XField x);  // "heads", "seq", "layers", "tp"
 double xValue(const WorkloadSpec& spec, XField x);
 
 struct SeriesPoint {
@@ -60,7 +62,7 @@ std::vector<PlotSeries> buildSeries(const SweepSnapshots& sweeps, XField x);
 // sweep. Parallel to sweep.runs. Runs with different labels never share a map's cell.
 std::vector<std::string> mapVariants(const SweepSnapshot& sweep);
 
-// Distinct x values (heads or seq) present in the runs, sorted.
+// Distinct x values (heads, seq, layers or tp) present in the runs, sorted.
 std::vector<int64_t> distinctValues(const SweepSnapshots& sweeps, XField x);
 
 // The memory a point shows: measured peak when ok, else the predicted peak.

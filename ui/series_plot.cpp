@@ -85,7 +85,10 @@ void SeriesPlot::add(QCustomPlot* plot, const PlotSeries& s, Metric metric, bool
   const auto marker = static_cast<QCPScatterStyle::ScatterShape>(seriesMarker(s.marker));
   QCPGraph* measured = make("measured", label);
   measured->setPen(QPen(color, 2, line));
-  measured->setScatterStyle(QCPScatterStyle(marker, color, color, 6));
+  // A marker that encodes checkpoint is larger, and the predicted ring drawn over it where
+  // prediction and measurement agree larger still, so that its shape shows whole inside the ring.
+  const bool shaped = !s.marker_key.empty();
+  measured->setScatterStyle(QCPScatterStyle(marker, color, color, shaped ? 8 : 6));
   if (!s.line_key.empty() || !s.marker_key.empty()) {
     // One legend entry per colour, drawn with what does not encode pass or checkpoint.
     measured->removeFromLegend();
@@ -130,7 +133,7 @@ void SeriesPlot::add(QCustomPlot* plot, const PlotSeries& s, Metric metric, bool
     QCPGraph* g = make("predicted", label + " (predicted)");
     const QColor shade = predictedShade(color, isDarkPalette(plot->palette()));
     g->setPen(QPen(shade, 1.5, Qt::DashLine));
-    g->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCircle, QPen(shade, 1.5), QBrush(Qt::NoBrush), 10));
+    g->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCircle, QPen(shade, 1.5), QBrush(Qt::NoBrush), shaped ? 14 : 10));
     fill(g, predicted, true);
     g->removeFromLegend();
   }
@@ -138,8 +141,8 @@ void SeriesPlot::add(QCustomPlot* plot, const PlotSeries& s, Metric metric, bool
     const QString st = QString::fromUtf8(toString(status).data(), toString(status).size());
     QCPGraph* g = make(st, label + " (" + st + ")");
     g->setLineStyle(QCPGraph::lsNone);
-    // Larger than the predicted ring (10) it sits on, so a star or cross is never hidden inside it.
-    g->setScatterStyle(QCPScatterStyle(static_cast<QCPScatterStyle::ScatterShape>(failedMarkerShape(status)), QPen(color, 2.2), QBrush(Qt::NoBrush), 14));
+    // Larger than the predicted ring it sits on, so a star or cross is never hidden inside it.
+    g->setScatterStyle(QCPScatterStyle(static_cast<QCPScatterStyle::ScatterShape>(failedMarkerShape(status)), QPen(color, 2.2), QBrush(Qt::NoBrush), shaped ? 17 : 14));
     fill(g, pts, true);
     g->removeFromLegend();
   }
@@ -185,6 +188,12 @@ QString SeriesPlot::tooltip(QCPGraph* graph, int index) const {
   };
   t += "<br>measured peak: " + bytes(r.status == RunStatus::ok ? r.memory.measured_peak : -1);
   t += "<br>predicted peak: " + bytes(r.memory.predicted_peak);
+  // A tensor-parallel run's point is its largest rank's peak; each rank's own, as measured.
+  for (const RankStats& rank : rankStats(r)) {
+    t += QStringLiteral("<br>&nbsp;&nbsp;rank %1: peak %2").arg(rank.rank).arg(bytes(rank.peak_bytes));
+    if (rank.seconds >= 0) t += ", " + QString::fromStdString(durationText(rank.seconds));
+    if (rank.comm_share >= 0) t += QStringLiteral(", communication %1 %").arg(100.0 * rank.comm_share, 0, 'f', 1);
+  }
   if (r.status == RunStatus::ok) {
     t += "<br>median: " + QString::fromStdString(durationText(r.timing.median_s));
     if (r.timing.reps > 1)

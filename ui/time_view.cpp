@@ -3,6 +3,7 @@
 #include <QComboBox>
 #include <QHBoxLayout>
 #include <QLabel>
+#include <QSignalBlocker>
 #include <QVBoxLayout>
 #include <qcustomplot.h>
 
@@ -46,6 +47,22 @@ TimeView::TimeView(QWidget* parent) : ChartView(parent) {
 
 void TimeView::setSweeps(const SweepSnapshots& sweeps) {
   sweeps_ = sweeps;
+  // Layers and tp are offered where the runs shown differ in them; the axis picked stays while
+  // it is offered.
+  const QSignalBlocker quiet(axis_);
+  const int picked = axis_->currentData().toInt();
+  const struct {
+    XField x;
+    QString name;
+  } extra[] = {{XField::layers, tr("layers")}, {XField::tp, tr("tensor-parallel ranks (tp)")}};
+  for (const auto& e : extra) {
+    const int at = axis_->findData(static_cast<int>(e.x));
+    const bool varies = distinctValues(sweeps_, e.x).size() > 1;
+    if (varies && at < 0) axis_->addItem(e.name, static_cast<int>(e.x));
+    if (!varies && at >= 0) axis_->removeItem(at);
+  }
+  const int keep = axis_->findData(picked);
+  axis_->setCurrentIndex(keep >= 0 ? keep : 0);
   rebuild();
 }
 

@@ -1,6 +1,7 @@
 #pragma once
-// Latency and TFLOP/s against sequence length (or heads), one series per backend and per value
-// of the other varying fields. Only ok points have a time.
+// Latency and TFLOP/s against sequence length (or heads; layers and tp where the runs shown differ
+// in them), one series per backend and per value of the other varying fields. Only ok points have
+// a time.
 
 #include "ui/chart_view.h"
 #include "ui/series_plot.h"
@@ -17,6 +18,7 @@ class TimeView : public ChartView {
   void setSweeps(const SweepSnapshots& sweeps) override;
   QList<QCustomPlot*> plots() const override { return {latency_, throughput_}; }
   QCustomPlot* latencyPlot() const { return latency_; }
+  QComboBox* axisBox() const { return axis_; }
 
  private:
   void rebuild();
