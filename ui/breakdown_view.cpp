@@ -134,8 +134,8 @@ BreakdownView::BreakdownView(QWidget* parent) : ChartView(parent) {
     const double key = phase_plot_->xAxis->pixelToCoord(event->position().x());
     const long index = std::lround(key);
     if (index < 0 || static_cast<size_t>(index) >= bar_runs_.size()) return;
-    QToolTip::showText(event->globalPosition().toPoint(), phaseTip(static_cast<size_t>(index), bars->name()),
-                       phase_plot_);
+    QToolTip::showText(event->globalPosition().toPoint(),
+                       phaseTip(static_cast<size_t>(index), bars->property("phaseKey").toString()), phase_plot_);
   });
   // Labels thinned to the bars' width before every replot (a resize changes it).
   connect(phase_plot_, &QCustomPlot::beforeReplot, this, [this] { updateLabelStride(); });
@@ -245,14 +245,28 @@ void BreakdownView::rebuild() {
                         ? QString::fromStdString(formatBytes(r->memory.measured_peak - r->memory.predicted_peak))
                         : QStringLiteral("-"));
   buffers_->setText(table);
-  if (r->memory.measured_peak >= 0) {
+  // The measured peak; a tensor-parallel run's per rank (its facts), the plan being one rank's.
+  auto ticks = QSharedPointer<QCPAxisTickerText>::create();
+  ticks->addTick(1, tr("predicted\n(plan)"));
+  std::vector<std::pair<QString, int64_t>> measured_bars;
+  for (const RankStats& rank : rankStats(*r))
+    if (rank.peak_bytes >= 0) measured_bars.emplace_back(tr("rank %1\n(allocator)").arg(rank.rank), rank.peak_bytes);
+  if (measured_bars.empty() && r->memory.measured_peak >= 0)
+    measured_bars.emplace_back(tr("measured\n(allocator)"), r->memory.measured_peak);
+  for (size_t i = 0; i < measured_bars.size(); ++i) {
+    const auto& [name, bytes] = measured_bars[i];
     auto* measured = new QCPBars(plot_->xAxis, plot_->yAxis);
-    measured->setName(tr("measured peak %1").arg(QString::fromStdString(formatBytes(r->memory.measured_peak))));
+    measured->setName(tr("%1 peak %2").arg(measured_bars.size() > 1 ? QString(name).section('\n', 0, 0) : tr("measured"),
+                                           QString::fromStdString(formatBytes(bytes))));
     measured->setBrush(base);
     measured->setPen(QPen(base.darker(150)));
     measured->setWidth(0.6);
-    measured->addData(2, static_cast<double>(r->memory.measured_peak));
+    measured->addData(2.0 + static_cast<double>(i), static_cast<double>(bytes));
+    ticks->addTick(2.0 + static_cast<double>(i), name);
   }
+  if (measured_bars.empty()) ticks->addTick(2, tr("measured\n(allocator)"));  // none: the run did not finish
+  plot_->xAxis->setTicker(ticks);
+  plot_->xAxis->setRange(0.3, std::max<double>(2.0, 1.0 + static_cast<double>(measured_bars.size())) + 0.7);
   plot_->yAxis->setRange(0, std::max<double>({1.0, double(r->memory.measured_peak), double(r->memory.predicted_peak)}) * 1.1);
   plot_->replot(QCustomPlot::rpQueuedReplot);
 }

@@ -1,10 +1,12 @@
 #pragma once
 // For one run: the plan's named buffers live at the predicted peak step as a stacked bar,
-// beside the measured peak; every buffer of the plan listed with its bytes and lifetime. Under
-// it the phases: core's phase summary of the picked run as a table (the rows `attnscope show R
-// --phases` prints) and, for every point of the sweep, a bar of time shares per top-level phase
-// (a nested phase such as "recompute/scores" is inside its parent's segment and a row of the
-// table). Phase summaries are read from the stored traces by PhaseSummaries (ui/phase_summaries.h),
+// beside the measured peak (a tensor-parallel run's: each rank's); every buffer of the plan listed
+// with its bytes and lifetime. Under it the phases: core's phase summary of the picked run as a
+// table (the rows `attnscope show R --phases` prints) and, for every point of the sweep (a
+// tensor-parallel point: each rank, summarised on its own), a bar of time shares per
+// top-level phase (a nested phase such as "recompute/scores" is inside its parent's segment and a
+// row of the table). A stack's layers (L1..LN) are bands of the bar, each stacking its own phases,
+// and communication is a hatched segment of its own (phaseSegments in ui/phase_summaries.h). Phase summaries are read from the stored traces by PhaseSummaries (ui/phase_summaries.h),
 // on a pool thread in the window.
 
 #include <cstdint>
@@ -16,6 +18,7 @@
 #include "ui/phase_summaries.h"
 
 class QComboBox;
+class QCPItemText;
 class QLabel;
 class QTableWidget;
 
@@ -55,8 +58,13 @@ class BreakdownView : public ChartView {
   // bars are narrower than a label, so that labels never overprint (the others stay in the
   // tooltip).
   int phaseLabelStride() const { return label_stride_; }
-  // The tooltip text of bar `bar`'s segment of phase `phase` (what the hover shows).
-  QString phaseTip(size_t bar, const QString& phase) const;
+  // The tooltip text of bar `bar`'s segment `key` (PhaseSegment::key: "attention", "L2/attention";
+  // each bar's QCPBars carries it as property "phaseKey"): what the hover shows.
+  QString phaseTip(size_t bar, const QString& key) const;
+  // Every bar's segments, left to right (empty while its phases load).
+  const std::vector<std::vector<PhaseSegment>>& phaseBarSegments() const { return bar_segments_; }
+  // The layer names written on the bars' layer bands ("L1".."L4"), those with room to show.
+  QStringList shownLayerLabels() const;
 
  private:
   void rebuild();
@@ -74,7 +82,12 @@ class BreakdownView : public ChartView {
   std::vector<int64_t> bar_runs_;
   std::vector<QString> bar_labels_;  // every bar's axis label, left to right
   std::vector<QString> bar_titles_;  // and its run in words: "R15 cpu.flash H8 L512 train"
-  std::vector<std::vector<PhaseStats>> bar_phases_;  // every bar's phase summary (empty: loading)
+  std::vector<std::vector<PhaseSegment>> bar_segments_;  // every bar's segments (empty: loading)
+  struct LayerLabel {
+    QCPItemText* item;
+    double lo, hi;  // the layer's band on the bar, in the value axis' units
+  };
+  std::vector<LayerLabel> layer_labels_;
   QComboBox* scale_box_;
   PhaseScale scale_ = PhaseScale::share;
   int label_stride_ = 1;
