@@ -10,6 +10,7 @@
 
 #include "core/trace/trace_event.h"
 #include "ui/chart_math.h"
+#include "ui/phase_names.h"
 
 namespace attnscope::ui {
 
@@ -30,18 +31,28 @@ struct PassRange {
 std::vector<PassRange> passRanges(const std::vector<TraceEvent>& events, int warmup, int reps = -1);
 
 // One lane. Top to bottom: the passes (when the run has phases), one lane per phase name in the
-// order the names first appear, then one per (source, device, stream) of the kernels, copies and
-// sets, in that order. Allocations and frees have no lane (they are the memory curve and bands).
+// order the names first appear (a stack's layers L1..LN together in one, "layers", named on their
+// slices), then one per (source, device, stream) of the kernels, copies and sets, in that order. A
+// tensor-parallel run's phases, on several devices, go by rank instead, rank 0's first, four lanes
+// at most each, named on their slices: "layers", "phases" (a layer's own, or the top-level ones),
+// "↳ inside" (what those hold) and "comm". Allocations and frees have no lane (they are the memory curve and bands).
 // Events of one stream that nest (torch's ops: scaled_dot_product_attention holding matmul holding
 // bmm) go one row per nesting depth, as a flame graph, so the outer op does not hide the inner
 // ones in one solid bar: depth 0 is what no other holds; from kMaxOpDepth - 1 on, one row.
 inline constexpr int kMaxOpDepth = 4;
+inline constexpr const char* kLayersLane = "layers";
 struct LaneLayout {
-  enum class Kind { passes, phase, cpu_thread, cuda_stream };
+  enum class Kind { passes, layers, phase, cpu_thread, cuda_stream };
   Kind kind = Kind::phase;
-  std::string phase;                // Kind::phase: the phase's name
+  // Kind::phase: the phase's name; a rank's lanes: "phases", "↳ inside" or "comm" (Kind::layers:
+  // kLayersLane).
+  std::string phase;
+  bool comm = false;                // a phase lane of communication ("comm")
+  bool ranked = false;              // a phase lane of one rank (device) of several: many names
   EventSource source = EventSource::host;
-  uint32_t device = 0, stream = 0;  // cuda_stream: the device and stream; cpu_thread: stream is the thread
+  // cuda_stream: the device and stream; cpu_thread: stream is the thread; a ranked phase lane: its
+  // rank's device.
+  uint32_t device = 0, stream = 0;
   int depth = 0;                    // cpu_thread, cuda_stream: the nesting depth of its events
   std::vector<Interval> intervals;  // sorted by start, ns relative to t0_ns
   std::vector<size_t> items;        // parallel: index into events (into passes for the pass lane)

@@ -55,7 +55,7 @@ TimelineView::TimelineView(QWidget* parent) : ChartView(parent) {
                             "named by the backend's buffer (the plan's names)"));
   connect(bands_box_, &QCheckBox::toggled, this, [this] {
     drawBands();
-    plot_->replot(QCustomPlot::rpQueuedReplot);
+    refreshVisible();  // the bands' names, for the range shown
   });
   bar->addWidget(bands_box_);
   auto* reset = new QPushButton(tr("Reset zoom"), this);
@@ -99,6 +99,19 @@ TimelineView::TimelineView(QWidget* parent) : ChartView(parent) {
   memory_graph_->setPen(QPen(QColor(0x4e, 0x79, 0xa7), 1.5));
   memory_graph_->setBrush(QColor(0x4e, 0x79, 0xa7, 60));
   memory_graph_->setAdaptiveSampling(false);  // already at pixel resolution, maxima kept
+  // A tensor-parallel run's curves named by rank, in one row along the top of the memory rect
+  // (the axis leaves room above the peak for it).
+  // The plot's legend from here on (QCustomPlot adopts the first one placed): only the rank
+  // curves go into it, not every lane's graph.
+  plot_->setAutoAddPlottableToLegend(false);
+  // Other ranks' curves over the bands (items on "main", drawn after the graphs there).
+  plot_->addLayer(QStringLiteral("rankCurves"), plot_->layer(QStringLiteral("main")), QCustomPlot::limAbove);
+  memory_legend_ = new QCPLegend;
+  memory_rect_->insetLayout()->addElement(memory_legend_, Qt::AlignTop | Qt::AlignLeft);
+  memory_legend_->setLayer(QStringLiteral("legend"));
+  memory_legend_->setFillOrder(QCPLayoutGrid::foColumnsFirst);
+  memory_legend_->setFont(QFont(family, 8));
+  memory_legend_->setVisible(false);
   // Under the plot, the memory snapshot: what is live at the cursor's time.
   auto* split = new QSplitter(Qt::Vertical, this);
   split->setObjectName("timelineSplit");
@@ -242,188 +255,6 @@ void TimelineView::loadRun() {
   });
 }
 
-TimelineView::LoadedTrace TimelineView::analyse(std::vector<TraceEvent> events) {
-  LoadedTrace out;
-  const MemoryFilter filter = memoryFilterFor(events);
-  out.timeline = MemoryTimeline(events, filter);
-  out.bands = ui::bufferBands(events, filter);  // the free function, not the getter
-  out.events = std::move(events);
-  return out;
-}
-
-MemoryFilter TimelineView::memoryFilterFor(const std::vector<TraceEvent>& events) {
-  // One source only: the allocator and CUPTI each record every cudaMalloc, and summing both
-  // would double the curve. The allocator sees every backend's memory; CUPTI-only traces
-  // (a process we did not allocate for) fall back to CUPTI's device memory.
-  const bool has_allocator = std::any_of(events.begin(), events.end(), [](const TraceEvent& e) {
-    return e.source == EventSource::allocator && (e.kind == EventKind::alloc || e.kind == EventKind::free);
-  });
-  return has_allocator ? MemoryFilter{EventSource::allocator, std::nullopt, std::nullopt}
-                       : MemoryFilter{EventSource::cupti, MemoryKind::device, std::nullopt};
-}
-
-MemoryTimeline TimelineView::memoryTimelineOf(const std::vector<TraceEvent>& events) {
-  return MemoryTimeline(events, memoryFilterFor(events));
-}
-
-void TimelineView::drawBands() {
-  for (QCPAbstractItem* item : band_items_) plot_->removeItem(item);
-  band_items_.clear();
-  bands_.clear();
-  const bool on = bands_box_->isChecked() && !events_.empty();
-  // With the bands on, the curve is their outline; without, a filled area.
-  memory_graph_->setBrush(on ? QBrush(Qt::NoBrush) : QBrush(QColor(0x4e, 0x79, 0xa7, 60)));
-  if (!on) return;
-  bands_ = all_bands_;
-  QCPAxis* x = memory_rect_->axis(QCPAxis::atBottom);
-  QCPAxis* y = memory_rect_->axis(QCPAxis::atLeft);
-  const double peak = std::max<double>(1.0, static_cast<double>(timeline_.peakBytes()));
-  for (const BufferBand& b : bands_) {
-    const QColor color = colors_(b.name);  // as in Breakdown
-    // One rectangle per stretch at one height: the band steps down when a block below it is freed.
-    const std::vector<BandPiece> pieces = piecesOf(b);
-    for (const BandPiece& piece : pieces) {
-      auto* rect = new QCPItemRect(plot_);
-      rect->setClipAxisRect(memory_rect_);
-      rect->topLeft->setAxes(x, y);
-      rect->bottomRight->setAxes(x, y);
-      rect->topLeft->setCoords(static_cast<double>(piece.start_ns - t0_), static_cast<double>(piece.base + b.bytes));
-      rect->bottomRight->setCoords(static_cast<double>(piece.end_ns - t0_), static_cast<double>(piece.base));
-      rect->setBrush(color);
-      rect->setPen(QPen(color.darker(140)));
-      band_items_.push_back(rect);
-    }
-    if (b.bytes < peak * 0.06 || pieces.empty()) continue;  // no room for a label
-    // The label on the band's longest stretch, where there is most room for it.
-    const BandPiece& widest = *std::max_element(pieces.begin(), pieces.end(), [](const BandPiece& l, const BandPiece& r) {
-      return l.end_ns - l.start_ns < r.end_ns - r.start_ns;
-    });
-    auto* label = new QCPItemText(plot_);
-    label->setClipAxisRect(memory_rect_);
-    label->position->setAxes(x, y);
-    label->position->setCoords(static_cast<double>(widest.start_ns - t0_), static_cast<double>(widest.base) + b.bytes / 2.0);
-    label->setPositionAlignment(Qt::AlignLeft | Qt::AlignVCenter);
-    label->setPadding(QMargins(4, 0, 0, 0));
-    label->setText(QString::fromStdString(b.name) + "  " + QString::fromStdString(formatBytes(b.bytes)));
-    label->setFont(QFont(font().family(), 8));
-    label->setColor(QColor(0x20, 0x20, 0x20));
-    band_items_.push_back(label);
-  }
-}
-
-void TimelineView::setEvents(std::vector<TraceEvent> events) { showTrace(analyse(std::move(events))); }
-
-void TimelineView::showTrace(LoadedTrace loaded) {
-  events_ = std::move(loaded.events);
-  timeline_ = std::move(loaded.timeline);
-  all_bands_ = std::move(loaded.bands);
-  {
-    // Colours as Breakdown gives them: the run's plan first, in its order, then what else the
-    // trace allocated (a torch run's ops), in allocation order.
-    std::vector<std::string> names;
-    if (const RunResult* run = findRun(sweeps_, run_->currentData().toLongLong()))
-      for (const PlannedBuffer& b : run->plan.buffers) names.push_back(b.name);
-    for (const BufferBand& b : all_bands_) names.push_back(b.name);
-    colors_ = BufferPalette(names);
-  }
-  t0_ = 0;
-  int64_t t1 = 1;
-  if (!events_.empty()) {
-    t0_ = events_.front().start_ns;
-    t1 = events_.front().end_ns;
-    for (const TraceEvent& e : events_) {
-      t0_ = std::min(t0_, e.start_ns);
-      t1 = std::max({t1, e.end_ns, e.start_ns});
-    }
-  }
-  t_end_ = std::max<double>(1.0, static_cast<double>(t1 - t0_));
-  curve_.clear();
-  curve_.reserve(timeline_.curve().size());
-  for (const MemoryPoint& p : timeline_.curve()) curve_.push_back({p.t_ns - t0_, p.bytes});
-  rebuildLanes();
-  drawBands();
-  memory_rect_->axis(QCPAxis::atLeft)->setRange(0, std::max<double>(1.0, static_cast<double>(timeline_.peakBytes())) * 1.15);
-  info_->setText(events_.empty() ? tr("no trace events for this run")
-                                 : tr("%1 events; peak %2 at %3 (%4)")
-                                       .arg(events_.size())
-                                       .arg(QString::fromStdString(formatBytes(timeline_.peakBytes())),
-                                            QString::fromStdString(formatTimeTick(static_cast<double>(timeline_.peakNs() - t0_))),
-                                            timeline_.peakPhase().empty() ? tr("no phase") : QString::fromStdString(timeline_.peakPhase())));
-  setTimeRange(0, t_end_);
-  showSnapshot(events_.empty() ? 0.0 : static_cast<double>(timeline_.peakNs() - t0_));
-}
-
-int64_t TimelineView::liveBytesAt(double t) const {
-  auto it = std::upper_bound(curve_.begin(), curve_.end(), t,
-                             [](double v, const MemoryPoint& p) { return v < static_cast<double>(p.t_ns); });
-  if (it == curve_.begin()) return 0;
-  --it;
-  int64_t level = it->bytes;
-  // The instant's own points (a block allocated and one freed at t): its highest level.
-  for (auto at = it; static_cast<double>(at->t_ns) == t; --at) {
-    level = std::max(level, at->bytes);
-    if (at == curve_.begin()) break;
-  }
-  return level;
-}
-
-void TimelineView::showSnapshot(double t) {
-  snapshot_t_ = t;
-  snapshot_->setRowCount(0);
-  for (QCPItemStraightLine* line : {cursor_memory_, cursor_lanes_}) {
-    line->point1->setCoords(t, 0);
-    line->point2->setCoords(t, 1);
-    line->setVisible(!events_.empty());
-  }
-  if (events_.empty()) {
-    snapshot_title_->setText(tr("Memory snapshot: no trace"));
-    plot_->replot(QCustomPlot::rpQueuedReplot);
-    return;
-  }
-  const int64_t at = static_cast<int64_t>(std::llround(t)) + t0_;
-  const std::vector<size_t> live = liveAt(all_bands_, at);
-  const int64_t total = liveBytesAt(t);
-  int64_t listed = 0;
-  auto add_row = [this](const QString& name, const QColor& color, int64_t bytes, int64_t total_bytes, const QString& from,
-                        const QString& to) {
-    const int row = snapshot_->rowCount();
-    snapshot_->insertRow(row);
-    auto* item = new QTableWidgetItem(name);
-    if (color.isValid()) item->setData(Qt::DecorationRole, color);
-    item->setToolTip(name);
-    snapshot_->setItem(row, 0, item);
-    auto* size = new QTableWidgetItem(QString::fromStdString(formatBytes(bytes)));
-    size->setData(Qt::UserRole, static_cast<qlonglong>(bytes));
-    size->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
-    snapshot_->setItem(row, 1, size);
-    auto* share = new QTableWidgetItem(
-        total_bytes > 0 ? QString::number(100.0 * static_cast<double>(bytes) / static_cast<double>(total_bytes), 'f', 1) + " %"
-                        : QString());
-    share->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
-    snapshot_->setItem(row, 2, share);
-    snapshot_->setItem(row, 3, new QTableWidgetItem(from));
-    snapshot_->setItem(row, 4, new QTableWidgetItem(to));
-  };
-  for (size_t i : live) {
-    const BufferBand& b = all_bands_[i];
-    listed += b.bytes;
-    add_row(QString::fromStdString(b.name.empty() ? std::string("(unnamed)") : b.name), colors_(b.name), b.bytes,
-            total, QString::fromStdString(formatTimeTick(static_cast<double>(b.start_ns - t0_))),
-            b.freed ? QString::fromStdString(formatTimeTick(static_cast<double>(b.end_ns - t0_))) : tr("never"));
-  }
-  // The bands keep the largest blocks (bufferBands' cap): the rest of the curve's level is the
-  // many small ones, one row, so the rows always add up to the curve.
-  if (total > listed)
-    add_row(tr("smaller blocks (not drawn as bands)"), QColor(), total - listed, total, QString(), QString());
-  const bool at_peak = at == timeline_.peakNs();
-  snapshot_title_->setText(tr("<b>Live at %1%2: %3</b> in %4 block(s), largest first. Click the memory curve for "
-                              "another moment.")
-                               .arg(QString::fromStdString(formatTimeTick(t)), at_peak ? tr(" (the peak)") : QString(),
-                                    QString::fromStdString(formatBytes(total)))
-                               .arg(live.size()));
-  plot_->replot(QCustomPlot::rpQueuedReplot);
-}
-
 void TimelineView::zoomAt(double anchor, double factor) {
   const QCPRange r = lane_rect_->axis(QCPAxis::atBottom)->range();
   auto [lo, hi] = zoomRange(r.lower, r.upper, anchor, factor);
@@ -535,6 +366,7 @@ void TimelineView::rebuildLanes() {
     Lane lane;
     switch (layout.kind) {
       case LaneLayout::Kind::passes: lane.name = tr("passes"); break;
+      case LaneLayout::Kind::layers: lane.name = tr("layers"); break;
       case LaneLayout::Kind::phase: lane.name = tr("phase %1").arg(QString::fromStdString(layout.phase)); break;
       case LaneLayout::Kind::cuda_stream: lane.name = tr("cuda:%1 stream %2").arg(layout.device).arg(layout.stream); break;
       case LaneLayout::Kind::cpu_thread: lane.name = tr("cpu thread %1").arg(layout.stream); break;
@@ -543,8 +375,16 @@ void TimelineView::rebuildLanes() {
     if (layout.depth > 0)
       lane.name = layout.depth == kMaxOpDepth - 1 ? tr("  \u21b3 depth %1+").arg(layout.depth)
                                                   : tr("  \u21b3 depth %1").arg(layout.depth);
+    // A rank's own lanes say whose they are ("rank 1 · attention").
+    if (layout.ranked)
+      lane.name = tr("rank %1 \u00b7 %2")
+                      .arg(layout.device)
+                      .arg(layout.kind == LaneLayout::Kind::layers ? tr("layers") : QString::fromStdString(layout.phase));
     lane.ops = layout.kind == LaneLayout::Kind::cpu_thread || layout.kind == LaneLayout::Kind::cuda_stream;
     lane.passes = layout.kind == LaneLayout::Kind::passes;
+    lane.layers = layout.kind == LaneLayout::Kind::layers;
+    lane.named = lane.layers || layout.ranked;  // many names in one lane: each on its slices
+    lane.comm = layout.comm;
     lane.intervals = std::move(layout.intervals);
     lane.event_index = std::move(layout.items);
     lanes_.push_back(std::move(lane));
@@ -564,7 +404,13 @@ void TimelineView::rebuildLanes() {
     lane.graph->setLineStyle(QCPGraph::lsStepLeft);
     lane.graph->setAdaptiveSampling(false);
     const bool is_phase = !lane.passes && events_[lane.event_index.front()].kind == EventKind::phase;
-    const QColor c = lane.passes ? QColor(0x9c, 0xb8, 0xd6) : is_phase ? QColor(0xb0, 0x7a, 0xa1) : QColor(0xf2, 0x8e, 0x2b);
+    // Passes blue-grey, a stack's layers teal, phases mauve, communication red (it stands out
+    // between the compute phases it interrupts), kernels and ops orange.
+    const QColor c = lane.passes   ? QColor(0x9c, 0xb8, 0xd6)
+                     : lane.layers ? QColor(0x76, 0xb7, 0xb2)
+                     : lane.comm   ? QColor(0xd6, 0x27, 0x28)
+                     : is_phase    ? QColor(0xb0, 0x7a, 0xa1)
+                                   : QColor(0xf2, 0x8e, 0x2b);
     if (lane.passes) {
       // Each pass named in its bar (clipped to it when zoomed out too far to fit), coloured by
       // what it is: warm-up grey, timed repetitions blue, the profiled call (whose allocations are
@@ -621,9 +467,10 @@ void TimelineView::refreshVisible() {
     Lane& lane = lanes_[static_cast<size_t>(k)];
     const double base = n - 1 - k, top = base + 0.8;
     QVector<double> keys{r.lower - 1}, values{base};
-    if (lane.passes) {
-      // Passes are few and follow each other closely: drawn one by one, each ending 2 px early
-      // (never more than 2 % of the pass), so consecutive passes read as separate bars.
+    if (lane.passes || (lane.named && lane.intervals.size() <= kMaxSeparateSlices)) {
+      // Passes (and a stack's layers, a rank's phases) are few and follow each other closely:
+      // drawn one by one, each ending 2 px early (never more than 2 % of it), so consecutive ones
+      // read as separate bars.
       for (const Interval& iv : lane.intervals) {
         if (iv.end < r.lower || iv.start > r.upper) continue;
         const double px = map.nsPerPixel();
@@ -642,21 +489,28 @@ void TimelineView::refreshVisible() {
     lane.graph->setData(keys, values, true);
   }
   labelSlices(map);
+  labelBands(map);
+  drawCurve(memory_graph_, curve_, r, width);
+  for (const RankCurve& rank : rank_curves_)
+    if (rank.graph != memory_graph_) drawCurve(rank.graph, rank.curve, r, width);
+  plot_->replot(QCustomPlot::rpQueuedReplot);
+}
+
+void TimelineView::drawCurve(QCPGraph* graph, const std::vector<MemoryPoint>& curve, const QCPRange& r, int width) {
   // The curve of the visible range (plus the level carried in), downsampled keeping extremes.
-  auto first = std::lower_bound(curve_.begin(), curve_.end(), r.lower,
+  auto first = std::lower_bound(curve.begin(), curve.end(), r.lower,
                                 [](const MemoryPoint& p, double t) { return static_cast<double>(p.t_ns) < t; });
-  if (first != curve_.begin()) --first;
-  auto last = std::upper_bound(first, curve_.end(), r.upper,
+  if (first != curve.begin()) --first;
+  auto last = std::upper_bound(first, curve.end(), r.upper,
                                [](double t, const MemoryPoint& p) { return t < static_cast<double>(p.t_ns); });
-  if (last != curve_.end()) ++last;
+  if (last != curve.end()) ++last;
   const std::vector<MemoryPoint> visible(first, last);
   QVector<double> keys, values;
   for (const MemoryPoint& p : downsampleCurve(visible, static_cast<size_t>(width))) {
     keys << static_cast<double>(p.t_ns);
     values << static_cast<double>(p.bytes);
   }
-  memory_graph_->setData(keys, values, true);
-  plot_->replot(QCustomPlot::rpQueuedReplot);
+  graph->setData(keys, values, true);
 }
 
 void TimelineView::labelSlices(const TimeToPixel& map) {
@@ -677,7 +531,7 @@ void TimelineView::labelSlices(const TimeToPixel& map) {
   const int n = laneCount();
   for (int k = 0; k < n; ++k) {
     const Lane& lane = lanes_[static_cast<size_t>(k)];
-    if (!lane.ops) continue;
+    if (!lane.ops && !lane.named) continue;
     for (size_t i = 0; i < lane.intervals.size(); ++i) {
       const Interval& iv = lane.intervals[i];
       if (iv.end < map.t0 || iv.start > map.t1) continue;
@@ -694,8 +548,9 @@ void TimelineView::labelSlices(const TimeToPixel& map) {
     const Interval& iv = lane.intervals[c.at];
     std::string name = events_[lane.event_index[c.at]].name;
     if (name.rfind("aten::", 0) == 0) name = name.substr(6);
-    const QString text = metrics.elidedText(QString::fromStdString(name), Qt::ElideRight, static_cast<int>(c.px) - 6);
-    if (text.size() < 3) continue;
+    const QString whole = QString::fromStdString(name);
+    const QString text = metrics.elidedText(whole, Qt::ElideRight, static_cast<int>(c.px) - 6);
+    if (text.size() < 3 && text != whole) continue;  // "L1" whole, not "b…"
     auto* label = new QCPItemText(plot_);
     label->setClipAxisRect(lane_rect_);
     label->position->setAxes(x, y);
@@ -716,6 +571,13 @@ QStringList TimelineView::sliceLabels() const {
   return out;
 }
 
+QStringList TimelineView::bandLabels() const {
+  QStringList out;
+  for (QCPAbstractItem* item : band_label_items_)
+    if (auto* text = qobject_cast<QCPItemText*>(item)) out << text->text();
+  return out;
+}
+
 QString TimelineView::hoverText(QMouseEvent* e) const {
   const QPointF pos = e->position();
   if (memory_rect_->rect().contains(pos.toPoint())) {
@@ -731,11 +593,21 @@ QString TimelineView::hoverText(QMouseEvent* e) const {
                  b.freed ? tr("freed at %1").arg(QString::fromStdString(formatTimeTick(static_cast<double>(b.end_ns - t0_))))
                          : tr("never freed"));
     }
-    auto it = std::upper_bound(curve_.begin(), curve_.end(), t,
-                               [](double v, const MemoryPoint& p) { return v < static_cast<double>(p.t_ns); });
-    if (it == curve_.begin()) return {};
-    --it;
-    return tr("%1: %2 live").arg(QString::fromStdString(formatTimeTick(t)), QString::fromStdString(formatBytes(it->bytes)));
+    auto level = [t](const std::vector<MemoryPoint>& curve) -> int64_t {
+      auto it = std::upper_bound(curve.begin(), curve.end(), t,
+                                 [](double v, const MemoryPoint& p) { return v < static_cast<double>(p.t_ns); });
+      return it == curve.begin() ? -1 : std::prev(it)->bytes;
+    };
+    if (!rank_curves_.empty()) {
+      // Every rank's level at t.
+      QString text = QString::fromStdString(formatTimeTick(t)) + ":";
+      for (const RankCurve& r : rank_curves_)
+        text += tr("<br>rank %1: %2 live").arg(r.device).arg(QString::fromStdString(formatBytes(std::max<int64_t>(0, level(r.curve)))));
+      return text;
+    }
+    const int64_t live = level(curve_);
+    if (live < 0) return {};
+    return tr("%1: %2 live").arg(QString::fromStdString(formatTimeTick(t)), QString::fromStdString(formatBytes(live)));
   }
   if (!lane_rect_->rect().contains(pos.toPoint())) return {};
   const double t = lane_rect_->axis(QCPAxis::atBottom)->pixelToCoord(pos.x());

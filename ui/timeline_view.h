@@ -1,6 +1,8 @@
 #pragma once
 // One run over time: kernels, copies and phases by stream in lanes at the top, the live-memory
-// curve (core's MemoryTimeline) under it, x-axes in sync for zoom and pan. What is drawn is
+// curve (core's MemoryTimeline) under it, x-axes in sync for zoom and pan. A tensor-parallel run
+// (its events on several devices, one per rank) gets a curve per rank and each rank's phases in
+// lanes of their own, communication ("comm") in a colour of its own. What is drawn is
 // recomputed for the visible range at pixel resolution: kernel lanes merge to at most one
 // rectangle per pixel and the curve goes through core's max-keeping downsampler, so a million
 // events stay responsive and the drawn curve still shows the true peak.
@@ -27,6 +29,8 @@ class QRubberBand;
 class QTableWidget;
 class QCPAxisRect;
 class QCPGraph;
+class QCPLegend;
+class QCPRange;
 
 namespace attnscope::ui {
 
@@ -34,6 +38,10 @@ class TimelineView : public ChartView {
   Q_OBJECT
  public:
   using EventLoader = std::function<std::vector<TraceEvent>(int64_t run_id)>;
+
+  // A stack's layers and a rank's phases are drawn apart (each 2 px short) up to this many slices
+  // a lane; more merge per pixel.
+  static constexpr size_t kMaxSeparateSlices = 4096;
 
   explicit TimelineView(QWidget* parent = nullptr);
   QString title() const override { return tr("Timeline"); }
@@ -58,13 +66,25 @@ class TimelineView : public ChartView {
   static MemoryTimeline memoryTimelineOf(const std::vector<TraceEvent>& events);
   // The names drawn on the visible slices (labelSlices), for tests.
   QStringList sliceLabels() const;
+  // The names written on the bands (elided to their stretch), for tests.
+  QStringList bandLabels() const;
   // The per-buffer bands drawn under the curve (empty when "Buffers" is off).
   const std::vector<BufferBand>& bufferBands() const { return bands_; }
   // The colour the run's buffer `name` has in the bands and the snapshot.
   QColor bufferColorOf(const std::string& name) { return colors_(name); }
 
   QCustomPlot* plot() const { return plot_; }
+  QComboBox* runBox() const { return run_; }
+  // The curve of the run's memory; a tensor-parallel run's is its largest rank's (the one whose
+  // bands and snapshot are drawn), beside a curve per rank.
   QCPGraph* memoryGraph() const { return memory_graph_; }
+  // The memory curves drawn: one, or a tensor-parallel run's one per rank (by TraceEvent::device),
+  // rank 0 first, each named "rank N" in the memory rect's legend.
+  QList<QCPGraph*> memoryCurves() const;
+  QCPLegend* memoryLegend() const { return memory_legend_; }
+  // The rank whose bands and snapshot are drawn (a tensor-parallel run's largest peak), -1 for a
+  // run on one device.
+  int bandedRank() const { return rank_curves_.empty() ? -1 : static_cast<int>(banded_rank_); }
   const MemoryTimeline& memoryTimeline() const { return timeline_; }
   int laneCount() const { return static_cast<int>(lanes_.size()); }
   QCPGraph* laneGraph(int lane) const;
@@ -96,21 +116,32 @@ class TimelineView : public ChartView {
     std::vector<size_t> event_index;  // parallel: index into events_ (into passes_ for the pass lane)
     bool passes = false;              // the lane of inferred passes (warm-up / rep / profiled call)
     bool ops = false;                 // kernels, copies or ops of one stream (named on their slices)
+    bool layers = false;              // a stack's layers L1..LN
+    bool named = false;               // phases of several names (layers, a rank's): named on their slices
+    bool comm = false;                // communication phases (a colour of their own)
     QCPGraph* graph = nullptr;
     QCPGraph* base = nullptr;
   };
   void loadRun();
   // What a load computes off the GUI thread: the curve and the bands.
+  struct RankTimeline {
+    uint32_t device = 0;
+    MemoryTimeline timeline;
+  };
   struct LoadedTrace {
     std::vector<TraceEvent> events;
-    MemoryTimeline timeline;
-    std::vector<BufferBand> bands;
+    MemoryTimeline timeline;          // of the rank with the largest peak when there are ranks
+    std::vector<BufferBand> bands;    // of that rank
+    std::vector<RankTimeline> ranks;  // a tensor-parallel run's, by device; empty otherwise
   };
   static LoadedTrace analyse(std::vector<TraceEvent> events);
   void showTrace(LoadedTrace loaded);
+  void showRankCurves(std::vector<RankTimeline> ranks);
   void drawBands();
   void rebuildLanes();
   void refreshVisible();
+  // graph: the visible range of curve at the lanes' pixel resolution.
+  static void drawCurve(QCPGraph* graph, const std::vector<MemoryPoint>& curve, const QCPRange& r, int width);
   // Names the visible slices wide enough to hold them (slice_items_).
   void labelSlices(const TimeToPixel& map);
   QString hoverText(QMouseEvent* e) const;
@@ -125,6 +156,14 @@ class TimelineView : public ChartView {
   std::vector<Lane> lanes_;
   MemoryTimeline timeline_;
   std::vector<MemoryPoint> curve_;  // relative to t0_
+  struct RankCurve {
+    uint32_t device = 0;
+    std::vector<MemoryPoint> curve;  // relative to t0_
+    QCPGraph* graph = nullptr;       // memory_graph_ for banded_rank_
+  };
+  std::vector<RankCurve> rank_curves_;  // a tensor-parallel run's, by device; empty otherwise
+  uint32_t banded_rank_ = 0;
+  QCPLegend* memory_legend_ = nullptr;  // "rank 0", "rank 1" ... in the memory rect
   int64_t t0_ = 0;
   double t_end_ = 1;
   bool syncing_ = false;
@@ -140,6 +179,9 @@ class TimelineView : public ChartView {
   std::vector<BufferBand> bands_;      // drawn: all_bands_ while "Buffers" is on
   BufferPalette colors_;               // the run's plan, then the bands, as Breakdown colours them
   std::vector<QCPAbstractItem*> band_items_;
+  std::vector<QCPAbstractItem*> band_label_items_;  // the bands' names on the visible range
+  // Names the bands on their widest visible stretch (band_label_items_).
+  void labelBands(const TimeToPixel& map);
   QTableWidget* snapshot_ = nullptr;        // what is live at snapshot_t_
   QLabel* snapshot_title_ = nullptr;
   double snapshot_t_ = 0;
