@@ -1,8 +1,9 @@
 // Renders the main views offscreen into PNGs for the README and the user guide: builds a sample database with the
 // real CPU backends, opens the main window on it and grabs each tab.
-// Usage: attnscope_screenshots OUT_DIR
+// Usage: attnscope_screenshots OUT_DIR  (or OUT_DIR --stack DB: only the stack pictures, from DB)
 
 #include <QAction>
+#include <QComboBox>
 #include <QApplication>
 #include <QDir>
 #include <QFile>
@@ -27,6 +28,7 @@
 #include "ui/frontier_view.h"
 #include "ui/main_window.h"
 #include "ui/runs_panel.h"
+#include "ui/timeline_lanes.h"
 #include "ui/timeline_view.h"
 
 using namespace attnscope;
@@ -61,6 +63,32 @@ int64_t runTrainSweep(Store& store, BackendRegistry& registry, const std::string
   s.backends = {"cpu.reference", "cpu.flash"};
   s.warmup = 0;
   s.reps = 1;
+  SweepRunner runner(registry);
+  return RecordedSweep(store, s).run(runner, {}).sweep_id;
+}
+
+// A stack of attention layers in training (kind layer, layers 1, 2, 4) under every checkpoint, as
+// issue 23's sweep: what checkpointing buys across a stack, in the Memory view. Then 4 layers at
+// seq 1024 alone (six points, so each bar has room for its layers' names): the phases per layer in
+// Breakdown and the Timeline.
+int64_t runStackSweep(Store& store, BackendRegistry& registry, bool deep_only) {
+  SweepSpec s;
+  s.name = deep_only ? "stack of 4" : "stack";
+  setField(s.base, "kind", "layer");
+  setField(s.base, "pass", "train");
+  setField(s.base, "heads", "8");
+  setField(s.base, "head_dim", "64");
+  setField(s.base, "mask", "causal");
+  if (deep_only) {
+    setField(s.base, "layers", "4");
+    setField(s.base, "seq", "1024");
+    s.axes = {{"checkpoint", {"none", "attention", "layer"}}};
+  } else {
+    s.axes = {{"layers", {"1", "2", "4"}}, {"seq", {"512", "1024"}}, {"checkpoint", {"none", "attention", "layer"}}};
+  }
+  s.backends = {"cpu.flash", "cpu.reference"};
+  s.warmup = 1;
+  s.reps = 2;
   SweepRunner runner(registry);
   return RecordedSweep(store, s).run(runner, {}).sweep_id;
 }
@@ -148,6 +176,51 @@ bool grabTorchTimeline(ui::MainWindow& w, const QString& db, const QDir& out) {
   return grab(w, out.filePath("timeline-torch.png"));
 }
 
+// The stack sweep's Memory view (peak vs layers beside vs seq), and the Breakdown and Timeline of
+// the 4-layer sweep's cpu.reference run under checkpoint layer.
+bool grabStack(ui::MainWindow& w, const QString& db, int64_t stack, int64_t deep, const QDir& out) {
+  w.runsPanel()->selectSweep(stack);
+  w.showSweeps({stack});
+  bool ok = true;
+  w.tabs()->setCurrentIndex(0);
+  ok &= grab(w, out.filePath("memory-stack.png"));
+  w.runsPanel()->selectSweep(deep);
+  w.showSweeps({deep});
+  {
+    Store store(db.toStdString(), StoreMode::read);
+    for (const RunResult& r : store.runs(deep))
+      if (r.backend == "cpu.reference" && r.spec.checkpoint == Checkpoint::layer) w.runsPanel()->selectRun(deep, r.id);
+  }
+  w.tabs()->setCurrentIndex(3);
+  ok &= grab(w, out.filePath("breakdown-stack.png"));
+  // The Timeline zoomed to the first timed pass: each layer's forward, then the backward from L4
+  // down with each layer's recompute, its steps lane by lane.
+  w.tabs()->setCurrentIndex(4);
+  for (auto* t : w.findChildren<ui::TimelineView*>()) {
+    settle();
+    for (int k = 0; k < 400 && t->loading(); ++k) {
+      QApplication::processEvents();
+      QThread::msleep(50);
+    }
+    const std::vector<TraceEvent> events = Store(db.toStdString(), StoreMode::read).events(t->runBox()->currentData().toLongLong());
+    int64_t t0 = INT64_MAX;
+    for (const TraceEvent& e : events) t0 = std::min(t0, e.start_ns);
+    for (const ui::PassRange& pass : ui::passRanges(events, 1))
+      if (pass.kind == ui::PassRange::Kind::rep) {
+        const double span = static_cast<double>(pass.end_ns - pass.start_ns);
+        t->setTimeRange(static_cast<double>(pass.start_ns - t0) - 0.02 * span, static_cast<double>(pass.end_ns - t0) + 0.02 * span);
+        // The snapshot at that pass's own peak.
+        MemoryPoint top{pass.start_ns, -1};
+        for (const MemoryPoint& p : t->memoryTimeline().curve())
+          if (p.t_ns >= pass.start_ns && p.t_ns <= pass.end_ns && p.bytes > top.bytes) top = p;
+        t->showSnapshot(static_cast<double>(top.t_ns - t0));
+        break;
+      }
+  }
+  ok &= grab(w, out.filePath("timeline-stack.png"));
+  return ok;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -164,9 +237,19 @@ int main(int argc, char** argv) {
   }
   const QDir out(QString::fromLocal8Bit(argv[1]));
   QDir().mkpath(out.path());
+  if (argc == 4 && QString(argv[2]) == "--stack") {
+    // Only the stack's pictures, from a database whose sweeps 1 and 2 are runStackSweep's (or the
+    // CLI's `sweep --kind layer --layers 1,2,4 ...` and `--layers 4 --seq 1024`): to look again
+    // without running them again.
+    ui::MainWindow w(QString::fromLocal8Bit(argv[3]));
+    w.setInteractive(false);
+    w.resize(1680, 1000);
+    w.show();
+    return grabStack(w, QString::fromLocal8Bit(argv[3]), 1, 2, out) ? 0 : 1;
+  }
   QTemporaryDir tmp;
   const QString db = tmp.filePath("sample.sqlite");
-  int64_t dense = 0, causal = 0, train = 0, forward = 0;
+  int64_t dense = 0, causal = 0, train = 0, forward = 0, stack = 0, deep = 0;
   {
     Store store(db.toStdString());
     BackendRegistry registry;
@@ -175,6 +258,8 @@ int main(int argc, char** argv) {
     forward = runTrainSweep(store, registry, "forward", "forward");
     causal = runSweep(store, registry, "width 64, causal", "causal");
     dense = runSweep(store, registry, "width 64, boolean mask per head", "dense");
+    stack = runStackSweep(store, registry, false);
+    deep = runStackSweep(store, registry, true);
   }
   ui::MainWindow w(db);
   w.setInteractive(false);
@@ -254,6 +339,7 @@ int main(int argc, char** argv) {
   ok &= grab(w, out.filePath("memory-dark.png"));
   for (QAction* a : w.menuBar()->findChildren<QAction*>())
     if (a->text() == QObject::tr("&Dark palette")) a->setChecked(false);
+  ok &= grabStack(w, db, stack, deep, out);
   ok &= grabTorchTimeline(w, db, out);
   return ok ? 0 : 1;
 }
