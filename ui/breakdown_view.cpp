@@ -239,7 +239,8 @@ void BreakdownView::rebuild() {
   table += "</table>";
   table += tr("<br>* live at the peak step '%1'<br>predicted peak %2, measured peak %3, gap %4")
                .arg(peak_step >= 0 ? QString::fromStdString(plan.stepName(peak_step)) : QStringLiteral("-"),
-                    QString::fromStdString(formatBytes(r->memory.predicted_peak)),
+                    r->memory.predicted_peak >= 0 ? QString::fromStdString(formatBytes(r->memory.predicted_peak))
+                                                  : tr("unknown (%1)").arg(QString::fromStdString(plan.unknown_reason)),
                     r->memory.measured_peak >= 0 ? QString::fromStdString(formatBytes(r->memory.measured_peak)) : QStringLiteral("-"),
                     r->memory.measured_peak >= 0 && r->memory.predicted_peak >= 0
                         ? QString::fromStdString(formatBytes(r->memory.measured_peak - r->memory.predicted_peak))

@@ -1,6 +1,7 @@
 // Renders the main views offscreen into PNGs for the README and the user guide: builds a sample database with the
 // real CPU backends, opens the main window on it and grabs each tab.
-// Usage: attnscope_screenshots OUT_DIR  (or OUT_DIR --stack DB: only the stack pictures, from DB)
+// Usage: attnscope_screenshots OUT_DIR  (or OUT_DIR --stack DB: only the stack pictures, from DB; or
+// OUT_DIR --tp DB: a tensor-parallel run R1's Breakdown and Timeline)
 
 #include <QAction>
 #include <QComboBox>
@@ -246,6 +247,31 @@ int main(int argc, char** argv) {
     w.resize(1680, 1000);
     w.show();
     return grabStack(w, QString::fromLocal8Bit(argv[3]), 1, 2, out) ? 0 : 1;
+  }
+  if (argc == 4 && QString(argv[2]) == "--tp") {
+    // A tensor-parallel run from the CLI (`run --kind layer --backend torch.cpu.auto --tp 2 ...`,
+    // run R1 of sweep S1 in DB): its Timeline (a curve and lanes per rank) and Breakdown.
+    const QString tp_db = QString::fromLocal8Bit(argv[3]);
+    ui::MainWindow w(tp_db);
+    w.setInteractive(false);
+    w.resize(1680, 1000);
+    w.show();
+    w.runsPanel()->selectSweep(1);
+    w.showSweeps({1});
+    w.runsPanel()->selectRun(1, 1);
+    bool ok = true;
+    w.tabs()->setCurrentIndex(3);
+    ok &= grab(w, out.filePath("breakdown-tp.png"));
+    w.tabs()->setCurrentIndex(4);
+    for (auto* t : w.findChildren<ui::TimelineView*>()) {
+      settle();
+      for (int k = 0; k < 400 && t->loading(); ++k) {
+        QApplication::processEvents();
+        QThread::msleep(50);
+      }
+    }
+    ok &= grab(w, out.filePath("timeline-tp.png"));
+    return ok ? 0 : 1;
   }
   QTemporaryDir tmp;
   const QString db = tmp.filePath("sample.sqlite");
