@@ -40,44 +40,43 @@ int64_t RowMatrix::cols() const {
   return c;
 }
 
-void RowMatrix::read(int64_t r0, int64_t n, int64_t c0, int64_t nc, float* out, int64_t ld) const {
-  for (int64_t i = 0; i < n; ++i) {
-    const int64_t b = (r0 + i) / rows_per_batch, l = (r0 + i) % rows_per_batch;
-    int64_t col = 0;
-    for (const Part& p : parts) {
-      if (col >= c0 + nc) break;
-      if (col + p.heads * p.d <= c0) {
-        col += p.heads * p.d;
-        continue;
-      }
-      for (int64_t h = 0; h < p.heads; ++h, col += p.d) {
-        const int64_t lo = std::max(col, c0), hi = std::min(col + p.d, c0 + nc);
-        if (lo < hi)
-          toFloat(dtype, p.base, ((b * p.heads + h) * rows_per_batch + l) * p.d + (lo - col), hi - lo,
-                  out + i * ld + (lo - c0));
-      }
+namespace {
+
+// Calls f(part, element, column, count) for each run of element (i, c0 .. c0 + nc) of the
+// matrix that lies in one head of one part: `element` indexes that part's tensor, `column` is the
+// run's first column less c0.
+template <typename F>
+void forEachRun(const RowMatrix& m, int64_t row, int64_t c0, int64_t nc, F&& f) {
+  const int64_t b = row / m.rows_per_batch, l = row % m.rows_per_batch;
+  int64_t col = 0;
+  for (const RowMatrix::Part& p : m.parts) {
+    if (col >= c0 + nc) break;
+    if (col + p.heads * p.d <= c0) {
+      col += p.heads * p.d;
+      continue;
+    }
+    for (int64_t h = 0; h < p.heads; ++h, col += p.d) {
+      const int64_t lo = std::max(col, c0), hi = std::min(col + p.d, c0 + nc);
+      if (lo < hi) f(p, ((b * p.heads + h) * m.rows_per_batch + l) * p.d + (lo - col), lo - c0, hi - lo);
     }
   }
 }
 
+}  // namespace
+
+void RowMatrix::read(int64_t r0, int64_t n, int64_t c0, int64_t nc, float* out, int64_t ld) const {
+  for (int64_t i = 0; i < n; ++i)
+    forEachRun(*this, r0 + i, c0, nc, [&](const Part& p, int64_t at, int64_t col, int64_t count) {
+      toFloat(dtype, p.base, at, count, out + i * ld + col);
+    });
+}
+
 void RowMatrix::readBits(int64_t r0, int64_t n, int64_t c0, int64_t nc, uint16_t* out, int64_t ld) const {
   for (int64_t i = 0; i < n; ++i) {
-    const int64_t b = (r0 + i) / rows_per_batch, l = (r0 + i) % rows_per_batch;
     uint16_t* row = out + i * ld;
-    int64_t col = 0;
-    for (const Part& p : parts) {
-      if (col >= c0 + nc) break;
-      if (col + p.heads * p.d <= c0) {
-        col += p.heads * p.d;
-        continue;
-      }
-      for (int64_t h = 0; h < p.heads; ++h, col += p.d) {
-        const int64_t lo = std::max(col, c0), hi = std::min(col + p.d, c0 + nc);
-        if (lo < hi)
-          std::memcpy(row + (lo - c0), p.base + (((b * p.heads + h) * rows_per_batch + l) * p.d + (lo - col)) * 2,
-                      static_cast<size_t>(hi - lo) * 2);
-      }
-    }
+    forEachRun(*this, r0 + i, c0, nc, [&](const Part& p, int64_t at, int64_t col, int64_t count) {
+      std::memcpy(row + col, p.base + at * 2, static_cast<size_t>(count) * 2);
+    });
     std::fill(row + nc, row + ld, uint16_t{0});
   }
 }
