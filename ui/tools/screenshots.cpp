@@ -101,6 +101,15 @@ void settle() {
   }
 }
 
+// settle(), then wait (at most 20 s) for a Timeline's trace to load on its pool thread.
+void settleTimeline(ui::TimelineView* t) {
+  settle();
+  for (int k = 0; k < 400 && t->loading(); ++k) {
+    QApplication::processEvents();
+    QThread::msleep(50);
+  }
+}
+
 bool grab(QWidget& w, const QString& file) {
   settle();
   // The Timeline and the Breakdown's phases load on a pool thread: wait for them (at most 20 s).
@@ -156,11 +165,7 @@ bool grabTorchTimeline(ui::MainWindow& w, const QString& db, const QDir& out) {
   for (int i = 0; i < w.tabs()->count(); ++i)
     if (auto* t = qobject_cast<ui::TimelineView*>(w.tabs()->widget(i))) {
       w.tabs()->setCurrentIndex(i);
-      settle();
-      for (int k = 0; k < 400 && t->loading(); ++k) {
-        QApplication::processEvents();
-        QThread::msleep(50);
-      }
+      settleTimeline(t);
       // The profiled call: from the first allocation to the last event, a little either side.
       const std::vector<TraceEvent> events = Store(db.toStdString(), StoreMode::read).events(run);
       int64_t t0 = INT64_MAX, first = INT64_MAX, last = 0;
@@ -198,11 +203,7 @@ bool grabStack(ui::MainWindow& w, const QString& db, int64_t stack, int64_t deep
   // down with each layer's recompute, its steps lane by lane.
   w.tabs()->setCurrentIndex(4);
   for (auto* t : w.findChildren<ui::TimelineView*>()) {
-    settle();
-    for (int k = 0; k < 400 && t->loading(); ++k) {
-      QApplication::processEvents();
-      QThread::msleep(50);
-    }
+    settleTimeline(t);
     const std::vector<TraceEvent> events = Store(db.toStdString(), StoreMode::read).events(t->runBox()->currentData().toLongLong());
     int64_t t0 = INT64_MAX;
     for (const TraceEvent& e : events) t0 = std::min(t0, e.start_ns);
@@ -264,11 +265,7 @@ int main(int argc, char** argv) {
     ok &= grab(w, out.filePath("breakdown-tp.png"));
     w.tabs()->setCurrentIndex(4);
     for (auto* t : w.findChildren<ui::TimelineView*>()) {
-      settle();
-      for (int k = 0; k < 400 && t->loading(); ++k) {
-        QApplication::processEvents();
-        QThread::msleep(50);
-      }
+      settleTimeline(t);
     }
     ok &= grab(w, out.filePath("timeline-tp.png"));
     return ok ? 0 : 1;
