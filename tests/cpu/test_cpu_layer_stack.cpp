@@ -228,7 +228,9 @@ TEST(CpuLayerStack, CheckpointingOrdersThePeakAcrossAStack) {
       }
       EXPECT_LT(peak[2], peak[1]) << b->id() << " layers " << n;
       EXPECT_LE(peak[1], peak[0]) << b->id() << " layers " << n;
-      if (b->id() == "cpu.reference") EXPECT_LT(peak[1], peak[0]) << "P is freed by checkpoint attention";
+      if (b->id() == "cpu.reference") {
+        EXPECT_LT(peak[1], peak[0]) << "P is freed by checkpoint attention";
+      }
     }
 }
 
