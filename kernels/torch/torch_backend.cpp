@@ -302,10 +302,9 @@ MemoryPlan TorchBackend::plan(const WorkloadSpec& spec) const {
   auto r = TorchProbe::instance().result();
   if (!r) return MemoryPlan::unknown("still checking the Python for torch");
   if (!r->problem.empty()) return MemoryPlan::unknown(r->problem);
-  // The explainer models SDPA's forward; autograd's saved tensors and gradients, and a layer's
-  // projections, are measured only.
-  if (spec.kind == WorkloadKind::layer)
-    return MemoryPlan::unknown("no prediction for torch's layer (measured only: the explainer models SDPA alone)");
+  // The explainer models SDPA's forward; a layer's forward is its projections' tensors around it
+  // (per rank with tp); autograd's saved tensors and gradients are measured only.
+  if (spec.kind == WorkloadKind::layer) return predictTorchLayer(spec, r->hello, onCuda(), kernel_);
   if (spec.pass == Pass::train) return MemoryPlan::unknown("no prediction for torch's backward (measured only)");
   return predictTorch(spec, r->hello, onCuda(), kernel_).plan;
 }

@@ -2,6 +2,8 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <cstdint>
+#include <algorithm>
 
 #include "core/torch_dispatch/sdpa_explain.h"
 
@@ -97,6 +99,84 @@ TorchPrediction predictTorch(const WorkloadSpec& spec, const TorchHello& hello, 
     p.hint = "torch would refuse " + kernel + ": " + f.verdict.torch_message;
     p.plan = MemoryPlan::unknown("the explainer predicts torch refuses forced " + kernel + " (" + f.verdict.rule + ")");
   }
+  return p;
+}
+
+MemoryPlan predictTorchLayer(const WorkloadSpec& spec, const TorchHello& hello, bool cuda, const std::string& kernel) {
+  if (spec.pass == Pass::train) return MemoryPlan::unknown("no prediction for torch's layer backward (measured only)");
+  if (spec.layers > 1) return MemoryPlan::unknown("no prediction for a stack of torch layers (measured only)");
+  if (cuda) return MemoryPlan::unknown("no prediction for torch's layer on a GPU yet (measured only)");
+  const int64_t tp = std::max<int64_t>(1, spec.tp);
+  if (tp > 1 && maskIsTensor(spec.mask) && spec.mask_layout == MaskLayout::per_head)
+    return MemoryPlan::unknown("no prediction for a per-head mask over tensor-parallel ranks (measured only)");
+  // The rank's attention: its heads, its share of the worker's threads.
+  WorkloadSpec rank = spec;
+  rank.kind = WorkloadKind::attention;
+  rank.tp = 1;
+  rank.tp_comm = TpComm::allreduce;
+  rank.heads = spec.heads / tp;
+  rank.kv_heads = spec.kvHeads() / tp;
+  rank.width = 0;
+  rank.head_dim = spec.headDim();
+  if (!spec.scale) rank.scale = spec.effectiveScale();
+  TorchHello per_rank = hello;
+  per_rank.threads = std::max(1, hello.threads / static_cast<int>(tp));
+  const TorchPrediction sdpa = predictTorch(rank, per_rank, cuda, kernel);
+  if (!sdpa.plan.known) return sdpa.plan;
+
+  const int64_t elem = bytesPerElement(spec.dtype), B = spec.batch, L = spec.seq_q, D = spec.headDim();
+  const int64_t E = spec.width > 0 ? spec.width : spec.heads * D, R = B * L;
+  const int64_t rows = (rank.heads + 2 * rank.kv_heads) * D, hd = rank.heads * D;
+  const bool gather = tp > 1 && spec.tp_comm == TpComm::gather;
+  MemoryPlan p;
+  p.addStep("inputs");
+  std::vector<size_t> to_end;
+  auto whole = [&](const std::string& name, int64_t bytes, BufferRole role) {
+    to_end.push_back(p.buffers.size());
+    p.add(name, bytes, 0, 0, role);
+  };
+  whole("x", R * E * elem, BufferRole::input);
+  whole("w_qkv", rows * E * elem, BufferRole::input);
+  whole("b_qkv", rows * elem, BufferRole::input);
+  whole("w_o", E * (gather ? spec.heads * D : hd) * elem, BufferRole::input);
+  whole("b_o", E * elem, BufferRole::input);
+  if (maskIsTensor(spec.mask)) whole("mask", spec.maskBytes(), BufferRole::mask);
+  const int qkv_step = p.addStep("qkv_proj");
+  const size_t qkv = p.buffers.size();
+  p.add("qkv", R * rows * elem, qkv_step, qkv_step, BufferRole::workspace);
+  // The SDPA call's steps after its inputs, its buffers but its q, k, v (views of qkv) and mask.
+  const int first = p.stepCount();
+  for (int s = 1; s < sdpa.plan.stepCount(); ++s) p.addStep("attention: " + sdpa.plan.steps[static_cast<size_t>(s)]);
+  size_t output = SIZE_MAX;
+  bool heads_first = false;
+  for (const PlannedBuffer& b : sdpa.plan.buffers) {
+    if (b.first_step == 0) continue;  // q, k, v, the mask: the layer's own buffers above
+    p.add(b.name, b.bytes, first + b.first_step - 1, first + b.last_step - 1, b.role);
+    if (b.role == BufferRole::output) {
+      output = p.buffers.size() - 1;
+      heads_first = b.name.find("[B,L,H") == std::string::npos;  // flash writes [B,L,H,D], math [B,H,L,D]
+    }
+  }
+  if (output == SIZE_MAX) return MemoryPlan::unknown("the explainer's plan of the rank's SDPA call names no output");
+  // q, k, v are views of qkv, held by the layer's call to its end.
+  to_end.push_back(qkv);
+  int64_t merged = heads_first ? R * hd * elem : 0;  // o [B,H,L,D] merged to [B,L,H D]: a copy
+  if (gather) {
+    const int comm = p.addStep("comm (all_gather of the heads)");
+    p.add("gathered heads", R * spec.heads * D * elem, comm, comm, BufferRole::workspace);
+    merged = R * spec.heads * D * elem;  // the gathered heads, [B,H,L,D], merged
+  }
+  const int out = p.addStep("out_proj");
+  if (gather) p.buffers.back().last_step = out;
+  p.buffers[output].last_step = out;
+  if (merged > 0) p.add("merged heads", merged, out, out, BufferRole::workspace);
+  p.add("y", R * E * elem, out, out, BufferRole::output);
+  if (tp > 1 && !gather) {
+    const int comm = p.addStep("comm (all_reduce of y)");
+    p.buffers.back().last_step = comm;
+  }
+  for (size_t i : to_end) p.buffers[i].last_step = p.stepCount() - 1;
+  p.buffers.back().last_step = p.stepCount() - 1;  // y, the output, to the end
   return p;
 }
 
