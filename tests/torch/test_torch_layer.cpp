@@ -68,8 +68,13 @@ TEST_F(TorchLayer, ForwardAndTrainMatchTheFloat64Check) {
       ASSERT_EQ(r.status, RunStatus::ok);
       EXPECT_TRUE(r.accuracy.checked);
       EXPECT_TRUE(r.accuracy.passed()) << r.accuracy.max_abs_error << " > " << r.accuracy.tolerance;
-      EXPECT_FALSE(r.plan.known);  // measured only
-      EXPECT_FALSE(r.plan.unknown_reason.empty());
+      if (s.pass == Pass::train) {
+        EXPECT_FALSE(r.plan.known);  // measured only
+        EXPECT_FALSE(r.plan.unknown_reason.empty());
+      } else {  // the forward is predicted (predictTorchLayer), here on odd shapes, GQA, a width
+        ASSERT_TRUE(r.plan.known) << r.plan.unknown_reason;
+        EXPECT_NEAR(static_cast<double>(r.memory.measured_peak), static_cast<double>(r.memory.predicted_peak), 64.0 * 1024);
+      }
       EXPECT_GT(r.memory.measured_peak, 0);
       if (b->kernel() != "auto") {
         EXPECT_EQ(r.facts["torch.ran"], b->kernel());
