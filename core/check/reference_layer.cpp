@@ -304,12 +304,6 @@ Accuracy checkLayer(const WorkloadSpec& s, const HostInputs& in, const std::vect
 
 namespace {
 
-std::vector<float> floatsOf(const HostTensor& t) {
-  std::vector<float> out(static_cast<size_t>(t.elements()));
-  for (int64_t i = 0; i < t.elements(); ++i) out[static_cast<size_t>(i)] = t.at(i);
-  return out;
-}
-
 // Values the execution held in the dtype, stored back in it (exact: they were rounded to it).
 HostTensor tensorOf(DType dtype, const std::vector<float>& values, std::vector<int64_t> shape) {
   HostTensor t = HostTensor::zeros(dtype, std::move(shape));
@@ -352,18 +346,19 @@ Accuracy checkStack(const WorkloadSpec& s, const HostInputs& in, const std::vect
   Accuracy worst;
   std::string worstProblem;
   int64_t checked = 0, total = 0;
+  // One layer's inputs, the mask copied once (a per-head mask can be the largest tensor).
+  HostInputs layer;
+  layer.mask = in.mask;
+  layer.additive_mask = in.additive_mask;
   for (size_t l = 0; l < n; ++l) {
-    HostInputs layer;
     layer.x = l == 0 ? in.x : (*mid)[l].x;
     const HostInputs::WeightsOf w = in.weights(static_cast<int64_t>(l));
     layer.w_qkv = *w.w_qkv;
     layer.b_qkv = *w.b_qkv;
     layer.w_o = *w.w_o;
     layer.b_o = *w.b_o;
-    layer.mask = in.mask;
-    layer.additive_mask = in.additive_mask;
     if (train) layer.g = l + 1 == n ? in.g : tensorOf(s.dtype, (*grads)[l + 1].dx, xs);
-    const std::vector<float> layer_y = l + 1 == n ? y : floatsOf((*mid)[l + 1].x);
+    const std::vector<float> layer_y = l + 1 == n ? y : floats((*mid)[l + 1].x);
     std::string problem;
     const Accuracy a = checkLayer(one, layer, layer_y, train ? &(*grads)[l] : nullptr, &(*mid)[l], cancel, &problem,
                                   depth);
