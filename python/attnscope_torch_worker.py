@@ -580,10 +580,8 @@ class Worker:
             raise Unsupported("tp %d needs %d GPUs (one rank per device); torch sees %d" % (
                 tp, tp, torch.cuda.device_count()))
         threads = max(1, torch.get_num_threads() // tp)
-        # A fresh group for every tp load: ranks kept from an earlier load measured the next
-        # load's peak short (the earlier load's tensors freed inside the profiled call: 43.5 MiB
-        # for a 49.5 MiB point, the second of a sweep), so the ranks' start is paid per point.
-        self.stop_ranks()
+        if self.group is not None and not self.group.matches(tp, device_type, threads):
+            self.stop_ranks()
         if self.group is None:
             self.group = attnscope_torch_ranks.RankGroup(tp, device_type, threads, float(req.get("timeout", 600)))
         return attnscope_torch_ranks.Ranked(self.group, req)
