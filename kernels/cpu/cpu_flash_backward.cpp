@@ -5,6 +5,7 @@
 #include <limits>
 #include <numbers>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/spec/mask.h"
@@ -17,39 +18,67 @@ namespace {
 
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
-// One worker's tiles, carved out of one tracked float buffer (64-byte aligned parts). q, g, o: a
-// query tile in fp32; qp, gp: Q and dO of the tile packed as a right-hand side; kt, vt: K^T and V^T
-// of a key tile packed; kk: K of the key tile packed as a right-hand side; s: P; dp: dP then dS;
-// t: P^T or dS^T; dq: the query tile's dQ accumulator.
+// bf16 workloads on a variant with bf16 products (avx512_bf16, amx_bf16) run the five products
+// on bf16 pairs with fp32 accumulation, as the forward does and as torch's CPU flash backward
+// does: Q, K, V and dO as stored, P and dS rounded to bf16 for the products that read them.
+bool backwardPairs(const WorkloadSpec& s, const TileKernels& kn) {
+  return kn.gemm_pairs != nullptr && s.dtype == DType::bf16;
+}
+
+// One worker's tiles, carved out of one tracked float buffer (64-byte aligned parts). fp32
+// products: q, g, o: a query tile in fp32; qp, gp: Q and dO of the tile packed as a right-hand
+// side; kt, vt: K^T and V^T of a key tile packed; kk: K of the key tile packed as a right-hand
+// side; t: P^T or dS^T. bf16 pairs: q16, g16: Q and dO rows (even-padded); qpp, gpp: Q and dO
+// packed in pairs as a right-hand side; ktp, vtp, kkp: K^T, V^T and K of the key tile in pairs;
+// r16: P or dS rounded (rows even-padded); t16: its transpose. Both: s: P; dp: dP then dS; dq: the
+// query tile's dQ accumulator; g, o: for delta.
 struct BackwardTiles {
-  int64_t bq = 0, bk = 0, d = 0;
+  bool pairs = false;
+  int64_t bq = 0, bk = 0, d = 0, d2 = 0, bq2 = 0, bk2 = 0;
   int64_t q = 0, g = 0, o = 0, delta = 0, lse = 0, qp = 0, gp = 0, kt = 0, vt = 0, kk = 0, s = 0, dp = 0, t = 0,
-          dq = 0, floats = 0;
+          dq = 0, q16 = 0, g16 = 0, qpp = 0, gpp = 0, ktp = 0, vtp = 0, kkp = 0, r16 = 0, t16 = 0, floats = 0;
 
   static BackwardTiles of(const WorkloadSpec& spec, const TileKernels& kn) {
     BackwardTiles x;
+    x.pairs = backwardPairs(spec, kn);
     x.bq = std::min(kBackwardQueryTile, spec.seq_q);
     x.bk = std::min(kBackwardKeyTile, spec.seqKv());
     x.d = spec.headDim();
+    x.d2 = (x.d + 1) / 2 * 2;
+    x.bq2 = (x.bq + 1) / 2 * 2;
+    x.bk2 = (x.bk + 1) / 2 * 2;
     int64_t at = 0;
     auto take = [&](int64_t n) {
       const int64_t here = at;
       at += (n + 15) / 16 * 16;
       return here;
     };
-    x.q = take(x.bq * x.d);
+    auto halves = [&](int64_t n) { return take((n + 1) / 2); };  // n bf16 values
     x.g = take(x.bq * x.d);
     x.o = take(x.bq * x.d);
     x.delta = take(x.bq);
     x.lse = take(x.bq);
-    x.qp = take(kn.packedFloats(x.bq, x.d));
-    x.gp = take(kn.packedFloats(x.bq, x.d));
-    x.kt = take(kn.packedFloats(x.d, x.bk));
-    x.vt = take(kn.packedFloats(x.d, x.bk));
-    x.kk = take(kn.packedFloats(x.bk, x.d));
+    if (x.pairs) {
+      x.q16 = halves(x.bq * x.d2);
+      x.g16 = halves(x.bq * x.d2);
+      x.qpp = halves(kn.pair_elements(x.bq, x.d));
+      x.gpp = halves(kn.pair_elements(x.bq, x.d));
+      x.ktp = halves(kn.pair_elements(x.d, x.bk));
+      x.vtp = halves(kn.pair_elements(x.d, x.bk));
+      x.kkp = halves(kn.pair_elements(x.bk, x.d));
+      x.r16 = halves(x.bq * x.bk2);
+      x.t16 = halves(x.bk * x.bq2);
+    } else {
+      x.q = take(x.bq * x.d);
+      x.qp = take(kn.packedFloats(x.bq, x.d));
+      x.gp = take(kn.packedFloats(x.bq, x.d));
+      x.kt = take(kn.packedFloats(x.d, x.bk));
+      x.vt = take(kn.packedFloats(x.d, x.bk));
+      x.kk = take(kn.packedFloats(x.bk, x.d));
+      x.t = take(x.bk * x.bq);
+    }
     x.s = take(x.bq * x.bk);
     x.dp = take(x.bq * x.bk);
-    x.t = take(x.bk * x.bq);
     x.dq = take(x.bq * x.d);
     x.floats = at;
     return x;
@@ -95,20 +124,13 @@ class Backward {
         if (!sees(i0, nq, j0, nk)) continue;
         if (!loaded) {
           loadQueries(w, bh, i0, nq);
-          kn_.pack_b(DType::fp32, w + x_.q, D_, false, nq, D_, w + x_.qp);
-          kn_.pack_b(DType::fp32, w + x_.g, D_, false, nq, D_, w + x_.gp);
           fillRow(dq, nq * D_, 0.0f);
           loaded = true;
         }
-        packKeys(w, kv_first, j0, nk);
-        kn_.pack_b(s_.dtype, t_.k.data() + (kv_first + j0 * D_) * elem_, D_, false, nk, D_, w + x_.kk);
-        probsAndDs(w, bh, i0, nq, j0, nk);
-        // dV += P^T dO, dK += scale dS^T Q: the transposed tile is the left-hand side.
-        transpose(w + x_.s, nq, nk, w + x_.t);
-        kn_.gemmPacked(nk, D_, nq, 1.0f, w + x_.t, nq, w + x_.gp, 1.0f, dv + j0 * D_, D_);
-        transpose(w + x_.dp, nq, nk, w + x_.t);
-        kn_.gemmPacked(nk, D_, nq, scale_, w + x_.t, nq, w + x_.qp, 1.0f, dk + j0 * D_, D_);
-        kn_.gemmPacked(nq, D_, nk, scale_, w + x_.dp, nk, w + x_.kk, 1.0f, dq, D_);
+        if (x_.pairs)
+          pairProducts(w, bh, kv_first, i0, nq, j0, nk, dk, dv);
+        else
+          floatProducts(w, bh, kv_first, i0, nq, j0, nk, dk, dv);
       }
       // A query tile that sees no key has a zero gradient.
       if (!loaded) fillRow(dq, nq * D_, 0.0f);
@@ -146,17 +168,76 @@ class Backward {
     return false;
   }
 
-  void packKeys(float* w, int64_t kv_first, int64_t j0, int64_t nk) const {
+  // The five products of one (query tile, key tile) pair in fp32: K^T, V^T and K of the key tile
+  // packed (converted from the dtype), Q and dO as the tile's fp32 rows.
+  void floatProducts(float* w, int64_t bh, int64_t kv_first, int64_t i0, int64_t nq, int64_t j0, int64_t nk, float* dk,
+                     float* dv) const {
     const uint8_t* k = t_.k.data() + (kv_first + j0 * D_) * elem_;
     const uint8_t* v = t_.v.data() + (kv_first + j0 * D_) * elem_;
     kn_.pack_b(s_.dtype, k, D_, true, D_, nk, w + x_.kt);
     kn_.pack_b(s_.dtype, v, D_, true, D_, nk, w + x_.vt);
+    kn_.pack_b(s_.dtype, k, D_, false, nk, D_, w + x_.kk);
+    // Scores in base 2, so P = exp2(s - lse2) with the variant's exp2.
+    kn_.gemmPacked(nq, nk, D_, scale_ * std::numbers::log2e_v<float>, w + x_.q, D_, w + x_.kt, 0.0f, w + x_.s, nk);
+    kn_.gemmPacked(nq, nk, D_, 1.0f, w + x_.g, D_, w + x_.vt, 0.0f, w + x_.dp, nk);
+    probsAndDs(w, bh, i0, nq, j0, nk);
+    // dV += P^T dO, dK += scale dS^T Q: the transposed tile is the left-hand side.
+    transpose(w + x_.s, nq, nk, w + x_.t);
+    kn_.gemmPacked(nk, D_, nq, 1.0f, w + x_.t, nq, w + x_.gp, 1.0f, dv + j0 * D_, D_);
+    transpose(w + x_.dp, nq, nk, w + x_.t);
+    kn_.gemmPacked(nk, D_, nq, scale_, w + x_.t, nq, w + x_.qp, 1.0f, dk + j0 * D_, D_);
+    kn_.gemmPacked(nq, D_, nk, scale_, w + x_.dp, nk, w + x_.kk, 1.0f, dqTile(w), D_);
   }
 
-  // Q, dO and O of the query tile in fp32, delta_i = dO_i . O_i, and lse in base 2.
+  // The same five on bf16 pairs: K^T, V^T and K of the key tile packed in pairs as stored; P and
+  // dS rounded to bf16 (r16) and transposed (t16) for the products that read them.
+  void pairProducts(float* w, int64_t bh, int64_t kv_first, int64_t i0, int64_t nq, int64_t j0, int64_t nk, float* dk,
+                    float* dv) const {
+    const auto* k = reinterpret_cast<const uint16_t*>(t_.k.data()) + kv_first + j0 * D_;
+    const auto* v = reinterpret_cast<const uint16_t*>(t_.v.data()) + kv_first + j0 * D_;
+    kn_.pack_pairs(k, D_, true, D_, nk, bf16(w, x_.ktp));
+    kn_.pack_pairs(v, D_, true, D_, nk, bf16(w, x_.vtp));
+    kn_.pack_pairs(k, D_, false, nk, D_, bf16(w, x_.kkp));
+    kn_.gemm_pairs(nq, nk, D_, scale_ * std::numbers::log2e_v<float>, bf16(w, x_.q16), x_.d2, bf16(w, x_.ktp), 0.0f,
+                   w + x_.s, nk);
+    kn_.gemm_pairs(nq, nk, D_, 1.0f, bf16(w, x_.g16), x_.d2, bf16(w, x_.vtp), 0.0f, w + x_.dp, nk);
+    probsAndDs(w, bh, i0, nq, j0, nk);
+    uint16_t* r = bf16(w, x_.r16);
+    uint16_t* t = bf16(w, x_.t16);
+    roundRows(w + x_.s, nq, nk, r);
+    transposeBf16(r, nq, nk, t);
+    kn_.gemm_pairs(nk, D_, nq, 1.0f, t, x_.bq2, bf16(w, x_.gpp), 1.0f, dv + j0 * D_, D_);
+    roundRows(w + x_.dp, nq, nk, r);
+    transposeBf16(r, nq, nk, t);
+    kn_.gemm_pairs(nk, D_, nq, scale_, t, x_.bq2, bf16(w, x_.qpp), 1.0f, dk + j0 * D_, D_);
+    kn_.gemm_pairs(nq, D_, nk, scale_, r, x_.bk2, bf16(w, x_.kkp), 1.0f, dqTile(w), D_);
+  }
+
+  float* dqTile(float* w) const { return w + x_.dq; }
+  static uint16_t* bf16(float* w, int64_t at) { return reinterpret_cast<uint16_t*>(w + at); }
+
+  // rows x cols fp32 rounded to bf16 rows of x_.bk2 (the pad element zero, as the pair products
+  // read it).
+  void roundRows(const float* in, int64_t rows, int64_t cols, uint16_t* out) const {
+    for (int64_t r = 0; r < rows; ++r) {
+      kn_.round_bf16(in + r * cols, cols, out + r * x_.bk2);
+      if (cols % 2) out[r * x_.bk2 + cols] = 0;
+    }
+  }
+
+  // out (cols rows of x_.bq2) = in (rows x cols, rows of x_.bk2) transposed, the pad zero.
+  void transposeBf16(const uint16_t* in, int64_t rows, int64_t cols, uint16_t* out) const {
+    for (int64_t c = 0; c < cols; ++c) {
+      uint16_t* o = out + c * x_.bq2;
+      for (int64_t r = 0; r < rows; ++r) o[r] = in[r * x_.bk2 + c];
+      if (rows % 2) o[rows] = 0;
+    }
+  }
+
+  // The query tile: delta_i = dO_i . O_i and lse in base 2, and Q and dO as the products read
+  // them (fp32 rows packed as right-hand sides, or bf16 rows and pairs).
   void loadQueries(float* w, int64_t bh, int64_t i0, int64_t nq) const {
     const int64_t first = (bh * Lq_ + i0) * D_;
-    toFloat(s_.dtype, t_.q.data(), first, nq * D_, w + x_.q);
     toFloat(s_.dtype, t_.g.data(), first, nq * D_, w + x_.g);
     toFloat(s_.dtype, t_.o.data(), first, nq * D_, w + x_.o);
     for (int64_t r = 0; r < nq; ++r) {
@@ -165,15 +246,30 @@ class Backward {
       w[x_.delta + r] = delta;
       w[x_.lse + r] = lse_[bh * Lq_ + i0 + r] * std::numbers::log2e_v<float>;
     }
+    if (x_.pairs) {
+      const auto* q = reinterpret_cast<const uint16_t*>(t_.q.data()) + first;
+      const auto* g = reinterpret_cast<const uint16_t*>(t_.g.data()) + first;
+      for (auto [src, at] : {std::pair{q, x_.q16}, std::pair{g, x_.g16}}) {
+        uint16_t* rows = bf16(w, at);
+        for (int64_t r = 0; r < nq; ++r) {
+          std::copy(src + r * D_, src + (r + 1) * D_, rows + r * x_.d2);
+          if (D_ % 2) rows[r * x_.d2 + D_] = 0;
+        }
+      }
+      kn_.pack_pairs(q, D_, false, nq, D_, bf16(w, x_.qpp));
+      kn_.pack_pairs(g, D_, false, nq, D_, bf16(w, x_.gpp));
+      return;
+    }
+    toFloat(s_.dtype, t_.q.data(), first, nq * D_, w + x_.q);
+    kn_.pack_b(DType::fp32, w + x_.q, D_, false, nq, D_, w + x_.qp);
+    kn_.pack_b(DType::fp32, w + x_.g, D_, false, nq, D_, w + x_.gp);
   }
 
-  // s <- P and dp <- dS for the (query tile, key tile) pair; zero where a key is not visible.
+  // s (the scores in base 2) <- P and dp (dP) <- dS for the (query tile, key tile) pair; zero where
+  // a key is not visible.
   void probsAndDs(float* w, int64_t bh, int64_t i0, int64_t nq, int64_t j0, int64_t nk) const {
     float* s = w + x_.s;
     float* dp = w + x_.dp;
-    // Scores in base 2, so P = exp2(s - lse2) with the variant's exp2.
-    kn_.gemmPacked(nq, nk, D_, scale_ * std::numbers::log2e_v<float>, w + x_.q, D_, w + x_.kt, 0.0f, s, nk);
-    kn_.gemmPacked(nq, nk, D_, 1.0f, w + x_.g, D_, w + x_.vt, 0.0f, dp, nk);
     const bool dense = s_.mask.kind == MaskKind::dense, additive = s_.mask.kind == MaskKind::additive;
     const uint8_t* keep =
         dense ? t_.mask.data() + (s_.mask_layout == MaskLayout::per_head ? bh * Lq_ : 0) * Lkv_ : nullptr;

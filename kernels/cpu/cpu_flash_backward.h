@@ -12,7 +12,10 @@
 // GQA, else in fp32 buffers per query head ([B, H, Lkv, D] each, as torch's CPU backward expands
 // K and V's gradients), which a second step ("backward dK dV sum") sums over each group's heads in
 // head order and rounds to the dtype. No atomics, no locks, and every sum in one fixed order, so
-// the result does not depend on the threads. (Until 2026-12 a two-pass backward, dK dV per key
+// the result does not depend on the threads. bf16 on a variant with bf16 products (avx512_bf16,
+// amx_bf16) runs the five products on bf16 pairs with fp32 accumulation, Q, K, V and dO as stored
+// and P and dS rounded to bf16 where a product reads them (as torch's CPU flash backward does);
+// every other case runs them in fp32. (Until 2026-12 a two-pass backward, dK dV per key
 // tile then dQ per query tile, recomputed S and dP in the second pass: 7 products per pair;
 // docs/PERFORMANCE.md has both.) The price: the per-head fp32 buffers where they are needed, and
 // B x H tasks (fewer than the threads when B x H is small).

@@ -1,7 +1,7 @@
 // The bf16 pair products (tile_kernels_bf16.h), which only the avx512_bf16 variant runs in
 // hardware (vdpbf16ps; amx_bf16's AMX product is test_cpu_amx's). Checked twice: with a scalar
 // model of the instruction, on any CPU, both the kernels and cpu.flash's bf16 path built on them
-// (setTileKernelsForTesting); and with the real variant where this CPU has AVX512_BF16 (skipped
+// (setTileKernelsForTesting), forward and backward; and with the real variant where this CPU has AVX512_BF16 (skipped
 // with a message where it does not).
 
 #include <gtest/gtest.h>
@@ -176,6 +176,38 @@ INSTANTIATE_TEST_SUITE_P(
                       cputest::Shape{1, 1, 0, 97, 0, 256, b16, "causal", MaskLayout::broadcast, 6},
                       // tasks of several score blocks (125 rows each on this 5-row model)
                       cputest::Shape{1, 4, 0, 1100, 0, 64, b16, "causal", MaskLayout::broadcast, 8}));
+
+// The backward's bf16 path (the five products on pairs, P and dS rounded) on the model kernels:
+// dQ, dK, dV against float64 on odd tile edges (a query tile of 1, odd key tiles and head dims),
+// GQA (the per-head sums), every mask kind; the plan's tiles are the measured ones.
+class FlashTrainOnModel : public ::testing::TestWithParam<cputest::Shape> {};
+
+TEST_P(FlashTrainOnModel, GradientsMatchFloat64AndPlan) {
+  UseModel model;
+  auto backends = cputest::cpuBackends(2);
+  Backend& flash = *backends[1];
+  WorkloadSpec spec = cputest::specOf(GetParam());
+  spec.pass = Pass::train;
+  RunOptions opt;
+  opt.warmup = 0;
+  opt.reps = 1;
+  const RunResult r = runPoint(flash, spec, opt);
+  ASSERT_EQ(r.status, RunStatus::ok) << r.message;
+  EXPECT_TRUE(r.accuracy.passed()) << summary(spec) << ": max abs error " << r.accuracy.max_abs_error << " > "
+                                   << r.accuracy.tolerance;
+  EXPECT_EQ(r.memory.measured_peak, r.memory.predicted_peak) << summary(spec);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Bf16, FlashTrainOnModel,
+    ::testing::Values(cputest::Shape{1, 2, 0, 1, 0, 64, b16, "none", MaskLayout::broadcast, 1},
+                      cputest::Shape{2, 4, 2, 97, 0, 59, b16, "causal", MaskLayout::broadcast, 2},
+                      cputest::Shape{1, 1, 0, 131, 0, 1, b16, "window:20", MaskLayout::broadcast, 3},
+                      cputest::Shape{1, 2, 0, 129, 0, 128, b16, "block:32", MaskLayout::broadcast, 4},
+                      cputest::Shape{1, 2, 0, 65, 130, 64, b16, "none", MaskLayout::broadcast, 8},
+                      cputest::Shape{1, 4, 1, 70, 97, 8, b16, "dense:0.5", MaskLayout::per_head, 5},
+                      cputest::Shape{1, 2, 1, 33, 80, 59, b16, "additive:0.5", MaskLayout::broadcast, 6},
+                      cputest::Shape{1, 2, 0, 40, 70, 257, b16, "additive:0.5", MaskLayout::per_head, 7, DType::fp32}));
 
 }  // namespace
 }  // namespace attnscope::cpu

@@ -1,7 +1,8 @@
 // Both CPU backends with each kernel variant forced in turn (setCpuIsaOverride, as
 // ATTNSCOPE_CPU_ISA does), against the float64 reference on the awkward sizes: seq 1, 97, 1025;
 // head_dim 1, 8, 59, 64, 128, 256, 257, 320, 512; every mask kind (additive in q's dtype and fp32); GQA and MQA; every dtype. The measured peak
-// must still equal the plan, whose tile sizes depend on the variant. Variants this CPU lacks are
+// must still equal the plan, whose tile sizes depend on the variant; and cpu.flash's backward
+// (pass = train) on five of them per variant. Variants this CPU lacks are
 // compiled but skipped, with a message.
 
 #include <gtest/gtest.h>
@@ -96,6 +97,44 @@ INSTANTIATE_TEST_SUITE_P(Variants, CpuIsaAccuracy,
                          ::testing::Combine(::testing::ValuesIn(cpu::kAllCpuIsas), ::testing::Values(0, 1),
                                             ::testing::ValuesIn(kCases)),
                          caseName);
+
+// cpu.flash's backward (pass = train) with each variant forced: its products are the variant's
+// fp32 tiles, or bf16 pairs where the variant has them; dQ, dK, dV against float64 and the plan.
+const Case kTrainCases[] = {
+    {"causal_fp32_gqa_97_d59", {2, 4, 2, 97, 0, 59, f32, "causal", bcast, 31}},
+    {"none_bf16_lq65_lkv130_d128", {1, 2, 0, 65, 130, 128, b16, "none", bcast, 32}},
+    {"window9_bf16_mqa_77_d1", {1, 4, 1, 77, 0, 1, b16, "window:9", bcast, 33}},
+    {"dense05_fp16_perhead_97_d64", {1, 2, 0, 97, 0, 64, f16, "dense:0.5", per_head, 34}},
+    {"additive05_bf16_perhead_gqa_33_d257_mfp32", {1, 4, 2, 33, 80, 257, b16, "additive:0.5", per_head, 35, f32}},
+};
+
+class CpuIsaTrain : public ::testing::TestWithParam<std::tuple<CpuIsa, Case>> {};
+
+TEST_P(CpuIsaTrain, GradientsMatchFloat64ReferenceAndPlan) {
+  const auto& [isa, c] = GetParam();
+  if (!cpu::cpuSupports(isa))
+    GTEST_SKIP() << "variant " << cpu::toString(isa) << " is compiled but not run: this CPU lacks "
+                 << cpu::cpuIsaMissing(isa) << " (CPU features: " << cpu::cpuFeatureList() << ")";
+  ForcedIsa forced(isa);
+  auto backends = cputest::cpuBackends(2);
+  WorkloadSpec spec = specOf(c.shape);
+  spec.pass = Pass::train;
+  RunOptions opt;
+  opt.warmup = 0;
+  opt.reps = 1;
+  const RunResult r = runPoint(*backends[1], spec, opt);
+  ASSERT_EQ(r.status, RunStatus::ok) << r.message;
+  EXPECT_TRUE(r.accuracy.passed()) << cpu::toString(isa) << " " << summary(spec) << ": max abs error "
+                                   << r.accuracy.max_abs_error << " > " << r.accuracy.tolerance;
+  EXPECT_EQ(r.memory.measured_peak, r.memory.predicted_peak) << summary(spec);
+}
+
+INSTANTIATE_TEST_SUITE_P(Variants, CpuIsaTrain,
+                         ::testing::Combine(::testing::ValuesIn(cpu::kAllCpuIsas), ::testing::ValuesIn(kTrainCases)),
+                         [](const ::testing::TestParamInfo<std::tuple<CpuIsa, Case>>& info) {
+                           return std::string(cpu::toString(std::get<0>(info.param))) + "_" +
+                                  std::get<1>(info.param).name;
+                         });
 
 TEST(CpuIsaAccuracyTable, CoversTheAwkwardSizes) {
   std::set<std::string> masks;
