@@ -376,7 +376,7 @@ class Workload:
             out = checkpoint(self.sdpa, q, k, v, use_reentrant=False)
         else:
             out = self.sdpa(q, k, v)
-        (out * self.g).sum().backward()
+        out.backward(self.g)  # loss = sum(O * G): G is dL/dO, handed to autograd as it is
         # dQ of the folded q (torch 2.0) times the fold is dQ of the original q.
         self.grads = (q.grad * self.q_factor if self.q_factor != 1.0 else q.grad, k.grad, v.grad)
         return out.detach()
