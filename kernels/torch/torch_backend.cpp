@@ -302,11 +302,21 @@ MemoryPlan TorchBackend::plan(const WorkloadSpec& spec) const {
   auto r = TorchProbe::instance().result();
   if (!r) return MemoryPlan::unknown("still checking the Python for torch");
   if (!r->problem.empty()) return MemoryPlan::unknown(r->problem);
-  // The explainer models SDPA's forward; a layer's forward is its projections' tensors around it
-  // (per rank with tp); autograd's saved tensors and gradients are measured only.
+  // The explainer models SDPA's forward and, for leaves q, k, v, autograd's backward of it; a
+  // layer is its projections' tensors around the call (per rank with tp).
   if (spec.kind == WorkloadKind::layer) return predictTorchLayer(spec, r->hello, onCuda(), kernel_);
-  if (spec.pass == Pass::train) return MemoryPlan::unknown("no prediction for torch's backward (measured only)");
-  return predictTorch(spec, r->hello, onCuda(), kernel_).plan;
+  if (spec.pass == Pass::train && spec.checkpoint != Checkpoint::none)
+    return MemoryPlan::unknown("no prediction for torch's backward under checkpoint " + std::string(toString(spec.checkpoint)) +
+                               " (measured only)");
+  MemoryPlan p = predictTorch(spec, r->hello, onCuda(), kernel_).plan;
+  // The worker's G (out.backward(G)) is loaded with the inputs, not made when the backward starts.
+  if (spec.pass == Pass::train)
+    for (PlannedBuffer& b : p.buffers)
+      if (b.role == BufferRole::input && b.name.rfind("grad_output", 0) == 0) {
+        b.name = "G (grad_output)";
+        b.first_step = 0;
+      }
+  return p;
 }
 
 int64_t TorchBackend::memoryAvailable() const { return onCuda() ? -1 : hostMemoryAvailable(); }

@@ -33,15 +33,19 @@ struct TorchPrediction {
 // kernel: "auto" (torch's choice) or the forced one.
 TorchPrediction predictTorch(const WorkloadSpec& spec, const TorchHello& hello, bool cuda, const std::string& kernel);
 
-// One rank's memory for kind = layer, pass = forward, one layer, on the CPU (tp = 1: the whole
-// layer in one process), as measured on torch 2.15's CPU profiler: x, the rank's weights (its
+// One rank's memory for kind = layer on the CPU (tp = 1: the whole layer in one
+// process), as measured on torch 2.15's CPU profiler: x, the rank's weights of every layer (its
 // rows of w_qkv and b_qkv, its columns of w_o; with tp_comm gather the whole w_o), b_o, the mask
-// tensor, the fused projection's output qkv [B, L, (H + 2 Hkv) D / tp] (q, k, v are views of it),
-// then the SDPA call of the rank's heads as the explainer predicts it (its own q, k, v left out)
-// with its output kept to the end, a merged copy of that output where it is [B, H, L, D] (math),
-// with gather the all-gathered heads [B, H, L, D] and their merged copy, and y [B, L, E]. The
-// threads of a rank are the worker's divided by tp. Anything else (train, stacks, GPUs, a
-// per-head mask split over ranks) is MemoryPlan::unknown with the reason.
+// tensor; then per layer the fused projection's output qkv [B, L, (H + 2 Hkv) D / tp] (q, k, v
+// are views of it), the SDPA call of the rank's heads as the explainer predicts it (its own q, k,
+// v left out) with its output kept to the layer's end, a merged copy of that output where it is
+// [B, H, L, D] (math), with gather the all-gathered heads [B, H, L, D] and their merged copy, and
+// y [B, L, E], which is the next layer's input and lives until that layer returns. The threads of
+// a rank are the worker's divided by tp. Pass train through the flash kernel, without
+// checkpointing and with tp_comm allreduce, is the forward's saved tensors of every layer, then
+// layer by layer from the last the backward's buffers (predictTorchLayerTrain). Anything else
+// (the math kernel's backward, checkpointing, gather's backward, GPUs, a per-head mask split over
+// ranks) is MemoryPlan::unknown with the reason.
 MemoryPlan predictTorchLayer(const WorkloadSpec& spec, const TorchHello& hello, bool cuda, const std::string& kernel);
 
 }  // namespace attnscope::torch

@@ -112,4 +112,23 @@ inline pid_t parentOf(pid_t pid) {
   return static_cast<pid_t>(ppid);
 }
 
+// A torch run's measured peak against its predicted one: within `tolerance` either way (the
+// profiler's scalar tensors), except that with bf16 or fp16 the CPU flash backward's GEMMs
+// (cpublas through oneDNN) allocate scratch inside the kernel that the explainer leaves out: one
+// block of 17-134 KiB per GEMM call, growing with the keys (measured on torch 2.15, Zen 4: +27 KiB
+// at H4 D8 L64 S80, +131 KiB at S600, +450 KiB = 2.7 % at H8 D64 L1024). There the measured peak
+// may exceed the plan by up to 192 KiB + 4 % more: a bound on what is not modelled, stated in
+// docs/TORCH_WORKER.md, not a fit. Returns the difference, measured - predicted.
+inline int64_t expectPeakAsPredicted(const RunResult& r, const WorkloadSpec& s, int64_t tolerance) {
+  EXPECT_TRUE(r.plan.known) << r.plan.unknown_reason;
+  EXPECT_GT(r.memory.predicted_peak, 0);
+  const int64_t diff = r.memory.measured_peak - r.memory.predicted_peak;
+  auto ran = r.facts.find("torch.ran");
+  const bool scratch = s.pass == Pass::train && s.dtype != DType::fp32 && ran != r.facts.end() && ran->second == "flash";
+  EXPECT_GE(diff, -tolerance) << "measured " << r.memory.measured_peak << " predicted " << r.memory.predicted_peak;
+  EXPECT_LE(diff, tolerance + (scratch ? 192 * 1024 + r.memory.predicted_peak / 25 : 0))
+      << "measured " << r.memory.measured_peak << " predicted " << r.memory.predicted_peak;
+  return diff;
+}
+
 }  // namespace attnscope::torchtest
