@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <bit>
 #include <chrono>
 #include <cmath>
 #include <limits>
@@ -14,6 +15,7 @@
 
 #include "core/backend/backend.h"
 #include "kernels/cpu/cpu_blas.h"
+#include "kernels/cpu/cpu_isa.h"
 #include "kernels/cpu/dtype_rows.h"
 #include "kernels/cpu/softmax_math.h"
 #include "kernels/cpu/task_pool.h"
@@ -73,6 +75,70 @@ TEST(DTypeRows, RoundTripEveryDType) {
     std::vector<float> back(values.size());
     toFloat(d, storage.data(), 3, static_cast<int64_t>(values.size()), back.data(), 2.0f);
     for (size_t i = 0; i < values.size(); ++i) EXPECT_EQ(back[i], 2.0f * roundTo(d, values[i])) << toString(d);
+  }
+}
+
+// fp16 rows convert through F16C from the avx2 variant up and through core's portable
+// conversions on the baseline: the same bits for every half and every float that is not a NaN
+// (a NaN stays a NaN), odd lengths included so the vector body and its tail both run.
+TEST(DTypeRows, Fp16ConversionsAgreeAcrossVariants) {
+  if (!cpuSupports(CpuIsa::avx2)) GTEST_SKIP() << "this CPU lacks avx2/f16c (" << cpuIsaMissing(CpuIsa::avx2) << ")";
+  std::vector<uint16_t> halves(65536 + 5);
+  for (size_t i = 0; i < halves.size(); ++i) halves[i] = static_cast<uint16_t>(i * 40503u);  // odd: every half once
+  std::vector<float> floats;
+  for (uint32_t bits : {0x00000000u, 0x80000000u, 0x00000001u, 0x807fffffu, 0x33000000u, 0x33000001u, 0x337fffffu,
+                        0x38800000u, 0x387fffffu, 0x38801000u, 0x38802000u, 0x477fefffu, 0x477ff000u, 0x477fe000u,
+                        0x7f800000u, 0xff800000u, 0x7fc00000u, 0xffc00001u, 0x7f800001u, 0x3f801000u, 0x3f803000u})
+    floats.push_back(std::bit_cast<float>(bits));
+  uint32_t x = 12345u;
+  for (int i = 0; i < 200003; ++i) {  // random bit patterns over the whole float range
+    x = x * 1664525u + 1013904223u;
+    floats.push_back(std::bit_cast<float>(x));
+  }
+  for (uint32_t e = 0x30000000u; e < 0x48000000u; e += 0x00123457u) floats.push_back(std::bit_cast<float>(e));
+
+  struct Out {
+    std::vector<float> to, added;
+    std::vector<uint16_t> from;
+  };
+  auto convert = [&](CpuIsa isa) {
+    setCpuIsaOverride(isa);
+    Out o;
+    const int64_t nh = static_cast<int64_t>(halves.size()) - 3, nf = static_cast<int64_t>(floats.size());
+    o.to.resize(static_cast<size_t>(nh));
+    toFloat(DType::fp16, reinterpret_cast<const uint8_t*>(halves.data()), 3, nh, o.to.data(), 0.5f);
+    o.added.assign(static_cast<size_t>(nh), 1.0f);
+    addToFloat(DType::fp16, reinterpret_cast<const uint8_t*>(halves.data()), 3, nh, o.added.data(), 2.0f);
+    o.from.resize(static_cast<size_t>(nf) + 1);
+    fromFloat(DType::fp16, floats.data(), nf, reinterpret_cast<uint8_t*>(o.from.data()), 1);
+    setCpuIsaOverride(std::nullopt);
+    return o;
+  };
+  const Out want = convert(CpuIsa::baseline);
+  for (CpuIsa isa : kAllCpuIsas) {
+    if (isa == CpuIsa::baseline || !cpuSupports(isa)) continue;
+    const Out got = convert(isa);
+    int bad = 0;
+    for (size_t i = 0; i < want.to.size() && bad < 5; ++i) {
+      const bool nan = std::isnan(want.to[i]);
+      if (nan ? !std::isnan(got.to[i]) || !std::isnan(got.added[i])
+              : std::bit_cast<uint32_t>(got.to[i]) != std::bit_cast<uint32_t>(want.to[i]) ||
+                    std::bit_cast<uint32_t>(got.added[i]) != std::bit_cast<uint32_t>(want.added[i])) {
+        ADD_FAILURE() << toString(isa) << ": half 0x" << std::hex << halves[i + 3] << " gives " << got.to[i] << " / "
+                      << got.added[i] << ", baseline " << want.to[i] << " / " << want.added[i];
+        ++bad;
+      }
+    }
+    for (size_t i = 0; i < floats.size() && bad < 5; ++i) {
+      const uint16_t w = want.from[i + 1], g = got.from[i + 1];
+      const bool nan = std::isnan(floats[i]);
+      const bool half_nan = (g & 0x7c00u) == 0x7c00u && (g & 0x3ffu) != 0;
+      if (nan ? !half_nan || (g & 0x8000u) != (w & 0x8000u) : g != w) {
+        ADD_FAILURE() << toString(isa) << ": float bits 0x" << std::hex << std::bit_cast<uint32_t>(floats[i])
+                      << " gives half 0x" << g << ", baseline 0x" << w;
+        ++bad;
+      }
+    }
   }
 }
 
