@@ -7,6 +7,7 @@
 #include "kernels/cpu/dtype_rows.h"
 #include "kernels/cpu/row_blocks.h"
 #include "kernels/cpu/tile_kernels.h"
+#include "kernels/cpu/transpose.h"
 
 namespace attnscope::cpu {
 namespace {
@@ -130,10 +131,7 @@ void referenceBackward(const WorkloadSpec& s, RunTensors& t, Buffer<float>& prob
                float* dk = rows[w].data();
                float* dv = dk + kb.rows * D;
                // Columns j0..j0+n of one head's [Lq, Lkv] tensor as n rows of Lq.
-               auto transpose = [&](const float* m) {
-                 for (int64_t i = 0; i < Lq; ++i)
-                   for (int64_t c = 0; c < n; ++c) T[c * Lq + i] = m[i * Lkv + j0 + c];
-               };
+               auto transpose = [&](const float* m) { transposeBlocked(m + j0, Lq, n, Lkv, T, Lq); };
                for (int64_t g = 0; g < group; ++g) {
                  const int64_t bh = b * H + kvh * group + g;
                  const float beta = g == 0 ? 0.0f : 1.0f;

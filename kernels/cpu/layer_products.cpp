@@ -5,6 +5,7 @@
 
 #include "kernels/cpu/dtype_rows.h"
 #include "kernels/cpu/tile_kernels.h"
+#include "kernels/cpu/transpose.h"
 
 namespace attnscope::cpu {
 namespace {
@@ -229,11 +230,9 @@ void runWeightGradientPairs(const WeightGradient& g, int64_t rows, const WeightG
                ctx.throwIfCancelled();
                const int64_t cn = std::min(s.chunk, rows - r0), cn2 = (cn + 1) / 2 * 2;
                g.a->readBits(r0, cn, m0, mm, ac, mm);
-               for (int64_t i = 0; i < mm; ++i) {
-                 uint16_t* row = at + i * cn2;
-                 for (int64_t r = 0; r < cn; ++r) row[r] = ac[r * mm + i];
-                 if (cn2 > cn) row[cn] = 0;
-               }
+               transposeBlocked(ac, cn, mm, mm, at, cn2);
+               if (cn2 > cn)
+                 for (int64_t i = 0; i < mm; ++i) at[i * cn2 + cn] = 0;
                if (sums)
                  for (int64_t i = 0; i < mm; ++i)
                    for (int64_t r = 0; r < cn; ++r) db[i] += bf16ToFloat(at[i * cn2 + r]);
@@ -273,8 +272,7 @@ void runWeightGradient(const WeightGradient& g, int64_t rows, RunContext& ctx, T
                ctx.throwIfCancelled();
                const int64_t cn = std::min(s.chunk, rows - r0);
                g.a->read(r0, cn, m0, mm, ac, mm);
-               for (int64_t r = 0; r < cn; ++r)
-                 for (int64_t i = 0; i < mm; ++i) at[i * cn + r] = ac[r * mm + i];
+               transposeBlocked(ac, cn, mm, mm, at, cn);
                if (sums)
                  for (int64_t i = 0; i < mm; ++i)
                    for (int64_t r = 0; r < cn; ++r) db[i] += at[i * cn + r];

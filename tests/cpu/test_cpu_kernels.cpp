@@ -19,6 +19,7 @@
 #include "kernels/cpu/dtype_rows.h"
 #include "kernels/cpu/softmax_math.h"
 #include "kernels/cpu/task_pool.h"
+#include "kernels/cpu/transpose.h"
 
 namespace attnscope::cpu {
 namespace {
@@ -139,6 +140,33 @@ TEST(DTypeRows, Fp16ConversionsAgreeAcrossVariants) {
         ++bad;
       }
     }
+  }
+}
+
+// Awkward shapes around the 32 x 32 blocks, strides wider than the matrices: every element lands
+// transposed, and what lies between out's rows (its padding) is never written.
+TEST(Transpose, BlockedMatchesTheDefinition) {
+  for (auto [rows, cols] : {std::pair<int64_t, int64_t>{1, 1}, {1, 70}, {70, 1}, {31, 32}, {32, 33}, {33, 65}, {64, 128},
+                            {257, 100}}) {
+    const int64_t ldi = cols + 3, ldo = rows + 5;
+    std::vector<float> in(static_cast<size_t>(rows * ldi)), out(static_cast<size_t>(cols * ldo), -7.0f);
+    for (size_t i = 0; i < in.size(); ++i) in[i] = static_cast<float>(i);
+    std::vector<uint16_t> in16(in.size()), out16(out.size(), 0xbeef);
+    for (size_t i = 0; i < in.size(); ++i) in16[i] = static_cast<uint16_t>(i * 7u);
+    transposeBlocked(in.data(), rows, cols, ldi, out.data(), ldo);
+    transposeBlocked(in16.data(), rows, cols, ldi, out16.data(), ldo);
+    int bad = 0;
+    for (int64_t c = 0; c < cols && bad < 5; ++c)
+      for (int64_t r = 0; r < ldo && bad < 5; ++r) {
+        const size_t o = static_cast<size_t>(c * ldo + r), i = static_cast<size_t>(r * ldi + c);
+        const float want = r < rows ? in[i] : -7.0f;
+        const uint16_t want16 = r < rows ? in16[i] : uint16_t{0xbeef};
+        if (out[o] != want || out16[o] != want16) {
+          ADD_FAILURE() << rows << " x " << cols << ": out(" << c << ", " << r << ") = " << out[o] << " / " << out16[o]
+                        << ", want " << want << " / " << want16;
+          ++bad;
+        }
+      }
   }
 }
 
