@@ -24,6 +24,14 @@ constexpr int64_t kRowBlock = 48;
 // Weight gradients: blocks of the result, and rows of the sum per step.
 constexpr int64_t kWeightBlock = 256;
 constexpr int64_t kWeightChunk = 256;
+// Row products on fp32 rows: the packed weight's columns per task hold at most this many floats
+// (1 MiB, half of a 2 MiB L2), so a block is read from memory once and reused by every row block
+// of the task. Measured on the Xeon model 207 (docs/PERFORMANCE.md): 48 x 1024 by 1024 x 3072,
+// one thread, 69-100 GFLOP/s with the whole weight streamed per row block, 164-168 with a
+// 1024 x 256 block that stays in L2.
+constexpr int64_t kWeightBlockFloats = 256 * 1024;
+// Tasks per worker to aim for, so the dynamic hand-out evens out the blocks.
+constexpr int64_t kTasksPerWorker = 2;
 
 }  // namespace
 
@@ -82,6 +90,25 @@ void RowMatrix::readBits(int64_t r0, int64_t n, int64_t c0, int64_t nc, uint16_t
   }
 }
 
+void RowMatrix::write(int64_t r0, int64_t n, int64_t c0, int64_t nc, const float* in, int64_t ld) const {
+  for (int64_t i = 0; i < n; ++i)
+    forEachRun(*this, r0 + i, c0, nc, [&](const Part& p, int64_t at, int64_t col, int64_t count) {
+      fromFloat(dtype, in + i * ld + col, count, p.base, at);
+    });
+}
+
+std::vector<RowMatrix::Segment> RowMatrix::fp32Segments(int64_t r0, int64_t n) const {
+  std::vector<Segment> out;
+  const int64_t b = r0 / rows_per_batch, l = r0 % rows_per_batch;
+  if (dtype != DType::fp32 || n <= 0 || (r0 + n - 1) / rows_per_batch != b) return out;
+  int64_t k0 = 0;
+  for (const Part& p : parts)
+    for (int64_t h = 0; h < p.heads; ++h, k0 += p.d)
+      out.push_back({reinterpret_cast<const float*>(p.base) + ((b * p.heads + h) * rows_per_batch + l) * p.d, p.d, k0,
+                     p.d});
+  return out;
+}
+
 void RowMatrix::write(int64_t r0, int64_t n, const float* in, int64_t ld) const {
   for (int64_t i = 0; i < n; ++i) {
     const int64_t b = (r0 + i) / rows_per_batch, l = (r0 + i) % rows_per_batch;
@@ -99,16 +126,29 @@ RowProduct::Shape RowProduct::Shape::of(int64_t rows, int64_t k, int64_t n, int 
   Shape s;
   s.rows = rows;
   s.block = std::min(kRowBlock, rows);
-  s.tasks = (rows + s.block - 1) / s.block;
-  s.workers = static_cast<int>(std::clamp<int64_t>(s.tasks, 1, threads));
+  const int64_t row_blocks = (rows + s.block - 1) / s.block;
   s.pairs = usesPairs(dtype);
-  // bf16 with vdpbf16ps: the weight packed in pairs and A's rows as their bf16 bits (each row
-  // padded to an even length), in float units; else both as fp32.
   s.k2 = (k + 1) / 2 * 2;
   s.packed = s.pairs ? (kn.pair_elements(k, n) + 1) / 2 : kn.packedFloats(k, n);
+  if (s.pairs) {
+    // bf16 with vdpbf16ps: the weight packed in pairs and A's rows as their bf16 bits (each row
+    // padded to an even length), in float units; each task a row block over every column.
+    s.cols = n;
+    s.row_groups = row_blocks;
+  } else {
+    // Column blocks of whole strips within the L2 budget; row groups enough to keep every
+    // worker busy when there are few column blocks.
+    const int64_t strips = (n + kn.nr - 1) / kn.nr;
+    const int64_t per_block = std::clamp<int64_t>(kWeightBlockFloats / std::max<int64_t>(k, 1) / kn.nr, 1, strips);
+    s.col_blocks = (strips + per_block - 1) / per_block;
+    s.cols = std::min(per_block * kn.nr, n);
+    s.row_groups = std::clamp<int64_t>((kTasksPerWorker * threads + s.col_blocks - 1) / s.col_blocks, 1, row_blocks);
+  }
+  s.tasks = s.col_blocks * s.row_groups;
+  s.workers = static_cast<int>(std::clamp<int64_t>(s.tasks, 1, threads));
   const int64_t a_rows = s.pairs ? (s.block * s.k2 + 1) / 2 : s.block * k;
-  // A's rows, the result's rows, the bias as float.
-  s.scratch = pad16(a_rows) + pad16(s.block * n) + pad16(n);
+  // A's rows, the result's rows (a column block of them), the bias as float.
+  s.scratch = pad16(a_rows) + pad16(s.block * s.cols) + pad16(s.cols);
   return s;
 }
 
@@ -143,26 +183,42 @@ void runRowProduct(const RowProduct& p, int64_t rows, RunContext& ctx, TaskPool&
            &ctx);
   auto scratch = perWorker(ctx.allocator(), s.workers, s.scratch, p.name + " rows");
   const int64_t a_floats = s.pairs ? (s.block * s.k2 + 1) / 2 : s.block * k;
+  const int64_t row_blocks = (rows + s.block - 1) / s.block;
   pool.run(s.tasks, s.workers,
            [&](int w, int64_t t) {
              float* a = scratch[w].data();
              float* c = a + pad16(a_floats);
-             float* bias = c + pad16(s.block * n);
-             const int64_t r0 = t * s.block, m = std::min(s.block, rows - r0);
-             if (s.pairs) {
-               uint16_t* a16 = reinterpret_cast<uint16_t*>(a);
-               p.a->readBits(r0, m, 0, k, a16, s.k2);
-               kn.gemm_pairs(m, n, k, 1.0f, a16, s.k2, pairs, 0.0f, c, n);
-             } else {
-               p.a->read(r0, m, 0, k, a, k);
-               kn.gemmPacked(m, n, k, 1.0f, a, k, packed.data(), 0.0f, c, n);
+             float* bias = c + pad16(s.block * s.cols);
+             // Task t: column block t / row_groups over its share of the row blocks.
+             const int64_t cb = t / s.row_groups, g = t % s.row_groups;
+             const int64_t n0 = cb * s.cols, nn = std::min(s.cols, n - n0);
+             if (p.bias) toFloat(dtype, p.bias, n0, nn, bias);
+             for (int64_t rb = g * row_blocks / s.row_groups; rb < (g + 1) * row_blocks / s.row_groups; ++rb) {
+               ctx.throwIfCancelled();
+               const int64_t r0 = rb * s.block, m = std::min(s.block, rows - r0);
+               if (s.pairs) {
+                 uint16_t* a16 = reinterpret_cast<uint16_t*>(a);
+                 p.a->readBits(r0, m, 0, k, a16, s.k2);
+                 kn.gemm_pairs(m, n, k, 1.0f, a16, s.k2, pairs, 0.0f, c, n);
+               } else {
+                 // Strip j of the packed weight starts at j * nr * k floats, its row p at p * nr
+                 // more. fp32 A is read in place, head by head (one run when it is plain rows);
+                 // else converted to fp32 rows (once per column block).
+                 const float* strips0 = packed.data() + n0 * k;
+                 std::vector<RowMatrix::Segment> segments = p.a->fp32Segments(r0, m);
+                 if (segments.empty()) {
+                   p.a->read(r0, m, 0, k, a, k);
+                   segments.push_back({a, k, 0, k});
+                 }
+                 for (const RowMatrix::Segment& sg : segments)
+                   kn.gemm(m, nn, sg.d, 1.0f, sg.rows, sg.ld, strips0 + sg.k0 * kn.nr, kn.nr, k * kn.nr,
+                           sg.k0 == 0 ? 0.0f : 1.0f, c, s.cols);
+               }
+               if (p.bias)
+                 for (int64_t i = 0; i < m; ++i)
+                   for (int64_t j = 0; j < nn; ++j) c[i * s.cols + j] += bias[j];
+               p.out->write(r0, m, n0, nn, c, s.cols);
              }
-             if (p.bias) {
-               toFloat(dtype, p.bias, 0, n, bias);
-               for (int64_t i = 0; i < m; ++i)
-                 for (int64_t j = 0; j < n; ++j) c[i * n + j] += bias[j];
-             }
-             p.out->write(r0, m, c, n);
            },
            &ctx);
 }

@@ -43,11 +43,24 @@ struct RowMatrix {
   void readBits(int64_t r0, int64_t n, int64_t c0, int64_t nc, uint16_t* out, int64_t ld) const;
   // Element (r0 + i, j) = in[i * ld + j] rounded to the dtype, for i < n and every column j.
   void write(int64_t r0, int64_t n, const float* in, int64_t ld) const;
+  // Element (r0 + i, c0 + j) = in[i * ld + j] rounded to the dtype, for i < n, j < nc.
+  void write(int64_t r0, int64_t n, int64_t c0, int64_t nc, const float* in, int64_t ld) const;
+  // fp32 only: rows r0 .. r0 + n as the runs of columns each head stores contiguously, so a
+  // product reads them in place: run i is columns [k0, k0 + d) at `rows`, rows ld floats apart.
+  // Empty when the dtype is not fp32 or the rows cross a batch (then each head's rows are apart).
+  struct Segment {
+    const float* rows;
+    int64_t ld, k0, d;
+  };
+  std::vector<Segment> fp32Segments(int64_t r0, int64_t n) const;
 };
 
 // out = a * op(w) + bias: a is R x K, w a stored weight (transposed: stored N rows of K, as
 // nn.Linear's weight; else K rows of N), bias N values or none. The weight is packed once for
-// all tasks; each task computes a block of rows.
+// all tasks. On fp32 rows each task is one block of the weight's columns, small enough to stay
+// in L2 (kWeightBlockFloats), over a group of row blocks: the weight is read from memory once,
+// where tasks of whole-width row blocks streamed all of it per 48 rows. On bf16 pairs each task
+// is one block of rows over every column.
 struct RowProduct {
   const RowMatrix* a = nullptr;
   const uint8_t* w = nullptr;
@@ -64,6 +77,9 @@ struct RowProduct {
 
   struct Shape {
     int64_t rows = 0, block = 0, tasks = 0, packed = 0, scratch = 0, k2 = 0;  // sizes in floats
+    // Columns per task (a whole number of strips, or n) and how many such blocks; row groups
+    // per column block (tasks = col_blocks * row_groups). Pairs: one column block of n.
+    int64_t cols = 0, col_blocks = 1, row_groups = 0;
     int workers = 0;
     bool pairs = false;
     static Shape of(int64_t rows, int64_t k, int64_t n, int threads, DType dtype);
