@@ -1,6 +1,6 @@
 #pragma once
 // Row operations of the softmax. rowMax, exp2Shifted and scaleRow forward to the active kernel
-// variant (tile_kernels.h: explicit AVX2 code on AVX2 and AVX-512 CPUs, plain loops on baseline
+// variant (tile_kernels.h: explicit AVX2 code on AVX2 CPUs, AVX-512 on AVX-512 ones, plain loops on baseline
 // x86-64); the backends call the variant's functions directly, these are for everyone else.
 
 #include <cstdint>

@@ -74,8 +74,8 @@ void packAvx(attnscope::DType dtype, const void* src, int64_t ld, bool transpose
   packScalar<V>(dtype, src, ld, true, k, full_rows, strips * NR, 0, k, n, out);      // row tail and padding
 }
 
-// The softmax rows on 8 lanes (the avx512 variant uses them too: they are a small share of the
-// time next to the products).
+// The softmax rows on 8 lanes (the avx512 variants have their own on 16, softmax_avx512.h, with
+// the same exp2 lane for lane).
 inline __m256 exp2Avx(__m256 x) {
   const __m256 underflow = _mm256_cmp_ps(x, _mm256_set1_ps(-126.0f), _CMP_LT_OQ);
   x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-126.0f)), _mm256_set1_ps(127.0f));

@@ -36,11 +36,12 @@ struct Vec {
 
 #include "kernels/cpu/tile_kernels_impl.h"
 #include "kernels/cpu/tile_kernels_avx.h"
+#include "kernels/cpu/softmax_avx512.h"
 
 }  // namespace
 
 const TileKernels kTileKernelsAvx512 = {CpuIsa::avx512, "avx512f", kNr<Vec>, Vec::kMr, packAvx<Vec>, gemmStrips<Vec>,
-                                 rowMaxAvx, exp2ShiftedAvx, scaleRowAvx, nullptr, nullptr, nullptr, nullptr};
+                                 rowMaxAvx512, exp2ShiftedAvx512, scaleRowAvx512, nullptr, nullptr, nullptr, nullptr};
 
 }  // namespace attnscope::cpu
 

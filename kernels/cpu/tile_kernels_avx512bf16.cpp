@@ -46,12 +46,13 @@ struct Vec {
 
 #include "kernels/cpu/tile_kernels_impl.h"
 #include "kernels/cpu/tile_kernels_avx.h"
+#include "kernels/cpu/softmax_avx512.h"
 #include "kernels/cpu/tile_kernels_bf16.h"
 
 }  // namespace
 
 const TileKernels kTileKernelsAvx512Bf16 = {CpuIsa::avx512_bf16, "avx512f+avx512_bf16", kNr<Vec>, Vec::kMr,
-                                           packAvx<Vec>, gemmStrips<Vec>, rowMaxAvx, exp2ShiftedAvx, scaleRowAvx,
+                                           packAvx<Vec>, gemmStrips<Vec>, rowMaxAvx512, exp2ShiftedAvx512, scaleRowAvx512,
                                            packedPairElements<Vec>, packPairs<Vec>, gemmPairs<Vec>, roundToBf16};
 
 }  // namespace attnscope::cpu

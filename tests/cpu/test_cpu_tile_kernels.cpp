@@ -126,6 +126,37 @@ TEST_P(TileKernelsTest, SoftmaxRowsMatchLibm) {
   }
 }
 
+// The wide variants' softmax rows against avx2's: every exp2 element and every row max bit for bit
+// (the same operations lane for lane), the sums within their order of addition; every length
+// from 0 to 70 (each tail of 16 and of 8 lanes) and some long rows.
+TEST_P(TileKernelsTest, SoftmaxRowsAgreeWithAvx2BitForBit) {
+  if (GetParam() == CpuIsa::avx2 || GetParam() == CpuIsa::baseline) GTEST_SKIP() << "avx2 itself, or no exp2 lanes";
+  ASSERT_TRUE(cpuSupports(CpuIsa::avx2));
+  const TileKernels& g = kernels();
+  const TileKernels& ref = tileKernels(CpuIsa::avx2);
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> dist(-200.0f, 40.0f);
+  std::vector<int64_t> lengths;
+  for (int64_t n = 0; n <= 70; ++n) lengths.push_back(n);
+  for (int64_t n : {255, 256, 1023, 4097}) lengths.push_back(n);
+  for (int64_t n : lengths) {
+    std::vector<float> in(static_cast<size_t>(n));
+    for (float& x : in) x = dist(rng);
+    if (n > 3) in[2] = -std::numeric_limits<float>::infinity();
+    if (n > 5) in[5] = -126.0f;
+    ASSERT_EQ(g.row_max(in.data(), n), ref.row_max(in.data(), n)) << n;
+    std::vector<float> out(in.size()), want(in.size());
+    const float sum = g.exp2_shifted(in.data(), out.data(), n, 3.0f, 0.7f);
+    const float want_sum = ref.exp2_shifted(in.data(), want.data(), n, 3.0f, 0.7f);
+    for (int64_t j = 0; j < n; ++j) ASSERT_EQ(out[j], want[j]) << n << " " << j << " in " << in[j];
+    EXPECT_NEAR(sum, want_sum, 1e-6f * want_sum) << n;
+    std::vector<float> x = in, y = in;
+    g.scale_row(x.data(), n, 0.37f);
+    ref.scale_row(y.data(), n, 0.37f);
+    for (int64_t j = 0; j < n; ++j) ASSERT_EQ(x[j], y[j]) << n << " " << j;
+  }
+}
+
 std::string variantName(const ::testing::TestParamInfo<CpuIsa>& info) { return std::string(toString(info.param)); }
 
 INSTANTIATE_TEST_SUITE_P(Variants, TileKernelsTest, ::testing::ValuesIn(kAllCpuIsas), variantName);
