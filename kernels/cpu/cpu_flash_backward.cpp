@@ -28,14 +28,14 @@ bool backwardPairs(const WorkloadSpec& s, const TileKernels& kn) {
 // One worker's tiles, carved out of one tracked float buffer (64-byte aligned parts). fp32
 // products: q, g, o: a query tile in fp32; qp, gp: Q and dO of the tile packed as a right-hand
 // side; kt, vt: K^T and V^T of a key tile packed; kk: K of the key tile packed as a right-hand
-// side; t: P^T or dS^T. bf16 pairs: q16, g16: Q and dO rows (even-padded); qpp, gpp: Q and dO
+// side (P^T and dS^T need no copy: gemm_at reads P and dS transposed). bf16 pairs: q16, g16: Q and dO rows (even-padded); qpp, gpp: Q and dO
 // packed in pairs as a right-hand side; ktp, vtp, kkp: K^T, V^T and K of the key tile in pairs;
 // r16: P or dS rounded (rows even-padded); t16: its transpose. Both: s: P; dp: dP then dS; dq: the
 // query tile's dQ accumulator; g, o: for delta.
 struct BackwardTiles {
   bool pairs = false;
   int64_t bq = 0, bk = 0, d = 0, d2 = 0, bq2 = 0, bk2 = 0;
-  int64_t q = 0, g = 0, o = 0, delta = 0, lse = 0, qp = 0, gp = 0, kt = 0, vt = 0, kk = 0, s = 0, dp = 0, t = 0,
+  int64_t q = 0, g = 0, o = 0, delta = 0, lse = 0, qp = 0, gp = 0, kt = 0, vt = 0, kk = 0, s = 0, dp = 0,
           dq = 0, q16 = 0, g16 = 0, qpp = 0, gpp = 0, ktp = 0, vtp = 0, kkp = 0, r16 = 0, t16 = 0, floats = 0;
 
   static BackwardTiles of(const WorkloadSpec& spec, const TileKernels& kn) {
@@ -75,7 +75,6 @@ struct BackwardTiles {
       x.kt = take(kn.packedFloats(x.d, x.bk));
       x.vt = take(kn.packedFloats(x.d, x.bk));
       x.kk = take(kn.packedFloats(x.bk, x.d));
-      x.t = take(x.bk * x.bq);
     }
     x.s = take(x.bq * x.bk);
     x.dp = take(x.bq * x.bk);
@@ -181,11 +180,10 @@ class Backward {
     kn_.gemmPacked(nq, nk, D_, scale_ * std::numbers::log2e_v<float>, w + x_.q, D_, w + x_.kt, 0.0f, w + x_.s, nk);
     kn_.gemmPacked(nq, nk, D_, 1.0f, w + x_.g, D_, w + x_.vt, 0.0f, w + x_.dp, nk);
     probsAndDs(w, bh, i0, nq, j0, nk);
-    // dV += P^T dO, dK += scale dS^T Q: the transposed tile is the left-hand side.
-    transpose(w + x_.s, nq, nk, w + x_.t);
-    kn_.gemmPacked(nk, D_, nq, 1.0f, w + x_.t, nq, w + x_.gp, 1.0f, dv + j0 * D_, D_);
-    transpose(w + x_.dp, nq, nk, w + x_.t);
-    kn_.gemmPacked(nk, D_, nq, scale_, w + x_.t, nq, w + x_.qp, 1.0f, dk + j0 * D_, D_);
+    // dV += P^T dO, dK += scale dS^T Q: P and dS are the left-hand sides read transposed in place
+    // (gemm_at; until 2026-12 a transposed copy of each, 0.7 ns per element).
+    kn_.gemmPackedAt(nk, D_, nq, 1.0f, w + x_.s, nk, w + x_.gp, 1.0f, dv + j0 * D_, D_);
+    kn_.gemmPackedAt(nk, D_, nq, scale_, w + x_.dp, nk, w + x_.qp, 1.0f, dk + j0 * D_, D_);
     kn_.gemmPacked(nq, D_, nk, scale_, w + x_.dp, nk, w + x_.kk, 1.0f, dqTile(w), D_);
   }
 
@@ -297,12 +295,6 @@ class Backward {
       const float delta = w[x_.delta + r];
       for (int64_t j = 0; j < nk; ++j) drow[j] = srow[j] * (drow[j] - delta);
     }
-  }
-
-  // out (cols x rows) = in (rows x cols) transposed.
-  static void transpose(const float* in, int64_t rows, int64_t cols, float* out) {
-    for (int64_t r = 0; r < rows; ++r)
-      for (int64_t c = 0; c < cols; ++c) out[c * rows + r] = in[r * cols + c];
   }
 
   const WorkloadSpec& s_;

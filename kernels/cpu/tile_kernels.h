@@ -32,6 +32,11 @@ struct TileKernels {
   // strip_stride = k * nr; see packed()). beta 0 never reads C, so it may hold anything.
   void (*gemm)(int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda, const float* b, int64_t ldb,
                int64_t strip_stride, float beta, float* c, int64_t ldc);
+  // The same with A given transposed: a holds A^T, k rows of m floats lda apart (element (i, p)
+  // of A at a[p * lda + i]), as P and dS are when the backward needs P^T dO and dS^T Q: no
+  // transposed copy, the micro-kernel reads the rows' values of each step side by side.
+  void (*gemm_at)(int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda, const float* b,
+                  int64_t ldb, int64_t strip_stride, float beta, float* c, int64_t ldc);
 
   // The softmax rows, as specified in softmax_math.h (which forwards to the active variant).
   float (*row_max)(const float* x, int64_t n);
@@ -54,6 +59,12 @@ struct TileKernels {
   void gemmPacked(int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda, const float* packed,
                   float beta, float* c, int64_t ldc) const {
     gemm(m, n, k, alpha, a, lda, packed, nr, k * nr, beta, c, ldc);
+  }
+
+  // gemm_at on what pack_b wrote: C = alpha * A * B + beta * C with A^T in a (k x m, stride lda).
+  void gemmPackedAt(int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda, const float* packed,
+                    float beta, float* c, int64_t ldc) const {
+    gemm_at(m, n, k, alpha, a, lda, packed, nr, k * nr, beta, c, ldc);
   }
 
   // A row-major fp32 B (k x n, row stride ldb) already is in strips when n is a whole number of

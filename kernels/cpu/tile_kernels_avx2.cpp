@@ -38,7 +38,7 @@ struct Vec {
 
 }  // namespace
 
-const TileKernels kTileKernelsAvx2 = {CpuIsa::avx2, "avx2+fma+f16c", kNr<Vec>, Vec::kMr, packAvx<Vec>, gemmStrips<Vec>,
+const TileKernels kTileKernelsAvx2 = {CpuIsa::avx2, "avx2+fma+f16c", kNr<Vec>, Vec::kMr, packAvx<Vec>, gemmStrips<Vec>, gemmStrips<Vec, true>,
                                  rowMaxAvx, exp2ShiftedAvx, scaleRowAvx, nullptr, nullptr, nullptr, nullptr};
 
 }  // namespace attnscope::cpu

@@ -40,7 +40,7 @@ struct Vec {
 
 }  // namespace
 
-const TileKernels kTileKernelsAvx512 = {CpuIsa::avx512, "avx512f", kNr<Vec>, Vec::kMr, packAvx<Vec>, gemmStrips<Vec>,
+const TileKernels kTileKernelsAvx512 = {CpuIsa::avx512, "avx512f", kNr<Vec>, Vec::kMr, packAvx<Vec>, gemmStrips<Vec>, gemmStrips<Vec, true>,
                                  rowMaxAvx512, exp2ShiftedAvx512, scaleRowAvx512, nullptr, nullptr, nullptr, nullptr};
 
 }  // namespace attnscope::cpu

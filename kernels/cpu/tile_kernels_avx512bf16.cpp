@@ -52,7 +52,7 @@ struct Vec {
 }  // namespace
 
 const TileKernels kTileKernelsAvx512Bf16 = {CpuIsa::avx512_bf16, "avx512f+avx512_bf16", kNr<Vec>, Vec::kMr,
-                                           packAvx<Vec>, gemmStrips<Vec>, rowMaxAvx512, exp2ShiftedAvx512, scaleRowAvx512,
+                                           packAvx<Vec>, gemmStrips<Vec>, gemmStrips<Vec, true>, rowMaxAvx512, exp2ShiftedAvx512, scaleRowAvx512,
                                            packedPairElements<Vec>, packPairs<Vec>, gemmPairs<Vec>, roundToBf16};
 
 }  // namespace attnscope::cpu

@@ -95,6 +95,6 @@ void pack(DType dtype, const void* src, int64_t ld, bool transposed, int64_t k, 
 }  // namespace
 
 const TileKernels kTileKernelsBaseline = {CpuIsa::baseline, "baseline x86-64 (SSE2)", kNr<Vec>, Vec::kMr, pack,
-                                    gemmStrips<Vec>, rowMax, exp2Shifted, scaleRow, nullptr, nullptr, nullptr, nullptr};
+                                    gemmStrips<Vec>, gemmStrips<Vec, true>, rowMax, exp2Shifted, scaleRow, nullptr, nullptr, nullptr, nullptr};
 
 }  // namespace attnscope::cpu

@@ -58,9 +58,11 @@ inline void storeTile(const typename V::Reg (&acc)[MR][2], float* c, int64_t ldc
     }
 }
 
-// C[0..MR) x [0..ncols) = alpha * A B + beta * C over kc steps. a: row-major with stride lda;
+// C[0..MR) x [0..ncols) = alpha * A B + beta * C over kc steps. a: row-major with stride lda,
+// element (i, p) at a[i * lda + p], or with AT (A given transposed, k rows of m) at
+// a[p * lda + i]: the MR values of step p side by side, so no transposed copy is needed;
 // b: one strip block, kc rows of kNr floats, ldb floats apart.
-template <class V, int MR>
+template <class V, int MR, bool AT>
 inline void microKernel(int64_t kc, const float* a, int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc,
                         int64_t ncols, float alpha, float beta) {
   constexpr int W = V::kWidth;
@@ -71,7 +73,7 @@ inline void microKernel(int64_t kc, const float* a, int64_t lda, const float* b,
     const typename V::Reg b0 = V::load(b + p * ldb), b1 = V::load(b + p * ldb + W);
 #pragma GCC unroll 16
     for (int i = 0; i < MR; ++i) {
-      const typename V::Reg ai = V::set1(a[i * lda + p]);
+      const typename V::Reg ai = V::set1(AT ? a[p * lda + i] : a[i * lda + p]);
       acc[i][0] = V::fma(ai, b0, acc[i][0]);
       acc[i][1] = V::fma(ai, b1, acc[i][1]);
     }
@@ -80,18 +82,19 @@ inline void microKernel(int64_t kc, const float* a, int64_t lda, const float* b,
 }
 
 // The rows left over after the whole MR blocks: one micro-kernel of exactly `rows` rows.
-template <class V, int R>
+template <class V, int R, bool AT>
 inline void tailKernel(int rows, int64_t kc, const float* a, int64_t lda, const float* b, int64_t ldb, float* c,
                        int64_t ldc, int64_t ncols, float alpha, float beta) {
   if constexpr (R > 0) {
     if (rows == R)
-      microKernel<V, R>(kc, a, lda, b, ldb, c, ldc, ncols, alpha, beta);
+      microKernel<V, R, AT>(kc, a, lda, b, ldb, c, ldc, ncols, alpha, beta);
     else
-      tailKernel<V, R - 1>(rows, kc, a, lda, b, ldb, c, ldc, ncols, alpha, beta);
+      tailKernel<V, R - 1, AT>(rows, kc, a, lda, b, ldb, c, ldc, ncols, alpha, beta);
   }
 }
 
-template <class V>
+// The product (tile_kernels.h's gemm; with AT its gemm_at: a holds A^T, k rows of m).
+template <class V, bool AT = false>
 void gemmStrips(int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda, const float* b,
                 int64_t ldb, int64_t strip_stride, float beta, float* c, int64_t ldc) {
   constexpr int MR = V::kMr, NR = kNr<V>;
@@ -109,11 +112,14 @@ void gemmStrips(int64_t m, int64_t n, int64_t k, float alpha, const float* a, in
       const float* bs = b + s * strip_stride + pc * ldb;
       const int64_t nc = smaller(NR, n - s * NR);
       float* cs = c + s * NR;
+      // Element (i, pc) of A.
+      auto at = [&](int64_t i) { return AT ? a + pc * lda + i : a + i * lda + pc; };
       int64_t i = 0;
-      for (; i + MR <= m; i += MR) microKernel<V, MR>(kc, a + i * lda + pc, lda, bs, ldb, cs + i * ldc, ldc, nc, alpha, beta_here);
+      for (; i + MR <= m; i += MR)
+        microKernel<V, MR, AT>(kc, at(i), lda, bs, ldb, cs + i * ldc, ldc, nc, alpha, beta_here);
       if (i < m)
-        tailKernel<V, MR - 1>(static_cast<int>(m - i), kc, a + i * lda + pc, lda, bs, ldb, cs + i * ldc, ldc, nc,
-                              alpha, beta_here);
+        tailKernel<V, MR - 1, AT>(static_cast<int>(m - i), kc, at(i), lda, bs, ldb, cs + i * ldc, ldc, nc, alpha,
+                                  beta_here);
     }
   }
 }

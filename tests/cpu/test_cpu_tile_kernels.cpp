@@ -98,6 +98,40 @@ TEST_P(TileKernelsTest, ProductsMatchDoubleLoops) {
           }
 }
 
+// gemm_at reads A transposed in place: the same sums in the same order as gemm on a transposed
+// copy, so bit for bit equal to it, and within float64's tolerance; m past one micro-kernel
+// (partial row blocks), k past one cache block, an lda wider than m, beta 0 over NaN.
+TEST_P(TileKernelsTest, TransposedAProductEqualsProductOnTransposedCopy) {
+  std::mt19937 rng(9);
+  const TileKernels& g = kernels();
+  ASSERT_NE(g.gemm_at, nullptr);
+  for (int64_t m : {1, 5, 13, 64, 128})
+    for (int64_t n : {1, 33, 64})
+      for (int64_t k : {1, 59, 300}) {
+        const int64_t lda = m + 5;
+        const std::vector<float> at = representable(static_cast<size_t>(k * lda), rng);  // A^T, k rows of m
+        std::vector<float> a(static_cast<size_t>(m * k));
+        for (int64_t i = 0; i < m; ++i)
+          for (int64_t p = 0; p < k; ++p) a[i * k + p] = at[p * lda + i];
+        const std::vector<float> b = representable(static_cast<size_t>(k * n), rng);
+        std::vector<float> packed(static_cast<size_t>(g.packedFloats(k, n)));
+        g.pack_b(DType::fp32, b.data(), n, false, k, n, packed.data());
+        for (float beta : {0.0f, 1.0f}) {
+          std::vector<float> c(static_cast<size_t>(m * n), beta == 0.0f ? std::nanf("") : 0.25f), want = c;
+          g.gemmPackedAt(m, n, k, 0.5f, at.data(), lda, packed.data(), beta, c.data(), n);
+          g.gemmPacked(m, n, k, 0.5f, a.data(), k, packed.data(), beta, want.data(), n);
+          for (int64_t i = 0; i < m; ++i)
+            for (int64_t j = 0; j < n; ++j) {
+              ASSERT_EQ(c[i * n + j], want[i * n + j]) << "m=" << m << " n=" << n << " k=" << k << " beta=" << beta
+                                                       << " at (" << i << ", " << j << ")";
+              double exact = beta == 0.0f ? 0.0 : 0.25;
+              for (int64_t p = 0; p < k; ++p) exact += 0.5 * a[i * k + p] * static_cast<double>(b[p * n + j]);
+              ASSERT_NEAR(c[i * n + j], exact, 1e-4 * (1.0 + std::abs(exact)));
+            }
+        }
+      }
+}
+
 TEST_P(TileKernelsTest, SoftmaxRowsMatchLibm) {
   const TileKernels& g = kernels();
   constexpr float kInf = std::numeric_limits<float>::infinity();
