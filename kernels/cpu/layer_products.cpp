@@ -235,9 +235,8 @@ WeightGradient::Shape WeightGradient::Shape::of(int64_t rows, int64_t m, int64_t
   s.chunk = std::min(kWeightChunk, rows);
   s.tasks = s.m_blocks * s.n_blocks;
   s.workers = static_cast<int>(std::clamp<int64_t>(s.tasks, 1, threads));
-  // a's chunk, its transpose, b's chunk (padded to whole strips), the sums, the bias sums; on bf16
-  // pairs a's chunk and its transpose as bits (rows of the transpose padded to an even length), b's
-  // chunk as bits and packed in pairs.
+  // On bf16 pairs a's chunk and its transpose as bits (rows of the transpose padded to an even
+  // length), b's chunk as bits and packed in pairs, the sums, the bias sums.
   if (s.pairs) {
     const TileKernels& kn = activeTileKernels();
     const int64_t c2 = (s.chunk + 1) / 2 * 2;
@@ -245,7 +244,8 @@ WeightGradient::Shape WeightGradient::Shape::of(int64_t rows, int64_t m, int64_t
                 pad16((s.chunk * s.n_block + 1) / 2) + pad16((kn.pair_elements(s.chunk, s.n_block) + 1) / 2) +
                 pad16(s.m_block * s.n_pad) + pad16(s.m_block);
   } else {
-    s.scratch = pad16(s.chunk * s.m_block) * 2 + pad16(s.chunk * s.n_pad) + pad16(s.m_block * s.n_pad) + pad16(s.m_block);
+    // a's chunk (read transposed in place by gemm_at), b's chunk in strips, the sums, the bias sums.
+    s.scratch = pad16(s.chunk * s.m_block) + pad16(s.chunk * s.n_pad) + pad16(s.m_block * s.n_pad) + pad16(s.m_block);
   }
   return s;
 }
@@ -319,23 +319,29 @@ void runWeightGradient(const WeightGradient& g, int64_t rows, RunContext& ctx, T
              const int64_t mm = std::min(s.m_block, M - m0), nn = std::min(s.n_block, N - n0);
              const bool sums = g.db && n0 == 0;  // the bias gradient once per row block of dw
              float* ac = scratch[w].data();
-             float* at = ac + pad16(s.chunk * s.m_block);
-             float* bc = at + pad16(s.chunk * s.m_block);
+             float* bc = ac + pad16(s.chunk * s.m_block);
              float* c = bc + pad16(s.chunk * s.n_pad);
              float* db = c + pad16(s.m_block * s.n_pad);
              std::fill(db, db + mm, 0.0f);
+             const int nr = kn.nr;
              for (int64_t r0 = 0; r0 < rows; r0 += s.chunk) {
                ctx.throwIfCancelled();
                const int64_t cn = std::min(s.chunk, rows - r0);
+               // a's chunk as read (cn rows of mm) is a^T's transpose: gemm_at reads it in place.
                g.a->read(r0, cn, m0, mm, ac, mm);
-               transposeBlocked(ac, cn, mm, mm, at, cn);
                if (sums)
-                 for (int64_t i = 0; i < mm; ++i)
-                   for (int64_t r = 0; r < cn; ++r) db[i] += at[i * cn + r];
-               g.b->read(r0, cn, n0, nn, bc, s.n_pad);
-               if (nn < s.n_pad)
-                 for (int64_t r = 0; r < cn; ++r) std::fill(bc + r * s.n_pad + nn, bc + (r + 1) * s.n_pad, 0.0f);
-               kn.gemmRows(mm, s.n_pad, cn, 1.0f, at, cn, bc, s.n_pad, r0 == 0 ? 0.0f : 1.0f, c, s.n_pad);
+                 for (int64_t r = 0; r < cn; ++r)
+                   for (int64_t i = 0; i < mm; ++i) db[i] += ac[r * mm + i];
+               // b's chunk straight into strips of nr columns (strip j: cn rows of nr floats at
+               // j * cn * nr), the columns past nn zero.
+               for (int64_t j0 = 0; j0 < s.n_pad; j0 += nr) {
+                 float* strip = bc + j0 * cn;
+                 const int64_t cols = std::clamp<int64_t>(nn - j0, 0, nr);
+                 if (cols > 0) g.b->read(r0, cn, n0 + j0, cols, strip, nr);
+                 if (cols < nr)
+                   for (int64_t r = 0; r < cn; ++r) std::fill(strip + r * nr + cols, strip + (r + 1) * nr, 0.0f);
+               }
+               kn.gemm_at(mm, s.n_pad, cn, 1.0f, ac, mm, bc, nr, cn * nr, r0 == 0 ? 0.0f : 1.0f, c, s.n_pad);
              }
              for (int64_t i = 0; i < mm; ++i) fromFloat(g.dtype, c + i * s.n_pad, nn, g.dw, (m0 + i) * N + n0);
              if (sums) fromFloat(g.dtype, db, mm, g.db, m0);

@@ -3,7 +3,8 @@
 // and a partial last row block, read A's columns from several parts of several heads (the fused
 // q, k, v), write into heads, and add a bias; fp32 (A read in place head by head, or converted
 // where a row block crosses a batch), fp16 and bf16;
-// one and two threads. The allocator's peak is the product's plan, byte for byte.
+// one and two threads. The weight gradients (dw = a^T b, db) likewise over several chunks of rows
+// and blocks of dw. The allocator's peak is the plan, byte for byte.
 
 #include <gtest/gtest.h>
 
@@ -133,6 +134,70 @@ TEST(LayerProducts, SeveralColumnBlocksFp16AndBf16) {
     runCase({d, 1, 101, 1, 520, 1000, 1, true, true, 2});
     runCase({d, 2, 37, 5, 104, 1000, 4, false, false, 1});
   }
+}
+
+// dw = a^T b and db = a's column sums over 300 rows (a whole chunk of 256 and a partial one), M
+// 300 and N 290 (two blocks each, the last strips partial), a and b read from heads.
+void runGradientCase(DType dtype, int threads) {
+  SCOPED_TRACE(std::string(toString(dtype)) + " threads " + std::to_string(threads));
+  std::mt19937 rng(5);
+  const int64_t batch = 2, len = 150, rows = batch * len, M = 300, N = 290;
+  Stored a(dtype, static_cast<size_t>(rows * M), rng), b(dtype, static_cast<size_t>(rows * N), rng);
+  std::vector<uint8_t> dw(static_cast<size_t>(M * N * bytesPerElement(dtype))), db(static_cast<size_t>(M * bytesPerElement(dtype)));
+  RowMatrix am, bm;
+  am.dtype = bm.dtype = dtype;
+  am.rows_per_batch = bm.rows_per_batch = len;
+  am.parts.push_back({a.bytes.data(), 3, 100});
+  bm.parts.push_back({b.bytes.data(), 2, 145});
+  HostAllocator alloc;
+  RunContext ctx(alloc);
+  TaskPool pool(threads);
+  WeightGradient g;
+  g.a = &am;
+  g.b = &bm;
+  g.dw = dw.data();
+  g.db = db.data();
+  g.dtype = dtype;
+  g.name = "dw";
+  runWeightGradient(g, rows, ctx, pool);
+  MemoryPlan plan;
+  planWeightGradient(plan, 0, "dw", rows, M, N, threads, dtype);
+  EXPECT_EQ(alloc.peakBytes(), plan.peakBytes());
+  auto at = [&](int64_t r, int64_t col, int64_t heads, int64_t d) {
+    const int64_t bb = r / len, l = r % len;
+    return static_cast<size_t>(((bb * heads + col / d) * len + l) * d + col % d);
+  };
+  const double tol = dtype == DType::fp32 ? 1e-4 : dtype == DType::fp16 ? 4e-3 : 3e-2;
+  int bad = 0;
+  for (int64_t i = 0; i < M && bad < 5; ++i) {
+    double sum = 0.0, sum_scale = 1.0;
+    for (int64_t r = 0; r < rows; ++r) {
+      sum += a.values[at(r, i, 3, 100)];
+      sum_scale += std::fabs(a.values[at(r, i, 3, 100)]);
+    }
+    if (!(std::fabs(valueAt(dtype, db, static_cast<size_t>(i)) - sum) <= tol * sum_scale)) {
+      ADD_FAILURE() << "db(" << i << ") = " << valueAt(dtype, db, static_cast<size_t>(i)) << ", float64 says " << sum;
+      ++bad;
+    }
+    for (int64_t j = 0; j < N && bad < 5; ++j) {
+      double want = 0.0, scale = 1.0;
+      for (int64_t r = 0; r < rows; ++r) {
+        const double x = a.values[at(r, i, 3, 100)] * b.values[at(r, j, 2, 145)];
+        want += x;
+        scale += std::fabs(x);
+      }
+      const double got = valueAt(dtype, dw, static_cast<size_t>(i * N + j));
+      if (!(std::fabs(got - want) <= tol * scale)) {
+        ADD_FAILURE() << "dw(" << i << ", " << j << ") = " << got << ", float64 says " << want;
+        ++bad;
+      }
+    }
+  }
+}
+
+TEST(LayerProducts, WeightGradientOverChunksAndBlocks) {
+  for (DType d : {DType::fp32, DType::fp16, DType::bf16})
+    for (int threads : {1, 2}) runGradientCase(d, threads);
 }
 
 // The plan's column blocks: a wide weight is cut into blocks of whole strips within the budget,
