@@ -28,10 +28,10 @@ bool backwardPairs(const WorkloadSpec& s, const TileKernels& kn) {
 // One worker's tiles, carved out of one tracked float buffer (64-byte aligned parts). fp32
 // products: q, g, o: a query tile in fp32; qp, gp: Q and dO of the tile packed as a right-hand
 // side; kt, vt: K^T and V^T of a key tile packed; kk: K of the key tile packed as a right-hand
-// side (P^T and dS^T need no copy: gemm_at reads P and dS transposed). bf16 pairs: q16, g16: Q and dO rows (even-padded); qpp, gpp: Q and dO
-// packed in pairs as a right-hand side; ktp, vtp, kkp: K^T, V^T and K of the key tile in pairs;
-// r16: P or dS rounded (rows even-padded); t16: its transpose. Both: s: P; dp: dP then dS; dq: the
-// query tile's dQ accumulator; g, o: for delta.
+// side (P^T and dS^T need no copy: gemm_at reads P and dS transposed). bf16 pairs: q16, g16: Q
+// and dO rows (even-padded); qpp, gpp: Q and dO packed in pairs as a right-hand side; ktp, vtp,
+// kkp: K^T, V^T and K of the key tile in pairs; r16: P or dS rounded (rows even-padded); t16: its
+// transpose. Both: s: P; dp: dP then dS; dq: the query tile's dQ accumulator; g, o: for delta.
 struct BackwardTiles {
   bool pairs = false;
   int64_t bq = 0, bk = 0, d = 0, d2 = 0, bq2 = 0, bk2 = 0;

@@ -97,16 +97,16 @@ void RowMatrix::write(int64_t r0, int64_t n, int64_t c0, int64_t nc, const float
     });
 }
 
-std::vector<RowMatrix::Segment> RowMatrix::fp32Segments(int64_t r0, int64_t n) const {
-  std::vector<Segment> out;
+bool RowMatrix::fp32Segments(int64_t r0, int64_t n, std::vector<Segment>& out) const {
+  out.clear();
   const int64_t b = r0 / rows_per_batch, l = r0 % rows_per_batch;
-  if (dtype != DType::fp32 || n <= 0 || (r0 + n - 1) / rows_per_batch != b) return out;
+  if (dtype != DType::fp32 || n <= 0 || (r0 + n - 1) / rows_per_batch != b) return false;
   int64_t k0 = 0;
   for (const Part& p : parts)
     for (int64_t h = 0; h < p.heads; ++h, k0 += p.d)
       out.push_back({reinterpret_cast<const float*>(p.base) + ((b * p.heads + h) * rows_per_batch + l) * p.d, p.d, k0,
                      p.d});
-  return out;
+  return true;
 }
 
 void RowMatrix::write(int64_t r0, int64_t n, const float* in, int64_t ld) const {
@@ -193,6 +193,7 @@ void runRowProduct(const RowProduct& p, int64_t rows, RunContext& ctx, TaskPool&
              const int64_t cb = t / s.row_groups, g = t % s.row_groups;
              const int64_t n0 = cb * s.cols, nn = std::min(s.cols, n - n0);
              if (p.bias) toFloat(dtype, p.bias, n0, nn, bias);
+             std::vector<RowMatrix::Segment> segments;
              for (int64_t rb = g * row_blocks / s.row_groups; rb < (g + 1) * row_blocks / s.row_groups; ++rb) {
                ctx.throwIfCancelled();
                const int64_t r0 = rb * s.block, m = std::min(s.block, rows - r0);
@@ -205,8 +206,7 @@ void runRowProduct(const RowProduct& p, int64_t rows, RunContext& ctx, TaskPool&
                  // more. fp32 A is read in place, head by head (one run when it is plain rows);
                  // else converted to fp32 rows (once per column block).
                  const float* strips0 = packed.data() + n0 * k;
-                 std::vector<RowMatrix::Segment> segments = p.a->fp32Segments(r0, m);
-                 if (segments.empty()) {
+                 if (!p.a->fp32Segments(r0, m, segments)) {
                    p.a->read(r0, m, 0, k, a, k);
                    segments.push_back({a, k, 0, k});
                  }

@@ -47,12 +47,13 @@ struct RowMatrix {
   void write(int64_t r0, int64_t n, int64_t c0, int64_t nc, const float* in, int64_t ld) const;
   // fp32 only: rows r0 .. r0 + n as the runs of columns each head stores contiguously, so a
   // product reads them in place: run i is columns [k0, k0 + d) at `rows`, rows ld floats apart.
-  // Empty when the dtype is not fp32 or the rows cross a batch (then each head's rows are apart).
+  // Writes them to `out` (cleared first; its capacity is reused across calls) and returns false,
+  // leaving `out` empty, when the dtype is not fp32 or the rows cross a batch.
   struct Segment {
     const float* rows;
     int64_t ld, k0, d;
   };
-  std::vector<Segment> fp32Segments(int64_t r0, int64_t n) const;
+  bool fp32Segments(int64_t r0, int64_t n, std::vector<Segment>& out) const;
 };
 
 // out = a * op(w) + bias: a is R x K, w a stored weight (transposed: stored N rows of K, as

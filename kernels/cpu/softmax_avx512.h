@@ -1,10 +1,19 @@
 // The softmax rows on 16 lanes, for the avx512 variants. Included only by their translation
-// units, after tile_kernels_avx.h, inside their `#pragma GCC target` and anonymous namespace (as
-// tile_kernels_impl.h). Each lane runs exactly the operations of exp2Avx in the same order, so
+// units, after tile_kernels_impl.h, inside their `#pragma GCC target` and anonymous namespace.
+// Each lane runs exactly the operations of softmax_avx2.h's exp2Avx in the same order, so
 // every element equals the 8-lane result bit for bit; only the sum's order of addition differs.
 // The row tail goes through masked loads and stores (-inf pads give exactly 0).
 
 // No include guard on purpose: each variant's translation unit includes it exactly once.
+
+// GCC 12's AVX-512 headers build the unmasked intrinsics (_mm512_max_ps, _mm512_slli_epi32, the
+// reductions) on a self-initialised "undefined" register, which -Wall reports as uninitialised
+// once inlined here (GCC bug 105593, fixed in GCC 13); the values are never read.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 
 inline __m512 exp2Avx512(__m512 x) {
   const __mmask16 underflow = _mm512_cmp_ps_mask(x, _mm512_set1_ps(-126.0f), _CMP_LT_OQ);
@@ -66,5 +75,12 @@ void scaleRowAvx512(float* x, int64_t n, float a) {
   const __m512 va = _mm512_set1_ps(a);
   int64_t j = 0;
   for (; j + 16 <= n; j += 16) _mm512_storeu_ps(x + j, _mm512_mul_ps(_mm512_loadu_ps(x + j), va));
-  if (j < n) _mm512_mask_storeu_ps(x + j, tailMask(n - j), _mm512_mul_ps(_mm512_maskz_loadu_ps(tailMask(n - j), x + j), va));
+  if (j < n) {
+    const __mmask16 live = tailMask(n - j);
+    _mm512_mask_storeu_ps(x + j, live, _mm512_mul_ps(_mm512_maskz_loadu_ps(live, x + j), va));
+  }
 }
+
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif

@@ -1,7 +1,8 @@
 #pragma once
 // Row operations of the softmax. rowMax, exp2Shifted and scaleRow forward to the active kernel
-// variant (tile_kernels.h: explicit AVX2 code on AVX2 CPUs, AVX-512 on AVX-512 ones, plain loops on baseline
-// x86-64); the backends call the variant's functions directly, these are for everyone else.
+// variant (tile_kernels.h: explicit AVX2 code on AVX2 CPUs, AVX-512 on AVX-512 ones, plain loops
+// on baseline x86-64); the backends call the variant's functions directly, these are for everyone
+// else.
 
 #include <cstdint>
 

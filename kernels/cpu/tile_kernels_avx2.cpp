@@ -35,6 +35,7 @@ struct Vec {
 
 #include "kernels/cpu/tile_kernels_impl.h"
 #include "kernels/cpu/tile_kernels_avx.h"
+#include "kernels/cpu/softmax_avx2.h"
 
 }  // namespace
 

@@ -143,7 +143,8 @@ void runGradientCase(DType dtype, int threads) {
   std::mt19937 rng(5);
   const int64_t batch = 2, len = 150, rows = batch * len, M = 300, N = 290;
   Stored a(dtype, static_cast<size_t>(rows * M), rng), b(dtype, static_cast<size_t>(rows * N), rng);
-  std::vector<uint8_t> dw(static_cast<size_t>(M * N * bytesPerElement(dtype))), db(static_cast<size_t>(M * bytesPerElement(dtype)));
+  std::vector<uint8_t> dw(static_cast<size_t>(M * N * bytesPerElement(dtype)));
+  std::vector<uint8_t> db(static_cast<size_t>(M * bytesPerElement(dtype)));
   RowMatrix am, bm;
   am.dtype = bm.dtype = dtype;
   am.rows_per_batch = bm.rows_per_batch = len;
