@@ -5,12 +5,16 @@
 //
 //   bench_cpu [--quick | --full] [--seq 1024,4096] [--head-dim 64,128] [--dtype fp32,bf16,fp16]
 //             [--mask none,causal] [--heads 8] [--reps 3] [--math-max-seq 2048]
-//             [--pass forward|train] [--kind attention|layer]
+//             [--rounds 3] [--pass forward|train] [--kind attention|layer]
 //             [--isa baseline|avx2|avx512|avx512_bf16|amx_bf16] [--python PATH | --no-torch]
 //
 // --pass train times forward and backward (ours: the backend's backward; torch: autograd of the
 // same SDPA call, out.backward(G)); --kind layer times the whole layer at width heads x head_dim
 // (ours: cpu_layer.cpp; torch: F.linear, SDPA, F.linear, under autograd for train).
+//
+// Each point is measured in rounds that alternate ours and torch's (torch first in every second
+// round), so a burst of load on a shared machine falls on both sides rather than on one: times are
+// the median of the rounds' medians, ratios the median of the rounds' own ratios, with their range.
 //
 // Each of our points goes through the real run engine (runPoint) with the accuracy check off; a
 // point whose predicted peak does not fit in the memory available is reported as oom, not run.
@@ -48,6 +52,7 @@ struct Options {
   std::vector<std::string> masks = {"none", "causal"};
   int64_t heads = 8;
   int reps = 3;
+  int rounds = 3;
   int64_t math_max_seq = 2048;  // cpu.reference and torch math only up to here (they are quadratic in memory)
   std::string isa;
   std::string python;
@@ -60,11 +65,13 @@ struct Options {
   if (!error.empty()) std::fprintf(stderr, "bench_cpu: %s\n", error.c_str());
   std::fprintf(code ? stderr : stdout,
                "usage: bench_cpu [--quick | --full] [--seq 1024,4096] [--head-dim 64,128] [--dtype fp32,bf16,fp16]\n"
-               "                 [--mask none,causal] [--heads 8] [--reps 3] [--math-max-seq 2048]\n"
+               "                 [--mask none,causal] [--heads 8] [--reps 3] [--rounds 3] [--math-max-seq 2048]\n"
                "                 [--pass forward|train] [--kind attention|layer]\n"
                "                 [--isa baseline|avx2|avx512|avx512_bf16|amx_bf16] [--python PATH | --no-torch]\n"
                "  default   seq 1024,4096; every dtype, head_dim 64 and 128, no mask and causal; 3 reps\n"
-               "  --quick   seq 1024 only, one rep, math path up to 1024\n"
+               "  --rounds  rounds per point, alternating ours and torch's (default 3): times are the\n"
+               "            median of the rounds' medians, a ratio the median of the rounds' ratios\n"
+               "  --quick   seq 1024 only, one rep, one round, math path up to 1024\n"
                "  --full    seq 1024,2048,4096,8192,16384, math path up to 4096\n"
                "  --pass    train: forward and backward (torch: autograd of the same call); default forward\n"
                "  --kind    layer: the whole layer at width heads x head_dim (torch: F.linear, SDPA, F.linear)\n"
@@ -104,6 +111,7 @@ Options parse(int argc, char** argv) {
     if (a == "--quick") {
       o.seqs = {1024};
       o.reps = 1;
+      o.rounds = 1;
       o.math_max_seq = 1024;
     } else if (a == "--full") {
       o.seqs = {1024, 2048, 4096, 8192, 16384};
@@ -127,6 +135,8 @@ Options parse(int argc, char** argv) {
       o.heads = positive(a, value());
     } else if (a == "--reps") {
       o.reps = static_cast<int>(positive(a, value()));
+    } else if (a == "--rounds") {
+      o.rounds = static_cast<int>(positive(a, value()));
     } else if (a == "--math-max-seq") {
       o.math_max_seq = positive(a, value());
     } else if (a == "--isa") {
@@ -216,11 +226,11 @@ void tileRates(int64_t d) {
 
 std::string cell(bool ok, double s) { return ok ? formatDuration(s) : "-"; }
 
-std::string ratio(bool ok_ours, double ours, bool ok_peer, double peer) {
-  if (!ok_ours || !ok_peer || ours <= 0) return "-";
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.2fx", peer / ours);
-  return buf;
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 RunResult runOurs(Backend& b, const WorkloadSpec& spec, int reps) {
@@ -229,6 +239,66 @@ RunResult runOurs(Backend& b, const WorkloadSpec& spec, int reps) {
   opt.reps = reps;
   opt.check = CheckMode::off;
   return runPoint(b, spec, opt);
+}
+
+// One of our backends and its torch peer path on one point, over the rounds: each round one
+// runPoint (warm-up 1, reps) and one peer timing, torch first in every second round. A side that
+// fails (oom, unsupported, the peer gone) is not run again; `run` is our last run.
+struct Paired {
+  RunResult run;
+  bench::PeerTiming peer;  // the last reply, for its message when not ok
+  std::vector<double> ours_s, peer_s;  // per round: the run's median, the peer's median
+
+  bool oursOk() const { return !ours_s.empty() && run.status == RunStatus::ok; }
+  bool peerOk() const { return !peer_s.empty() && peer.ok; }
+  double ours() const { return median(ours_s); }
+  double torch() const { return median(peer_s); }
+  // The rounds' own ratios (torch over ours), where both sides ran.
+  std::vector<double> ratios() const {
+    std::vector<double> r;
+    for (size_t i = 0; i < std::min(ours_s.size(), peer_s.size()); ++i)
+      if (ours_s[i] > 0) r.push_back(peer_s[i] / ours_s[i]);
+    return r;
+  }
+};
+
+Paired measure(Backend& b, const WorkloadSpec& spec, bench::TorchPeer* peer, const std::string& path, int reps,
+               int rounds) {
+  Paired p;
+  bool ours_on = true, peer_on = peer != nullptr;
+  for (int r = 0; r < rounds && (ours_on || peer_on); ++r) {
+    auto runPeer = [&] {
+      if (!peer_on) return;
+      p.peer = peer->time(spec, path, 1, reps);
+      if (p.peer.ok) p.peer_s.push_back(p.peer.median_s);
+      peer_on = p.peer.ok;
+    };
+    if (r % 2) runPeer();
+    if (ours_on) {
+      p.run = runOurs(b, spec, reps);
+      ours_on = p.run.status == RunStatus::ok;
+      if (ours_on) p.ours_s.push_back(p.run.timing.median_s);
+    }
+    if (r % 2 == 0) runPeer();
+  }
+  return p;
+}
+
+std::string ratio(const Paired& p) {
+  if (!p.oursOk() || !p.peerOk() || p.ratios().empty()) return "-";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2fx", median(p.ratios()));
+  return buf;
+}
+
+// "0.91-1.40": the smallest and largest of the rounds' ratios; "-" with fewer than two.
+std::string ratioRange(const Paired& p) {
+  const std::vector<double> r = p.ratios();
+  if (!p.oursOk() || !p.peerOk() || r.size() < 2) return "-";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f-%.2f", *std::min_element(r.begin(), r.end()),
+                *std::max_element(r.begin(), r.end()));
+  return buf;
 }
 
 }  // namespace
@@ -269,12 +339,16 @@ int main(int argc, char** argv) {
   };
   const bool forwardAttention = o.pass == Pass::forward && o.kind == WorkloadKind::attention;
 
-  std::printf("\nkind %s, pass %s, B=1 H=%lld; warm-up 1, %d reps, medians; ratio = torch time / our time (above 1: "
-              "we are faster); of peak = cpu.flash's forward flops per second over the peak above for its dtype%s\n",
+  std::printf("\nkind %s, pass %s, B=1 H=%lld; %d round%s per point alternating ours and torch's, each warm-up 1 and "
+              "%d reps; times = median of the rounds' medians; ratio = torch time / our time (above 1: we are faster), "
+              "the median of the rounds' ratios, range = their smallest and largest; of peak = cpu.flash's forward "
+              "flops per second over the peak above for its dtype%s\n",
               std::string(toString(o.kind)).c_str(), std::string(toString(o.pass)).c_str(),
-              static_cast<long long>(o.heads), o.reps, forwardAttention ? "" : " (forward attention only)");
-  std::printf("%-5s %4s %-6s %6s | %9s %9s %6s %7s | %9s %9s %6s | %10s %10s | %s\n", "dtype", "D", "mask", "seq",
-              "cpu.flash", "torch fl", "ratio", "of peak", "cpu.ref", "torch mth", "ratio", "flash peak", "predicted",
+              static_cast<long long>(o.heads), o.rounds, o.rounds == 1 ? "" : "s", o.reps,
+              forwardAttention ? "" : " (forward attention only)");
+  std::printf("%-5s %4s %-6s %6s | %9s %9s %6s %9s %7s | %9s %9s %6s | %10s %10s | %s\n", "dtype", "D", "mask", "seq",
+              "cpu.flash", "torch fl", "ratio", "range", "of peak", "cpu.ref", "torch mth", "ratio", "flash peak",
+              "predicted",
               forwardAttention ? "flash time: pack / QK^T / softmax / PV" : "flash time per phase");
   cpu::enableFlashProfile(true);
   for (DType dtype : o.dtypes)
@@ -292,16 +366,12 @@ int main(int argc, char** argv) {
           spec.kind = o.kind;
           const bool math = seq <= o.math_max_seq;
           cpu::takeFlashProfile();
-          const RunResult f = runOurs(flash, spec, o.reps);
+          bench::TorchPeer* const p = peer ? &*peer : nullptr;
+          const Paired fp = measure(flash, spec, p, "flash", o.reps, o.rounds);
           const cpu::FlashTimeShares shares = cpu::takeFlashProfile();
-          const bench::PeerTiming tf = peer ? peer->time(spec, "flash", 1, o.reps) : bench::PeerTiming{};
-          RunResult r;
-          bench::PeerTiming tm;
-          if (math) {
-            r = runOurs(reference, spec, o.reps);
-            if (peer) tm = peer->time(spec, "math", 1, o.reps);
-          }
-          const bool fok = f.status == RunStatus::ok, rok = math && r.status == RunStatus::ok;
+          const Paired rp = math ? measure(reference, spec, p, "math", o.reps, o.rounds) : Paired{};
+          const RunResult &f = fp.run, &r = rp.run;
+          const bool fok = fp.oursOk(), rok = math && rp.oursOk();
           // Forward attention: the flash profile's four parts; train and layer points: cpu.flash's
           // top-level phases from its trace (prepare's "inputs" left out).
           std::string parts;
@@ -321,19 +391,19 @@ int main(int argc, char** argv) {
           if (parts.empty()) parts = "-";
           char share[16] = "-";
           if (forwardAttention && fok && peakFor(dtype) > 0)
-            std::snprintf(share, sizeof share, "%.0f %%", 100 * f.flopsPerSecond() / peakFor(dtype));
-          std::printf("%-5s %4lld %-6s %6lld | %9s %9s %6s %7s | %9s %9s %6s | %10s %10s | %s",
+            std::snprintf(share, sizeof share, "%.0f %%",
+                          100 * f.flopsPerSecond() * f.timing.median_s / fp.ours() / peakFor(dtype));
+          std::printf("%-5s %4lld %-6s %6lld | %9s %9s %6s %9s %7s | %9s %9s %6s | %10s %10s | %s",
                       std::string(toString(dtype)).c_str(), static_cast<long long>(d), mask.c_str(),
-                      static_cast<long long>(seq), cell(fok, f.timing.median_s).c_str(),
-                      cell(tf.ok, tf.median_s).c_str(), ratio(fok, f.timing.median_s, tf.ok, tf.median_s).c_str(), share,
-                      cell(rok, r.timing.median_s).c_str(), cell(tm.ok, tm.median_s).c_str(),
-                      ratio(rok, r.timing.median_s, tm.ok, tm.median_s).c_str(),
+                      static_cast<long long>(seq), cell(fok, fp.ours()).c_str(), cell(fp.peerOk(), fp.torch()).c_str(),
+                      ratio(fp).c_str(), ratioRange(fp).c_str(), share, cell(rok, rp.ours()).c_str(),
+                      cell(math && rp.peerOk(), rp.torch()).c_str(), ratio(rp).c_str(),
                       f.memory.measured_peak > 0 ? formatBytes(f.memory.measured_peak).c_str() : "-",
                       formatBytes(f.memory.predicted_peak).c_str(), parts.c_str());
           if (!fok) std::printf("  cpu.flash %s: %s", std::string(toString(f.status)).c_str(), f.message.c_str());
-          if (peer && !tf.ok) std::printf("  torch flash: %s", tf.message.c_str());
+          if (peer && !fp.peerOk()) std::printf("  torch flash: %s", fp.peer.message.c_str());
           if (math && !rok) std::printf("  cpu.reference %s: %s", std::string(toString(r.status)).c_str(), r.message.c_str());
-          if (math && peer && !tm.ok) std::printf("  torch math: %s", tm.message.c_str());
+          if (math && peer && !rp.peerOk()) std::printf("  torch math: %s", rp.peer.message.c_str());
           if (fok && f.memory.measured_peak != f.memory.predicted_peak) std::printf("  (flash peak != plan)");
           if (rok && r.memory.measured_peak != r.memory.predicted_peak) std::printf("  (reference peak != plan)");
           std::printf("\n");
