@@ -117,20 +117,34 @@ double rateOn(int threads, double (*loop)()) {
 
 }  // namespace
 
-std::vector<PeakRate> measurePeaks(int threads) {
-  std::vector<PeakRate> out;
+double measurePeak(int threads, cpu::CpuIsa isa) {
 #if defined(__x86_64__)
   using cpu::CpuIsa;
-  if (cpu::cpuSupports(CpuIsa::avx2)) out.push_back({"fp32 FMA (avx2)", CpuIsa::avx2, rateOn(threads, fmaAvx2)});
-  if (cpu::cpuSupports(CpuIsa::avx512)) out.push_back({"fp32 FMA (avx512)", CpuIsa::avx512, rateOn(threads, fmaAvx512)});
-  if (cpu::cpuSupports(CpuIsa::avx512_bf16))
-    out.push_back({"bf16 dot (avx512_bf16)", CpuIsa::avx512_bf16, rateOn(threads, dotBf16)});
-  // cpuSupports asked Linux for the tile data (every thread of the process may then use it).
-  if (cpu::cpuSupports(CpuIsa::amx_bf16))
-    out.push_back({"bf16 tiles (amx_bf16)", CpuIsa::amx_bf16, rateOn(threads, dotAmx)});
+  if (!cpu::cpuSupports(isa)) return 0;
+  switch (isa) {
+    case CpuIsa::avx2: return rateOn(threads, fmaAvx2);
+    case CpuIsa::avx512: return rateOn(threads, fmaAvx512);
+    case CpuIsa::avx512_bf16: return rateOn(threads, dotBf16);
+    // cpuSupports asked Linux for the tile data (every thread of the process may then use it).
+    case CpuIsa::amx_bf16: return rateOn(threads, dotAmx);
+    default: return 0;
+  }
 #else
   (void)threads;
+  (void)isa;
+  return 0;
 #endif
+}
+
+std::vector<PeakRate> measurePeaks(int threads) {
+  using cpu::CpuIsa;
+  const std::pair<const char*, CpuIsa> kinds[] = {{"fp32 FMA (avx2)", CpuIsa::avx2},
+                                                  {"fp32 FMA (avx512)", CpuIsa::avx512},
+                                                  {"bf16 dot (avx512_bf16)", CpuIsa::avx512_bf16},
+                                                  {"bf16 tiles (amx_bf16)", CpuIsa::amx_bf16}};
+  std::vector<PeakRate> out;
+  for (const auto& [what, isa] : kinds)
+    if (const double rate = measurePeak(threads, isa); rate > 0) out.push_back({what, isa, rate});
   return out;
 }
 

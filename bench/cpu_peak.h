@@ -20,6 +20,10 @@ struct PeakRate {
   double flops_per_s;  // all threads together, best of three
 };
 
+// Every variant this CPU runs (x86-64; none elsewhere).
 std::vector<PeakRate> measurePeaks(int threads);
+// One variant's rate, best of three; 0 where the CPU cannot run it. A shared machine only ever
+// makes a measurement lower than the truth, so bench_cpu keeps the best it has seen.
+double measurePeak(int threads, cpu::CpuIsa isa);
 
 }  // namespace attnscope::bench
