@@ -25,28 +25,42 @@ bool backwardPairs(const WorkloadSpec& s, const TileKernels& kn) {
   return kn.gemm_pairs != nullptr && s.dtype == DType::bf16;
 }
 
-// One worker's tiles, carved out of one tracked float buffer (64-byte aligned parts). fp32
-// products: q, g, o: a query tile in fp32; qp, gp: Q and dO of the tile packed as a right-hand
-// side; kt, vt: K^T and V^T of a key tile packed; kk: K of the key tile packed as a right-hand
-// side (P^T and dS^T need no copy: gemm_at reads P and dS transposed). bf16 pairs: q16, g16: Q
-// and dO rows (even-padded); qpp, gpp: Q and dO packed in pairs as a right-hand side; ktp, vtp,
-// kkp: K^T, V^T and K of the key tile in pairs; r16: P or dS rounded (rows even-padded); t16: its
-// transpose. Both: s: P; dp: dP then dS; dq: the query tile's dQ accumulator; g, o: for delta.
-struct BackwardTiles {
+// One worker's scratch, in two tracked float buffers (64-byte aligned parts).
+//
+// Tiles (fixed size): kt, vt: K^T and V^T of the key tile packed; kk: K of the key tile packed as
+// a right-hand side, where K's rows cannot be read in place (a dtype other than fp32, or a head_dim
+// that is not whole kernel strips); s: P; dp: dP then dS; go: a query tile's dO and O in fp32 for
+// delta, where they are not fp32 already. bf16 pairs: ktp, vtp, kkp: K^T, V^T and K in pairs;
+// r16: P or dS rounded (rows even-padded); t16: its transpose.
+//
+// Query rows (sized by the head, Lq rows): delta and lse2 per row; the query side of every
+// product of the head, made once per head and read by every key tile: fp32 Q and dO rows (qh, gh)
+// where they are not fp32 in the tensors, and packed per query tile as right-hand sides (qph,
+// gph) where their rows are not whole strips; bf16 pairs: Q and dO rows even-padded (q16h, g16h,
+// for an odd head_dim only) and packed in pairs per query tile (qpph, gpph); dqh: the head's dQ
+// in fp32 where dQ is not fp32 (fp32 accumulates in the tensor itself).
+struct BackwardScratch {
   bool pairs = false;
-  int64_t bq = 0, bk = 0, d = 0, d2 = 0, bq2 = 0, bk2 = 0;
-  int64_t q = 0, g = 0, o = 0, delta = 0, lse = 0, qp = 0, gp = 0, kt = 0, vt = 0, kk = 0, s = 0, dp = 0,
-          dq = 0, q16 = 0, g16 = 0, qpp = 0, gpp = 0, ktp = 0, vtp = 0, kkp = 0, r16 = 0, t16 = 0, floats = 0;
+  int64_t bq = 0, bk = 0, d = 0, d2 = 0, bq2 = 0, bk2 = 0, query_tiles = 0;
+  // Tiles.
+  int64_t kt = -1, vt = -1, kk = -1, s = 0, dp = 0, g = -1, o = -1, ktp = -1, vtp = -1, kkp = -1, r16 = -1, t16 = -1,
+          tile_floats = 0;
+  // Query rows.
+  int64_t delta = 0, lse = 0, qh = -1, gh = -1, qph = -1, gph = -1, q16h = -1, g16h = -1, qpph = -1, gpph = -1,
+          dqh = -1, chunk = 0, row_floats = 0;
 
-  static BackwardTiles of(const WorkloadSpec& spec, const TileKernels& kn) {
-    BackwardTiles x;
+  static BackwardScratch of(const WorkloadSpec& spec, const TileKernels& kn) {
+    BackwardScratch x;
     x.pairs = backwardPairs(spec, kn);
-    x.bq = std::min(kBackwardQueryTile, spec.seq_q);
+    const bool fp32 = spec.dtype == DType::fp32;
+    const int64_t Lq = spec.seq_q;
+    x.bq = std::min(kBackwardQueryTile, Lq);
     x.bk = std::min(kBackwardKeyTile, spec.seqKv());
     x.d = spec.headDim();
     x.d2 = (x.d + 1) / 2 * 2;
     x.bq2 = (x.bq + 1) / 2 * 2;
     x.bk2 = (x.bk + 1) / 2 * 2;
+    x.query_tiles = (Lq + x.bq - 1) / x.bq;
     int64_t at = 0;
     auto take = [&](int64_t n) {
       const int64_t here = at;
@@ -54,32 +68,49 @@ struct BackwardTiles {
       return here;
     };
     auto halves = [&](int64_t n) { return take((n + 1) / 2); };  // n bf16 values
-    x.g = take(x.bq * x.d);
-    x.o = take(x.bq * x.d);
-    x.delta = take(x.bq);
-    x.lse = take(x.bq);
     if (x.pairs) {
-      x.q16 = halves(x.bq * x.d2);
-      x.g16 = halves(x.bq * x.d2);
-      x.qpp = halves(kn.pair_elements(x.bq, x.d));
-      x.gpp = halves(kn.pair_elements(x.bq, x.d));
       x.ktp = halves(kn.pair_elements(x.d, x.bk));
       x.vtp = halves(kn.pair_elements(x.d, x.bk));
       x.kkp = halves(kn.pair_elements(x.bk, x.d));
       x.r16 = halves(x.bq * x.bk2);
       x.t16 = halves(x.bk * x.bq2);
     } else {
-      x.q = take(x.bq * x.d);
-      x.qp = take(kn.packedFloats(x.bq, x.d));
-      x.gp = take(kn.packedFloats(x.bq, x.d));
       x.kt = take(kn.packedFloats(x.d, x.bk));
       x.vt = take(kn.packedFloats(x.d, x.bk));
-      x.kk = take(kn.packedFloats(x.bk, x.d));
+      if (!fp32 || kn.needsPacking(x.d)) x.kk = take(kn.packedFloats(x.bk, x.d));
     }
     x.s = take(x.bq * x.bk);
     x.dp = take(x.bq * x.bk);
-    x.dq = take(x.bq * x.d);
-    x.floats = at;
+    if (!fp32) {
+      x.g = take(x.bq * x.d);
+      x.o = take(x.bq * x.d);
+    }
+    x.tile_floats = at;
+
+    at = 0;
+    x.delta = take(Lq);
+    x.lse = take(Lq);
+    if (x.pairs) {
+      if (x.d % 2) {
+        x.q16h = halves(Lq * x.d2);
+        x.g16h = halves(Lq * x.d2);
+      }
+      x.chunk = (kn.pair_elements(x.bq, x.d) + 1) / 2 * 2;  // bf16 values per query tile
+      x.qpph = halves(x.query_tiles * x.chunk);
+      x.gpph = halves(x.query_tiles * x.chunk);
+    } else {
+      if (!fp32) {
+        x.qh = take(Lq * x.d);
+        x.gh = take(Lq * x.d);
+      }
+      if (kn.needsPacking(x.d)) {
+        x.chunk = (kn.packedFloats(x.bq, x.d) + 15) / 16 * 16;  // floats per query tile
+        x.qph = take(x.query_tiles * x.chunk);
+        x.gph = take(x.query_tiles * x.chunk);
+      }
+    }
+    if (!fp32) x.dqh = take(Lq * x.d);
+    x.row_floats = at;
     return x;
   }
 };
@@ -93,48 +124,54 @@ int workersFor(const WorkloadSpec& s, int threads) {
 // where each task owns its head's dK and dV and accumulates in place.
 bool expandedKv(const WorkloadSpec& s) { return s.dtype != DType::fp32 || s.kvHeads() != s.heads; }
 
+// A right-hand side as gemm / gemm_at read it: strips starting strip_stride floats apart, rows
+// ldb floats apart (a packed tile, or fp32 rows of whole strips read in place).
+struct Rhs {
+  const float* b;
+  int64_t ldb, strip_stride;
+};
+
 class Backward {
  public:
   Backward(const WorkloadSpec& s, RunTensors& t, const float* lse, RunContext& ctx)
-      : s_(s), t_(t), lse_(lse), ctx_(ctx), kn_(activeTileKernels()), x_(BackwardTiles::of(s, kn_)),
+      : s_(s), t_(t), lse_(lse), ctx_(ctx), kn_(activeTileKernels()), x_(BackwardScratch::of(s, kn_)),
         H_(s.heads), Hkv_(s.kvHeads()), Lq_(s.seq_q), Lkv_(s.seqKv()), D_(s.headDim()), group_(H_ / Hkv_),
         elem_(bytesPerElement(s.dtype)), scale_(static_cast<float>(s.effectiveScale())) {}
 
-  const BackwardTiles& tiles() const { return x_; }
+  const BackwardScratch& scratch() const { return x_; }
   int64_t headTasks() const { return s_.batch * H_; }
   int64_t sumTasks() const { return s_.batch * Hkv_ * keyTiles(); }
 
-  // dQ, dK and dV of one (batch, head), in one pass over its (query tile, key tile) pairs: five
-  // tile products per pair (S, dP, dV += P^T dO, dK += dS^T Q, dQ += dS K). The task owns its
-  // head's dQ rows (written at each query tile's end) and its dK, dV rows (`dk`, `dv`: the fp32
-  // per-head buffers, or the tensors themselves for fp32 without GQA), so no two tasks write the
-  // same memory and every sum runs in one fixed order.
-  void headTask(float* w, int64_t bh, float* dk, float* dv) const {
+  // dQ, dK and dV of one (batch, head), in one pass over its (key tile, query tile) pairs, key
+  // tiles outside: five tile products per pair (S, dP, dV += P^T dO, dK += dS^T Q, dQ += dS K).
+  // The query side (delta, lse, Q and dO as the products read them) is made once per head, a key
+  // tile's K^T, V^T and K are packed once and serve every query tile, and the tile's dK and dV
+  // rows stay in cache while its query tiles pass. The task owns its head's dQ rows (fp32: the
+  // tensor's; else `dqh`, rounded at the end) and its dK, dV rows (`dk`, `dv`: the fp32 per-head
+  // buffers, or the tensors themselves for fp32 without GQA), so no two tasks write the same
+  // memory and every sum runs in one fixed order.
+  void headTask(float* w, float* rows, int64_t bh, float* dk, float* dv) const {
     const int64_t kv_first = ((bh / H_) * Hkv_ + (bh % H_) / group_) * Lkv_ * D_;
     fillRow(dk, Lkv_ * D_, 0.0f);
     fillRow(dv, Lkv_ * D_, 0.0f);
-    float* dq = w + x_.dq;
-    for (int64_t i0 = 0; i0 < Lq_; i0 += x_.bq) {
-      const int64_t nq = std::min(x_.bq, Lq_ - i0);
-      bool loaded = false;
-      for (int64_t j0 = 0; j0 < Lkv_; j0 += x_.bk) {
+    float* dq = dqHead(rows, bh);
+    fillRow(dq, Lq_ * D_, 0.0f);  // a query row that sees no key has a zero gradient
+    loadQueries(w, rows, bh);
+    for (int64_t j0 = 0; j0 < Lkv_; j0 += x_.bk) {
+      const int64_t nk = std::min(x_.bk, Lkv_ - j0);
+      if (!sees(0, Lq_, j0, nk)) continue;
+      packKeys(w, kv_first, j0, nk);
+      for (int64_t i0 = 0, tile = 0; i0 < Lq_; i0 += x_.bq, ++tile) {
         ctx_.throwIfCancelled();
-        const int64_t nk = std::min(x_.bk, Lkv_ - j0);
+        const int64_t nq = std::min(x_.bq, Lq_ - i0);
         if (!sees(i0, nq, j0, nk)) continue;
-        if (!loaded) {
-          loadQueries(w, bh, i0, nq);
-          fillRow(dq, nq * D_, 0.0f);
-          loaded = true;
-        }
         if (x_.pairs)
-          pairProducts(w, bh, kv_first, i0, nq, j0, nk, dk, dv);
+          pairProducts(w, rows, bh, kv_first, tile, i0, nq, j0, nk, dq, dk, dv);
         else
-          floatProducts(w, bh, kv_first, i0, nq, j0, nk, dk, dv);
+          floatProducts(w, rows, bh, kv_first, tile, i0, nq, j0, nk, dq, dk, dv);
       }
-      // A query tile that sees no key has a zero gradient.
-      if (!loaded) fillRow(dq, nq * D_, 0.0f);
-      fromFloat(s_.dtype, dq, nq * D_, t_.dq.data(), (bh * Lq_ + i0) * D_);
     }
+    if (s_.dtype != DType::fp32) fromFloat(s_.dtype, dq, Lq_ * D_, t_.dq.data(), bh * Lq_ * D_);
   }
 
   // The expanded case's second step: key tile `task` of one (batch, KV head): dK and dV summed over
@@ -158,7 +195,7 @@ class Backward {
  private:
   int64_t keyTiles() const { return (Lkv_ + x_.bk - 1) / x_.bk; }
 
-  // Whether any query row of the tile sees a key of [j0, j0 + nk) under the structured mask.
+  // Whether any query row of [i0, i0 + nq) sees a key of [j0, j0 + nk) under the structured mask.
   bool sees(int64_t i0, int64_t nq, int64_t j0, int64_t nk) const {
     for (int64_t r = 0; r < nq; ++r) {
       const KeyRange keys = visibleKeys(s_.mask, i0 + r, Lq_, Lkv_);
@@ -167,52 +204,140 @@ class Backward {
     return false;
   }
 
-  // The five products of one (query tile, key tile) pair in fp32: K^T, V^T and K of the key tile
-  // packed (converted from the dtype), Q and dO as the tile's fp32 rows.
-  void floatProducts(float* w, int64_t bh, int64_t kv_first, int64_t i0, int64_t nq, int64_t j0, int64_t nk, float* dk,
-                     float* dv) const {
+  float* dqHead(float* rows, int64_t bh) const {
+    return s_.dtype == DType::fp32 ? reinterpret_cast<float*>(t_.dq.data()) + bh * Lq_ * D_ : rows + x_.dqh;
+  }
+  // The head's fp32 Q and dO rows: the tensors' own for fp32, else the converted copies.
+  const float* qRows(const float* rows, int64_t bh) const {
+    return s_.dtype == DType::fp32 ? reinterpret_cast<const float*>(t_.q.data()) + bh * Lq_ * D_ : rows + x_.qh;
+  }
+  const float* gRows(const float* rows, int64_t bh) const {
+    return s_.dtype == DType::fp32 ? reinterpret_cast<const float*>(t_.g.data()) + bh * Lq_ * D_ : rows + x_.gh;
+  }
+  // Query tile `tile`'s Q or dO (from `head_rows`, or `packed`'s chunk) as a right-hand side.
+  Rhs queryRhs(const float* head_rows, const float* rows, int64_t packed, int64_t tile, int64_t i0, int64_t nq) const {
+    if (packed < 0) return {head_rows + i0 * D_, D_, kn_.nr};
+    return {rows + packed + tile * x_.chunk, kn_.nr, nq * kn_.nr};
+  }
+
+  // The head's query side, once per task: delta and lse2 per row, Q and dO rows in fp32 (or bf16
+  // rows even-padded), and each query tile's Q and dO packed as right-hand sides where needed.
+  void loadQueries(float* w, float* rows, int64_t bh) const {
+    const int64_t first = bh * Lq_ * D_;
+    const bool fp32 = s_.dtype == DType::fp32;
+    if (!x_.pairs && !fp32) {
+      toFloat(s_.dtype, t_.q.data(), first, Lq_ * D_, rows + x_.qh);
+      toFloat(s_.dtype, t_.g.data(), first, Lq_ * D_, rows + x_.gh);
+    }
+    for (int64_t i0 = 0, tile = 0; i0 < Lq_; i0 += x_.bq, ++tile) {
+      const int64_t nq = std::min(x_.bq, Lq_ - i0);
+      // delta_i = dO_i . O_i from fp32 rows (the tensors' own for fp32).
+      const float* g = fp32 ? reinterpret_cast<const float*>(t_.g.data()) + first + i0 * D_ : w + x_.g;
+      const float* o = fp32 ? reinterpret_cast<const float*>(t_.o.data()) + first + i0 * D_ : w + x_.o;
+      if (!fp32) {
+        toFloat(s_.dtype, t_.g.data(), first + i0 * D_, nq * D_, w + x_.g);
+        toFloat(s_.dtype, t_.o.data(), first + i0 * D_, nq * D_, w + x_.o);
+      }
+      for (int64_t r = 0; r < nq; ++r) {
+        float delta = 0.0f;
+        for (int64_t d = 0; d < D_; ++d) delta += g[r * D_ + d] * o[r * D_ + d];
+        rows[x_.delta + i0 + r] = delta;
+        rows[x_.lse + i0 + r] = lse_[bh * Lq_ + i0 + r] * std::numbers::log2e_v<float>;
+      }
+      if (x_.pairs) {
+        const auto* q = reinterpret_cast<const uint16_t*>(t_.q.data()) + first + i0 * D_;
+        const auto* gg = reinterpret_cast<const uint16_t*>(t_.g.data()) + first + i0 * D_;
+        kn_.pack_pairs(q, D_, false, nq, D_, bf16(rows, x_.qpph) + tile * x_.chunk);
+        kn_.pack_pairs(gg, D_, false, nq, D_, bf16(rows, x_.gpph) + tile * x_.chunk);
+      } else if (x_.qph >= 0) {
+        kn_.pack_b(DType::fp32, qRows(rows, bh) + i0 * D_, D_, false, nq, D_, rows + x_.qph + tile * x_.chunk);
+        kn_.pack_b(DType::fp32, gRows(rows, bh) + i0 * D_, D_, false, nq, D_, rows + x_.gph + tile * x_.chunk);
+      }
+    }
+    if (x_.pairs && x_.q16h >= 0) {
+      const auto* q = reinterpret_cast<const uint16_t*>(t_.q.data()) + first;
+      const auto* g = reinterpret_cast<const uint16_t*>(t_.g.data()) + first;
+      for (auto [src, at] : {std::pair{q, x_.q16h}, std::pair{g, x_.g16h}}) {
+        uint16_t* out = bf16(rows, at);
+        for (int64_t r = 0; r < Lq_; ++r) {
+          std::copy(src + r * D_, src + (r + 1) * D_, out + r * x_.d2);
+          out[r * x_.d2 + D_] = 0;
+        }
+      }
+    }
+  }
+
+  // The key tile's K^T, V^T and K as the products read them, once per key tile.
+  void packKeys(float* w, int64_t kv_first, int64_t j0, int64_t nk) const {
+    if (x_.pairs) {
+      const auto* k = reinterpret_cast<const uint16_t*>(t_.k.data()) + kv_first + j0 * D_;
+      const auto* v = reinterpret_cast<const uint16_t*>(t_.v.data()) + kv_first + j0 * D_;
+      kn_.pack_pairs(k, D_, true, D_, nk, bf16(w, x_.ktp));
+      kn_.pack_pairs(v, D_, true, D_, nk, bf16(w, x_.vtp));
+      kn_.pack_pairs(k, D_, false, nk, D_, bf16(w, x_.kkp));
+      return;
+    }
     const uint8_t* k = t_.k.data() + (kv_first + j0 * D_) * elem_;
     const uint8_t* v = t_.v.data() + (kv_first + j0 * D_) * elem_;
     kn_.pack_b(s_.dtype, k, D_, true, D_, nk, w + x_.kt);
     kn_.pack_b(s_.dtype, v, D_, true, D_, nk, w + x_.vt);
-    kn_.pack_b(s_.dtype, k, D_, false, nk, D_, w + x_.kk);
-    // Scores in base 2, so P = exp2(s - lse2) with the variant's exp2.
-    kn_.gemmPacked(nq, nk, D_, scale_ * std::numbers::log2e_v<float>, w + x_.q, D_, w + x_.kt, 0.0f, w + x_.s, nk);
-    kn_.gemmPacked(nq, nk, D_, 1.0f, w + x_.g, D_, w + x_.vt, 0.0f, w + x_.dp, nk);
-    probsAndDs(w, bh, i0, nq, j0, nk);
-    // dV += P^T dO, dK += scale dS^T Q: P and dS are the left-hand sides read transposed in place
-    // (gemm_at; until 2026-12 a transposed copy of each, 0.7 ns per element).
-    kn_.gemmPackedAt(nk, D_, nq, 1.0f, w + x_.s, nk, w + x_.gp, 1.0f, dv + j0 * D_, D_);
-    kn_.gemmPackedAt(nk, D_, nq, scale_, w + x_.dp, nk, w + x_.qp, 1.0f, dk + j0 * D_, D_);
-    kn_.gemmPacked(nq, D_, nk, scale_, w + x_.dp, nk, w + x_.kk, 1.0f, dqTile(w), D_);
+    if (x_.kk >= 0) kn_.pack_b(s_.dtype, k, D_, false, nk, D_, w + x_.kk);
   }
 
-  // The same five on bf16 pairs: K^T, V^T and K of the key tile packed in pairs as stored; P and
-  // dS rounded to bf16 (r16) and transposed (t16) for the products that read them.
-  void pairProducts(float* w, int64_t bh, int64_t kv_first, int64_t i0, int64_t nq, int64_t j0, int64_t nk, float* dk,
-                    float* dv) const {
-    const auto* k = reinterpret_cast<const uint16_t*>(t_.k.data()) + kv_first + j0 * D_;
-    const auto* v = reinterpret_cast<const uint16_t*>(t_.v.data()) + kv_first + j0 * D_;
-    kn_.pack_pairs(k, D_, true, D_, nk, bf16(w, x_.ktp));
-    kn_.pack_pairs(v, D_, true, D_, nk, bf16(w, x_.vtp));
-    kn_.pack_pairs(k, D_, false, nk, D_, bf16(w, x_.kkp));
-    kn_.gemm_pairs(nq, nk, D_, scale_ * std::numbers::log2e_v<float>, bf16(w, x_.q16), x_.d2, bf16(w, x_.ktp), 0.0f,
-                   w + x_.s, nk);
-    kn_.gemm_pairs(nq, nk, D_, 1.0f, bf16(w, x_.g16), x_.d2, bf16(w, x_.vtp), 0.0f, w + x_.dp, nk);
-    probsAndDs(w, bh, i0, nq, j0, nk);
+  // The five products of one (key tile, query tile) pair in fp32: K^T and V^T of the key tile
+  // packed; Q, dO and K (fp32 rows of whole strips) read in place, or packed.
+  void floatProducts(float* w, const float* rows, int64_t bh, int64_t kv_first, int64_t tile, int64_t i0, int64_t nq,
+                     int64_t j0, int64_t nk, float* dq, float* dk, float* dv) const {
+    const float* q = qRows(rows, bh) + i0 * D_;
+    const float* g = gRows(rows, bh) + i0 * D_;
+    // Scores in base 2, so P = exp2(s - lse2) with the variant's exp2.
+    kn_.gemmPacked(nq, nk, D_, scale_ * std::numbers::log2e_v<float>, q, D_, w + x_.kt, 0.0f, w + x_.s, nk);
+    kn_.gemmPacked(nq, nk, D_, 1.0f, g, D_, w + x_.vt, 0.0f, w + x_.dp, nk);
+    probsAndDs(w, rows, bh, i0, nq, j0, nk);
+    // dV += P^T dO, dK += scale dS^T Q: P and dS are the left-hand sides read transposed in place
+    // (gemm_at; until 2026-12 a transposed copy of each, 0.7 ns per element).
+    const Rhs gb = queryRhs(gRows(rows, bh), rows, x_.gph, tile, i0, nq);
+    const Rhs qb = queryRhs(qRows(rows, bh), rows, x_.qph, tile, i0, nq);
+    kn_.gemm_at(nk, D_, nq, 1.0f, w + x_.s, nk, gb.b, gb.ldb, gb.strip_stride, 1.0f, dv + j0 * D_, D_);
+    kn_.gemm_at(nk, D_, nq, scale_, w + x_.dp, nk, qb.b, qb.ldb, qb.strip_stride, 1.0f, dk + j0 * D_, D_);
+    if (x_.kk >= 0)
+      kn_.gemmPacked(nq, D_, nk, scale_, w + x_.dp, nk, w + x_.kk, 1.0f, dq + i0 * D_, D_);
+    else
+      kn_.gemmRows(nq, D_, nk, scale_, w + x_.dp, nk, reinterpret_cast<const float*>(t_.k.data()) + kv_first + j0 * D_,
+                   D_, 1.0f, dq + i0 * D_, D_);
+  }
+
+  // The same five on bf16 pairs: Q and dO rows as stored (or even-padded) and packed per query
+  // tile; K^T, V^T and K of the key tile packed in pairs; P and dS rounded to bf16 (r16) and
+  // transposed (t16) for the products that read them.
+  void pairProducts(float* w, float* rows, int64_t bh, int64_t, int64_t tile, int64_t i0, int64_t nq, int64_t j0,
+                    int64_t nk, float* dq, float* dk, float* dv) const {
+    const uint16_t *q = nullptr, *g = nullptr;
+    int64_t lda = D_;
+    if (x_.q16h >= 0) {
+      q = bf16(rows, x_.q16h) + i0 * x_.d2;
+      g = bf16(rows, x_.g16h) + i0 * x_.d2;
+      lda = x_.d2;
+    } else {
+      q = reinterpret_cast<const uint16_t*>(t_.q.data()) + (bh * Lq_ + i0) * D_;
+      g = reinterpret_cast<const uint16_t*>(t_.g.data()) + (bh * Lq_ + i0) * D_;
+    }
+    kn_.gemm_pairs(nq, nk, D_, scale_ * std::numbers::log2e_v<float>, q, lda, bf16(w, x_.ktp), 0.0f, w + x_.s, nk);
+    kn_.gemm_pairs(nq, nk, D_, 1.0f, g, lda, bf16(w, x_.vtp), 0.0f, w + x_.dp, nk);
+    probsAndDs(w, rows, bh, i0, nq, j0, nk);
     uint16_t* r = bf16(w, x_.r16);
     uint16_t* t = bf16(w, x_.t16);
     roundRows(w + x_.s, nq, nk, r);
     transposeBf16(r, nq, nk, t);
-    kn_.gemm_pairs(nk, D_, nq, 1.0f, t, x_.bq2, bf16(w, x_.gpp), 1.0f, dv + j0 * D_, D_);
+    kn_.gemm_pairs(nk, D_, nq, 1.0f, t, x_.bq2, bf16(rows, x_.gpph) + tile * x_.chunk, 1.0f, dv + j0 * D_, D_);
     roundRows(w + x_.dp, nq, nk, r);
     transposeBf16(r, nq, nk, t);
-    kn_.gemm_pairs(nk, D_, nq, scale_, t, x_.bq2, bf16(w, x_.qpp), 1.0f, dk + j0 * D_, D_);
-    kn_.gemm_pairs(nq, D_, nk, scale_, r, x_.bk2, bf16(w, x_.kkp), 1.0f, dqTile(w), D_);
+    kn_.gemm_pairs(nk, D_, nq, scale_, t, x_.bq2, bf16(rows, x_.qpph) + tile * x_.chunk, 1.0f, dk + j0 * D_, D_);
+    kn_.gemm_pairs(nq, D_, nk, scale_, r, x_.bk2, bf16(w, x_.kkp), 1.0f, dq + i0 * D_, D_);
   }
 
-  float* dqTile(float* w) const { return w + x_.dq; }
   static uint16_t* bf16(float* w, int64_t at) { return reinterpret_cast<uint16_t*>(w + at); }
+  static const uint16_t* bf16(const float* w, int64_t at) { return reinterpret_cast<const uint16_t*>(w + at); }
 
   // rows x cols fp32 rounded to bf16 rows of x_.bk2 (the pad element zero, as the pair products
   // read it).
@@ -232,40 +357,9 @@ class Backward {
     }
   }
 
-  // The query tile: delta_i = dO_i . O_i and lse in base 2, and Q and dO as the products read
-  // them (fp32 rows packed as right-hand sides, or bf16 rows and pairs).
-  void loadQueries(float* w, int64_t bh, int64_t i0, int64_t nq) const {
-    const int64_t first = (bh * Lq_ + i0) * D_;
-    toFloat(s_.dtype, t_.g.data(), first, nq * D_, w + x_.g);
-    toFloat(s_.dtype, t_.o.data(), first, nq * D_, w + x_.o);
-    for (int64_t r = 0; r < nq; ++r) {
-      float delta = 0.0f;
-      for (int64_t d = 0; d < D_; ++d) delta += w[x_.g + r * D_ + d] * w[x_.o + r * D_ + d];
-      w[x_.delta + r] = delta;
-      w[x_.lse + r] = lse_[bh * Lq_ + i0 + r] * std::numbers::log2e_v<float>;
-    }
-    if (x_.pairs) {
-      const auto* q = reinterpret_cast<const uint16_t*>(t_.q.data()) + first;
-      const auto* g = reinterpret_cast<const uint16_t*>(t_.g.data()) + first;
-      for (auto [src, at] : {std::pair{q, x_.q16}, std::pair{g, x_.g16}}) {
-        uint16_t* rows = bf16(w, at);
-        for (int64_t r = 0; r < nq; ++r) {
-          std::copy(src + r * D_, src + (r + 1) * D_, rows + r * x_.d2);
-          if (D_ % 2) rows[r * x_.d2 + D_] = 0;
-        }
-      }
-      kn_.pack_pairs(q, D_, false, nq, D_, bf16(w, x_.qpp));
-      kn_.pack_pairs(g, D_, false, nq, D_, bf16(w, x_.gpp));
-      return;
-    }
-    toFloat(s_.dtype, t_.q.data(), first, nq * D_, w + x_.q);
-    kn_.pack_b(DType::fp32, w + x_.q, D_, false, nq, D_, w + x_.qp);
-    kn_.pack_b(DType::fp32, w + x_.g, D_, false, nq, D_, w + x_.gp);
-  }
-
   // s (the scores in base 2) <- P and dp (dP) <- dS for the (query tile, key tile) pair; zero where
   // a key is not visible.
-  void probsAndDs(float* w, int64_t bh, int64_t i0, int64_t nq, int64_t j0, int64_t nk) const {
+  void probsAndDs(float* w, const float* rows, int64_t bh, int64_t i0, int64_t nq, int64_t j0, int64_t nk) const {
     float* s = w + x_.s;
     float* dp = w + x_.dp;
     const bool dense = s_.mask.kind == MaskKind::dense, additive = s_.mask.kind == MaskKind::additive;
@@ -278,7 +372,7 @@ class Backward {
       const KeyRange keys = visibleKeys(s_.mask, i0 + r, Lq_, Lkv_);
       const int64_t c0 = std::clamp(keys.begin - j0, int64_t{0}, nk);
       const int64_t c1 = std::clamp(keys.end - j0, int64_t{0}, nk);
-      const float lse2 = w[x_.lse + r];
+      const float lse2 = rows[x_.lse + i0 + r];
       if (c0 >= c1 || lse2 == kNegInf) {
         fillRow(srow, nk, 0.0f);
         fillRow(drow, nk, 0.0f);
@@ -292,7 +386,7 @@ class Backward {
       fillRow(srow, c0, 0.0f);
       fillRow(srow + c1, nk - c1, 0.0f);
       kn_.exp2_shifted(srow + c0, srow + c0, c1 - c0, lse2, 1.0f);
-      const float delta = w[x_.delta + r];
+      const float delta = rows[x_.delta + i0 + r];
       for (int64_t j = 0; j < nk; ++j) drow[j] = srow[j] * (drow[j] - delta);
     }
   }
@@ -302,7 +396,7 @@ class Backward {
   const float* lse_;
   RunContext& ctx_;
   const TileKernels& kn_;
-  const BackwardTiles x_;
+  const BackwardScratch x_;
   const int64_t H_, Hkv_, Lq_, Lkv_, D_, group_, elem_;
   const float scale_;
 };
@@ -313,15 +407,18 @@ void planFlashBackward(MemoryPlan& p, const WorkloadSpec& s, int threads) {
   const int step = p.addStep("backward");
   const bool expanded = expandedKv(s);
   const int last = expanded ? p.addStep("backward dK dV sum") : step;
-  const BackwardTiles x = BackwardTiles::of(s, activeTileKernels());
+  const BackwardScratch x = BackwardScratch::of(s, activeTileKernels());
   if (expanded) {
     const int64_t bytes = s.batch * s.heads * s.seqKv() * s.headDim() * 4;
     p.add("dK fp32 per query head", bytes, step, last, BufferRole::workspace);
     p.add("dV fp32 per query head", bytes, step, last, BufferRole::workspace);
   }
   const int workers = workersFor(s, threads);
-  for (int w = 0; w < workers; ++w)
-    p.add("backward tiles (worker " + std::to_string(w) + ")", x.floats * 4, step, last, BufferRole::workspace);
+  for (int w = 0; w < workers; ++w) {
+    p.add("backward tiles (worker " + std::to_string(w) + ")", x.tile_floats * 4, step, last, BufferRole::workspace);
+    p.add("backward query rows (worker " + std::to_string(w) + ")", x.row_floats * 4, step, last,
+          BufferRole::workspace);
+  }
 }
 
 void flashBackward(const WorkloadSpec& s, RunTensors& t, const float* lse, RunContext& ctx, TaskPool& pool) {
@@ -334,10 +431,14 @@ void flashBackward(const WorkloadSpec& s, RunTensors& t, const float* lse, RunCo
     dv_heads = Buffer<float>(ctx.allocator(), n, "dV fp32 per query head");
   }
   const int workers = workersFor(s, pool.threads());
-  std::vector<Buffer<float>> tiles;
+  std::vector<Buffer<float>> tiles, rows;
   tiles.reserve(static_cast<size_t>(workers));
-  for (int w = 0; w < workers; ++w)
-    tiles.emplace_back(ctx.allocator(), bwd.tiles().floats, "backward tiles (worker " + std::to_string(w) + ")");
+  rows.reserve(static_cast<size_t>(workers));
+  for (int w = 0; w < workers; ++w) {
+    tiles.emplace_back(ctx.allocator(), bwd.scratch().tile_floats, "backward tiles (worker " + std::to_string(w) + ")");
+    rows.emplace_back(ctx.allocator(), bwd.scratch().row_floats,
+                      "backward query rows (worker " + std::to_string(w) + ")");
+  }
   const int64_t head = s.seqKv() * s.headDim();
   {
     PhaseScope phase(ctx, "backward");
@@ -346,7 +447,7 @@ void flashBackward(const WorkloadSpec& s, RunTensors& t, const float* lse, RunCo
                // fp32 without GQA: the head's own rows of dK and dV, accumulated in place.
                float* dk = expanded ? dk_heads.data() + bh * head : reinterpret_cast<float*>(t.dk.data()) + bh * head;
                float* dv = expanded ? dv_heads.data() + bh * head : reinterpret_cast<float*>(t.dv.data()) + bh * head;
-               bwd.headTask(tiles[w].data(), bh, dk, dv);
+               bwd.headTask(tiles[w].data(), rows[w].data(), bh, dk, dv);
              },
              &ctx);
   }
