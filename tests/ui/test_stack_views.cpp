@@ -498,6 +498,7 @@ class TestStackViews : public QObject {
       if (whole) view.setTimeRange(0, static_cast<double>(events.back().end_ns - t0));
       view.plot()->replot();
       std::vector<QRectF> boxes;
+      QStringList texts;
       for (int i = 0; i < view.plot()->itemCount(); ++i) {
         auto* text = qobject_cast<QCPItemText*>(view.plot()->item(i));
         if (!text || text->clipAxisRect() != view.memoryRect()) continue;
@@ -505,12 +506,18 @@ class TestStackViews : public QObject {
         const QPointF at = text->position->pixelPosition();
         boxes.emplace_back(at.x() + text->padding().left(), at.y() - metrics.height() / 2,
                            metrics.horizontalAdvance(text->text()), metrics.height());
+        texts << text->text();
       }
       QVERIFY(whole || !boxes.empty());
+      auto box = [&](size_t i) {
+        const QRectF& r = boxes[i];
+        return QString("'%1' at x %2-%3, y %4-%5").arg(texts[static_cast<qsizetype>(i)]).arg(r.left()).arg(r.right())
+            .arg(r.top()).arg(r.bottom());
+      };
       for (size_t a = 0; a < boxes.size(); ++a)
         for (size_t b = a + 1; b < boxes.size(); ++b)
-          QVERIFY2(!boxes[a].intersects(boxes[b]),
-                   qPrintable(QString("%1: %2 and %3 overprint").arg(whole ? "run" : "pass").arg(a).arg(b)));
+          QVERIFY2(!boxes[a].intersects(boxes[b]), qPrintable(QString("%1: %2 and %3 overprint")
+                                                                  .arg(whole ? "run" : "pass", box(a), box(b))));
       QCOMPARE(boxes.size(), static_cast<size_t>(view.bandLabels().size()));
     }
   }
