@@ -29,8 +29,8 @@ bool backwardPairs(const WorkloadSpec& s, const TileKernels& kn) {
 //
 // Tiles (fixed size): kt, vt: K^T and V^T of the key tile packed; kk: K of the key tile packed as
 // a right-hand side, where K's rows cannot be read in place (a dtype other than fp32, or a head_dim
-// that is not whole kernel strips); s: P; dp: dP then dS; go: a query tile's dO and O in fp32 for
-// delta, where they are not fp32 already. bf16 pairs: ktp, vtp, kkp: K^T, V^T and K in pairs;
+// that is not whole kernel strips); s: P; dp: dP then dS; o, g: a query tile's O (every dtype but
+// fp32) and dO (bf16 pairs, which keep no fp32 dO) in fp32, for delta. bf16 pairs: ktp, vtp, kkp: K^T, V^T and K in pairs;
 // r16: P or dS rounded (rows even-padded); t16: its transpose.
 //
 // Query rows (sized by the head, Lq rows): delta and lse2 per row; the query side of every
@@ -81,10 +81,8 @@ struct BackwardScratch {
     }
     x.s = take(x.bq * x.bk);
     x.dp = take(x.bq * x.bk);
-    if (!fp32) {
-      x.g = take(x.bq * x.d);
-      x.o = take(x.bq * x.d);
-    }
+    if (!fp32) x.o = take(x.bq * x.d);
+    if (x.pairs) x.g = take(x.bq * x.d);
     x.tile_floats = at;
 
     at = 0;
@@ -166,7 +164,7 @@ class Backward {
         const int64_t nq = std::min(x_.bq, Lq_ - i0);
         if (!sees(i0, nq, j0, nk)) continue;
         if (x_.pairs)
-          pairProducts(w, rows, bh, kv_first, tile, i0, nq, j0, nk, dq, dk, dv);
+          pairProducts(w, rows, bh, tile, i0, nq, j0, nk, dq, dk, dv);
         else
           floatProducts(w, rows, bh, kv_first, tile, i0, nq, j0, nk, dq, dk, dv);
       }
@@ -231,13 +229,12 @@ class Backward {
     }
     for (int64_t i0 = 0, tile = 0; i0 < Lq_; i0 += x_.bq, ++tile) {
       const int64_t nq = std::min(x_.bq, Lq_ - i0);
-      // delta_i = dO_i . O_i from fp32 rows (the tensors' own for fp32).
-      const float* g = fp32 ? reinterpret_cast<const float*>(t_.g.data()) + first + i0 * D_ : w + x_.g;
+      // delta_i = dO_i . O_i from fp32 rows: the tensors' own for fp32, the head's converted dO
+      // (gh) for the other fp32 products, the tile converted here for bf16 pairs.
+      const float* g = x_.pairs ? w + x_.g : gRows(rows, bh) + i0 * D_;
       const float* o = fp32 ? reinterpret_cast<const float*>(t_.o.data()) + first + i0 * D_ : w + x_.o;
-      if (!fp32) {
-        toFloat(s_.dtype, t_.g.data(), first + i0 * D_, nq * D_, w + x_.g);
-        toFloat(s_.dtype, t_.o.data(), first + i0 * D_, nq * D_, w + x_.o);
-      }
+      if (x_.pairs) toFloat(s_.dtype, t_.g.data(), first + i0 * D_, nq * D_, w + x_.g);
+      if (!fp32) toFloat(s_.dtype, t_.o.data(), first + i0 * D_, nq * D_, w + x_.o);
       for (int64_t r = 0; r < nq; ++r) {
         float delta = 0.0f;
         for (int64_t d = 0; d < D_; ++d) delta += g[r * D_ + d] * o[r * D_ + d];
@@ -310,8 +307,8 @@ class Backward {
   // The same five on bf16 pairs: Q and dO rows as stored (or even-padded) and packed per query
   // tile; K^T, V^T and K of the key tile packed in pairs; P and dS rounded to bf16 (r16) and
   // transposed (t16) for the products that read them.
-  void pairProducts(float* w, float* rows, int64_t bh, int64_t, int64_t tile, int64_t i0, int64_t nq, int64_t j0,
-                    int64_t nk, float* dq, float* dk, float* dv) const {
+  void pairProducts(float* w, float* rows, int64_t bh, int64_t tile, int64_t i0, int64_t nq, int64_t j0, int64_t nk,
+                    float* dq, float* dk, float* dv) const {
     const uint16_t *q = nullptr, *g = nullptr;
     int64_t lda = D_;
     if (x_.q16h >= 0) {
