@@ -131,14 +131,78 @@ int64_t TrackingAllocator::droppedEvents() const {
   return dropped_;
 }
 
-HostAllocator::~HostAllocator() = default;
-
-void* HostAllocator::rawAllocate(int64_t bytes) {
-  size_t rounded = (static_cast<size_t>(bytes) + 63) & ~size_t{63};
-  return std::aligned_alloc(64, rounded);
+HostAllocator::~HostAllocator() {
+  std::lock_guard lock(cache_mu_);
+  shrinkCache(0);
 }
 
-void HostAllocator::rawFree(void* p) { std::free(p); }
+int64_t HostAllocator::cachedBytes() const {
+  std::lock_guard lock(cache_mu_);
+  return cached_bytes_;
+}
+
+int64_t HostAllocator::cacheHits() const {
+  std::lock_guard lock(cache_mu_);
+  return hits_;
+}
+
+int64_t HostAllocator::held(int64_t peak) const {
+  if (available_at_start_ < 0) return peak;
+  return peak + std::clamp<int64_t>((available_at_start_ - peak) / 2, 0, peak);
+}
+
+void HostAllocator::shrinkCache(int64_t keep) {
+  while (cached_bytes_ > keep && !cached_.empty()) {
+    auto largest = std::prev(cached_.end());
+    sizes_.erase(largest->second);
+    std::free(largest->second);
+    cached_bytes_ -= static_cast<int64_t>(largest->first);
+    cached_.erase(largest);
+  }
+}
+
+void* HostAllocator::rawAllocate(int64_t bytes) {
+  const size_t rounded = (static_cast<size_t>(bytes) + 63) & ~size_t{63};
+  if (static_cast<int64_t>(rounded) < kCachedBytes) return std::aligned_alloc(64, rounded);
+  // The base's counters, read before this request is added to them.
+  const int64_t live = liveBytes(), peak = peakBytes();
+  std::lock_guard lock(cache_mu_);
+  if (auto it = cached_.find(rounded); it != cached_.end()) {
+    void* p = it->second;
+    cached_bytes_ -= static_cast<int64_t>(rounded);
+    cached_.erase(it);
+    ++hits_;
+    return p;
+  }
+  if (available_at_start_ == kUnread) available_at_start_ = hostMemoryAvailable();
+  const int64_t request = static_cast<int64_t>(rounded);
+  shrinkCache(std::max<int64_t>(0, held(std::max(peak, live + request)) - live - request));
+  void* p = std::aligned_alloc(64, rounded);
+  if (!p) {
+    shrinkCache(0);
+    p = std::aligned_alloc(64, rounded);
+  }
+  if (p) sizes_.emplace(p, rounded);
+  return p;
+}
+
+void HostAllocator::rawFree(void* p) {
+  {
+    std::lock_guard lock(cache_mu_);
+    auto it = sizes_.find(p);
+    if (it != sizes_.end()) {
+      // The base has already taken this block out of live bytes.
+      const int64_t size = static_cast<int64_t>(it->second);
+      if (liveBytes() + cached_bytes_ + size <= held(peakBytes())) {
+        cached_.emplace(it->second, p);
+        cached_bytes_ += size;
+        return;
+      }
+      sizes_.erase(it);
+    }
+  }
+  std::free(p);
+}
 
 int64_t HostAllocator::freeBytesHint() const { return hostMemoryAvailable(); }
 

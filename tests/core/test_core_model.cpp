@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 #include <thread>
+#include <vector>
 
 #include "core/check/reference.h"
 #include "reference_test_backend.h"
@@ -48,6 +49,70 @@ TEST(TrackingAllocator, LimitRaisesOutOfMemoryWithNumbers) {
     EXPECT_NE(std::string(e.what()).find("500 B"), std::string::npos);
   }
   EXPECT_EQ(a.liveBytes(), 600);
+}
+
+// Large blocks come back from the cache on a request of the same rounded size, while live,
+// peak and the events stay the requests'; small blocks are never kept.
+TEST(HostAllocatorCache, ReusesAFreedLargeBlockOfTheSameSize) {
+  HostAllocator a;
+  constexpr int64_t kMiB = 1 << 20;
+  void* first = nullptr;
+  {
+    Buffer<uint8_t> x(a, kMiB, "x");
+    first = x.data();
+  }
+  EXPECT_EQ(a.cachedBytes(), kMiB);
+  {
+    Buffer<uint8_t> y(a, kMiB - 10, "y");  // rounds to the same 64-byte multiple
+    EXPECT_EQ(y.data(), first);
+    EXPECT_EQ(a.cacheHits(), 1);
+    EXPECT_EQ(a.cachedBytes(), 0);
+    EXPECT_EQ(a.liveBytes(), kMiB - 10);
+    Buffer<uint8_t> z(a, kMiB + 64, "z");  // another size: a new block
+    EXPECT_NE(z.data(), first);
+    EXPECT_EQ(a.cacheHits(), 1);
+  }
+  EXPECT_EQ(a.peakBytes(), 2 * kMiB + 54);
+  const auto ev = a.takeEvents();
+  ASSERT_EQ(ev.size(), 6u);
+  EXPECT_EQ(ev[2].name, "y");
+  EXPECT_EQ(ev[2].bytes, kMiB - 10);
+  {
+    Buffer<uint8_t> small(a, HostAllocator::kCachedBytes / 2, "small");
+  }
+  EXPECT_EQ(a.cachedBytes(), 2 * kMiB + 64);  // the two large blocks, not the small one
+}
+
+// What the allocator holds, live + cached, never passes twice its peak (the bound when the
+// machine has far more memory free than the peak, as here), and a miss that would pass it
+// evicts the largest cached blocks first.
+TEST(HostAllocatorCache, HoldsAtMostTwiceThePeakAndEvictsLargestFirst) {
+  HostAllocator a;
+  constexpr int64_t kMiB = 1 << 20;
+  auto holds = [&] { return a.liveBytes() + a.cachedBytes(); };
+  auto round = [&](int64_t bytes, int count) {
+    std::vector<Buffer<uint8_t>> live;
+    for (int i = 0; i < count; ++i) {
+      live.emplace_back(a, bytes, "b");
+      EXPECT_LE(holds(), 2 * a.peakBytes()) << bytes << " #" << i;
+    }
+  };
+  round(kMiB, 4);  // peak 4 MiB; then all four cached
+  EXPECT_EQ(a.cachedBytes(), 4 * kMiB);
+  round(3 * kMiB / 2, 4);  // misses: peak 6 MiB, 10 MiB cached after
+  EXPECT_EQ(a.peakBytes(), 6 * kMiB);
+  EXPECT_EQ(a.cachedBytes(), 10 * kMiB);
+  // 1.25 MiB blocks miss too; the second must evict: 1.25 live + 10 cached + 1.25 > 12.
+  std::vector<Buffer<uint8_t>> live;
+  live.emplace_back(a, 5 * kMiB / 4, "c");
+  EXPECT_EQ(a.cachedBytes(), 10 * kMiB);
+  live.emplace_back(a, 5 * kMiB / 4, "c");
+  EXPECT_EQ(a.cachedBytes(), 10 * kMiB - 3 * kMiB / 2);  // one 1.5 MiB block went
+  EXPECT_LE(holds(), 2 * a.peakBytes());
+  live.clear();
+  round(kMiB, 4);  // the 1 MiB blocks were kept: every request hits
+  EXPECT_EQ(a.cacheHits(), 4);
+  EXPECT_LE(holds(), 2 * a.peakBytes());
 }
 
 TEST(MemoryPlan, PeakIsTheLargestLiveSum) {
