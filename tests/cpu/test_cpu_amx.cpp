@@ -5,6 +5,10 @@
 
 #include <gtest/gtest.h>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>  // tile_kernels_bf16.h packs with SSE2 where it is there
+#endif
+
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
