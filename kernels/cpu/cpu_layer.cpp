@@ -267,8 +267,8 @@ void LayerExecution::backwardLayer(int64_t l) {
                     ctx_, pool_);
     }
     PhaseScope part(ctx_, "dw_o");
-    runWeightGradient({&g, &o, L.dw_o.data(), L.db_o.data(), s_.dtype, "out_proj_backward dw_o sums"}, d_.rows, ctx_,
-                      pool_);
+    runWeightGradient({&g, &o, L.dw_o.data(), L.db_o.data(), s_.dtype, "out_proj_backward dw_o sums", "o"}, d_.rows,
+                      ctx_, pool_);
   }
   if (s_.checkpoint == Checkpoint::attention) {
     PhaseScope phase(ctx_, "recompute");
@@ -299,7 +299,7 @@ void LayerExecution::backwardLayer(int64_t l) {
                     d_.rows, ctx_, pool_);
     }
     PhaseScope part(ctx_, "dw_qkv");
-    runWeightGradient({&dqkv, &x, L.dw_qkv.data(), L.db_qkv.data(), s_.dtype, "qkv_proj_backward dw_qkv sums"},
+    runWeightGradient({&dqkv, &x, L.dw_qkv.data(), L.db_qkv.data(), s_.dtype, "qkv_proj_backward dw_qkv sums", "x"},
                       d_.rows, ctx_, pool_);
   }
   // dx of a deeper layer is the previous layer's G: read there, then freed; kept as float for
@@ -463,7 +463,7 @@ MemoryPlan planLayer(const CpuBackend& backend, const WorkloadSpec& spec) {
         d_o = p.buffers.size();
         p.add("dO", qe * elem, d_o_step, d_o_step, BufferRole::workspace);
         planRowProduct(p, d_o_step, "out_proj_backward dO", "w_o", d.rows, d.e, d.hd, threads, spec.dtype);
-        planWeightGradient(p, p.addStep("out_proj_backward dw_o"), "out_proj_backward dw_o sums", d.rows, d.e, d.hd,
+        planWeightGradient(p, p.addStep("out_proj_backward dw_o"), "out_proj_backward dw_o sums", "o", d.rows, d.e, d.hd,
                            threads, spec.dtype);
       });
       if (spec.checkpoint == Checkpoint::attention)
@@ -486,7 +486,7 @@ MemoryPlan planLayer(const CpuBackend& backend, const WorkloadSpec& spec) {
         }
         planRowProduct(p, dx, "qkv_proj_backward dx", "w_qkv", d.rows, d.qkv, d.e, threads, spec.dtype);
         const int dw = p.addStep("qkv_proj_backward dw_qkv");
-        planWeightGradient(p, dw, "qkv_proj_backward dw_qkv sums", d.rows, d.qkv, d.e, threads, spec.dtype);
+        planWeightGradient(p, dw, "qkv_proj_backward dw_qkv sums", "x", d.rows, d.qkv, d.e, threads, spec.dtype);
         for (size_t i = 0; i < 3; ++i) lastStep(grads + i, dw);
         if (l != N - 1) lastStep(open[static_cast<size_t>(l + 1)].dx, dw);
         if (l > 0) lastStep(open[static_cast<size_t>(l - 1)].y, dw);

@@ -142,9 +142,12 @@ RowProduct::Shape RowProduct::Shape::of(int64_t rows, int64_t k, int64_t n, int 
     const int64_t per_block = std::clamp<int64_t>(kWeightBlockFloats / std::max<int64_t>(k, 1) / kn.nr, 1, strips);
     s.col_blocks = (strips + per_block - 1) / per_block;
     s.cols = std::min(per_block * kn.nr, n);
-    s.row_groups = std::clamp<int64_t>((kTasksPerWorker * threads + s.col_blocks - 1) / s.col_blocks, 1, row_blocks);
+    s.rows_outer = k > n;
+    s.row_groups = s.rows_outer ? row_blocks
+                                : std::clamp<int64_t>((kTasksPerWorker * threads + s.col_blocks - 1) / s.col_blocks,
+                                                      1, row_blocks);
   }
-  s.tasks = s.col_blocks * s.row_groups;
+  s.tasks = s.rows_outer ? s.row_groups : s.col_blocks * s.row_groups;
   s.workers = static_cast<int>(std::clamp<int64_t>(s.tasks, 1, threads));
   const int64_t a_rows = s.pairs ? (s.block * s.k2 + 1) / 2 : s.block * k;
   // A's rows, the result's rows (a column block of them), the bias as float.
@@ -189,10 +192,10 @@ void runRowProduct(const RowProduct& p, int64_t rows, RunContext& ctx, TaskPool&
              float* a = scratch[w].data();
              float* c = a + pad16(a_floats);
              float* bias = c + pad16(s.block * s.cols);
-             // Task t: column block t / row_groups over its share of the row blocks.
-             const int64_t cb = t / s.row_groups, g = t % s.row_groups;
-             const int64_t n0 = cb * s.cols, nn = std::min(s.cols, n - n0);
-             if (p.bias) toFloat(dtype, p.bias, n0, nn, bias);
+             // Task t: with rows outer, row block t over every column block; else column block
+             // t / row_groups over its share of the row blocks.
+             const int64_t cb_begin = s.rows_outer ? 0 : t / s.row_groups;
+             const int64_t cb_end = s.rows_outer ? s.col_blocks : cb_begin + 1, g = t % s.row_groups;
              std::vector<RowMatrix::Segment> segments;
              for (int64_t rb = g * row_blocks / s.row_groups; rb < (g + 1) * row_blocks / s.row_groups; ++rb) {
                ctx.throwIfCancelled();
@@ -201,23 +204,34 @@ void runRowProduct(const RowProduct& p, int64_t rows, RunContext& ctx, TaskPool&
                  uint16_t* a16 = reinterpret_cast<uint16_t*>(a);
                  p.a->readBits(r0, m, 0, k, a16, s.k2);
                  kn.gemm_pairs(m, n, k, 1.0f, a16, s.k2, pairs, 0.0f, c, n);
-               } else {
-                 // Strip j of the packed weight starts at j * nr * k floats, its row p at p * nr
-                 // more. fp32 A is read in place, head by head (one run when it is plain rows);
-                 // else converted to fp32 rows (once per column block).
-                 const float* strips0 = packed.data() + n0 * k;
-                 if (!p.a->fp32Segments(r0, m, segments)) {
-                   p.a->read(r0, m, 0, k, a, k);
-                   segments.push_back({a, k, 0, k});
+                 if (p.bias) {
+                   toFloat(dtype, p.bias, 0, n, bias);
+                   for (int64_t i = 0; i < m; ++i)
+                     for (int64_t j = 0; j < n; ++j) c[i * n + j] += bias[j];
                  }
+                 p.out->write(r0, m, 0, n, c, n);
+                 continue;
+               }
+               // fp32 A is read in place, head by head (one run when it is plain rows); else
+               // converted to fp32 rows, once per row block.
+               if (!p.a->fp32Segments(r0, m, segments)) {
+                 p.a->read(r0, m, 0, k, a, k);
+                 segments.push_back({a, k, 0, k});
+               }
+               for (int64_t cb = cb_begin; cb < cb_end; ++cb) {
+                 // Strip j of the packed weight starts at j * nr * k floats, its row p at p * nr more.
+                 const int64_t n0 = cb * s.cols, nn = std::min(s.cols, n - n0);
+                 const float* strips0 = packed.data() + n0 * k;
                  for (const RowMatrix::Segment& sg : segments)
                    kn.gemm(m, nn, sg.d, 1.0f, sg.rows, sg.ld, strips0 + sg.k0 * kn.nr, kn.nr, k * kn.nr,
                            sg.k0 == 0 ? 0.0f : 1.0f, c, s.cols);
+                 if (p.bias) {
+                   toFloat(dtype, p.bias, n0, nn, bias);
+                   for (int64_t i = 0; i < m; ++i)
+                     for (int64_t j = 0; j < nn; ++j) c[i * s.cols + j] += bias[j];
+                 }
+                 p.out->write(r0, m, n0, nn, c, s.cols);
                }
-               if (p.bias)
-                 for (int64_t i = 0; i < m; ++i)
-                   for (int64_t j = 0; j < nn; ++j) c[i * s.cols + j] += bias[j];
-               p.out->write(r0, m, n0, nn, c, s.cols);
              }
            },
            &ctx);
@@ -233,36 +247,82 @@ WeightGradient::Shape WeightGradient::Shape::of(int64_t rows, int64_t m, int64_t
   s.m_blocks = (m + s.m_block - 1) / s.m_block;
   s.n_blocks = (n + s.n_block - 1) / s.n_block;
   s.chunk = std::min(kWeightChunk, rows);
+  s.chunks = (rows + s.chunk - 1) / s.chunk;
   s.tasks = s.m_blocks * s.n_blocks;
   s.workers = static_cast<int>(std::clamp<int64_t>(s.tasks, 1, threads));
-  // On bf16 pairs a's chunk and its transpose as bits (rows of the transpose padded to an even
-  // length), b's chunk as bits and packed in pairs, the sums, the bias sums.
+  const int64_t strips = (n + nr - 1) / nr;
   if (s.pairs) {
+    // b packed in pairs chunk by chunk (each a pack_pairs of its rows over every column, at a
+    // stride of a whole chunk's pairs); per worker a's chunk and its transpose as bits (rows of
+    // the transpose padded to an even length), the sums, the bias sums; packing b reads a chunk
+    // of a block of columns as bits into the same scratch.
     const TileKernels& kn = activeTileKernels();
     const int64_t c2 = (s.chunk + 1) / 2 * 2;
-    s.scratch = pad16((s.chunk * s.m_block + 1) / 2) + pad16((s.m_block * c2 + 1) / 2) +
-                pad16((s.chunk * s.n_block + 1) / 2) + pad16((kn.pair_elements(s.chunk, s.n_block) + 1) / 2) +
-                pad16(s.m_block * s.n_pad) + pad16(s.m_block);
+    s.chunk_packed = (kn.pair_elements(s.chunk, n) + 1) / 2;
+    s.packed = s.chunks * s.chunk_packed;
+    s.scratch = std::max(pad16((s.chunk * s.m_block + 1) / 2) + pad16((s.m_block * c2 + 1) / 2) +
+                             pad16(s.m_block * s.n_pad) + pad16(s.m_block),
+                         pad16((s.chunk * s.n_pad + 1) / 2));
   } else {
-    // a's chunk (read transposed in place by gemm_at), b's chunk in strips, the sums, the bias sums.
-    s.scratch = pad16(s.chunk * s.m_block) + pad16(s.chunk * s.n_pad) + pad16(s.m_block * s.n_pad) + pad16(s.m_block);
+    // b packed as fp32 strips chunk by chunk (chunk c's strip j: cn rows of nr floats); per worker
+    // a's chunk (read transposed in place by gemm_at), the sums, the bias sums.
+    s.chunk_packed = s.chunk * strips * nr;
+    s.packed = s.chunks * s.chunk_packed;
+    s.scratch = pad16(s.chunk * s.m_block) + pad16(s.m_block * s.n_pad) + pad16(s.m_block);
   }
   return s;
 }
 
-void planWeightGradient(MemoryPlan& p, int step, const std::string& name, int64_t rows, int64_t m, int64_t n,
-                        int threads, DType dtype) {
+void planWeightGradient(MemoryPlan& p, int step, const std::string& name, const std::string& input, int64_t rows,
+                        int64_t m, int64_t n, int threads, DType dtype) {
   const WeightGradient::Shape s = WeightGradient::Shape::of(rows, m, n, activeTileKernels().nr, threads, dtype);
+  p.add(input + " packed", s.packed * 4, step, step, BufferRole::workspace);
   for (int w = 0; w < s.workers; ++w)
     p.add(name + " (worker " + std::to_string(w) + ")", s.scratch * 4, step, step, BufferRole::workspace);
 }
 
 namespace {
 
+// b's rows packed once for every block of dw, chunk by chunk of rows, in tasks of (chunk, group
+// of strips): fp32 strips (converted as read), or bf16 pairs from its bits. Before this, each
+// (block, chunk) read and packed its own columns of b again: M / 256 times over, which on Zen 4
+// took a quarter of the fp32 product's time (memcpy) and more on bf16 pairs.
+void packGradientInput(const WeightGradient& g, int64_t rows, const WeightGradient::Shape& s, float* packed,
+                       std::vector<Buffer<float>>& scratch, RunContext& ctx, TaskPool& pool) {
+  const TileKernels& kn = activeTileKernels();
+  const int nr = kn.nr;
+  const int64_t N = g.b->cols(), strips = (N + nr - 1) / nr, group = s.n_pad / nr;
+  const int64_t groups = (strips + group - 1) / group;
+  pool.run(s.chunks * groups, s.workers,
+           [&](int w, int64_t t) {
+             ctx.throwIfCancelled();
+             const int64_t c = t / groups, r0 = c * s.chunk, cn = std::min(s.chunk, rows - r0);
+             const int64_t j0 = t % groups * group * nr, nn = std::min(group * nr, N - j0);
+             if (s.pairs) {
+               // This chunk's pairs: strip j at j * pairs(cn) * nr * 2 bf16 from the chunk's start.
+               uint16_t* bits = reinterpret_cast<uint16_t*>(scratch[static_cast<size_t>(w)].data());
+               uint16_t* chunk = reinterpret_cast<uint16_t*>(packed + c * s.chunk_packed);
+               g.b->readBits(r0, cn, j0, nn, bits, nn);
+               kn.pack_pairs(bits, nn, false, cn, nn, chunk + j0 / nr * ((cn + 1) / 2) * nr * 2);
+               return;
+             }
+             float* chunk = packed + c * s.chunk_packed;
+             for (int64_t jj = 0; jj < nn; jj += nr) {
+               float* strip = chunk + (j0 + jj) * cn;
+               const int64_t cols = std::min<int64_t>(nr, nn - jj);
+               g.b->read(r0, cn, j0 + jj, cols, strip, nr);
+               if (cols < nr)
+                 for (int64_t r = 0; r < cn; ++r) std::fill(strip + r * nr + cols, strip + (r + 1) * nr, 0.0f);
+             }
+           },
+           &ctx);
+}
+
 // runWeightGradient on bf16 pairs: per chunk of rows, a's columns transposed as bits (its rows
-// the pairs' k), b's columns packed in pairs, one gemm_pairs into the fp32 sums.
+// the pairs' k), one gemm_pairs on b's packed chunk into the fp32 sums.
 void runWeightGradientPairs(const WeightGradient& g, int64_t rows, const WeightGradient::Shape& s,
-                            std::vector<Buffer<float>>& scratch, RunContext& ctx, TaskPool& pool) {
+                            const float* packed, std::vector<Buffer<float>>& scratch, RunContext& ctx,
+                            TaskPool& pool) {
   const TileKernels& kn = activeTileKernels();
   const int64_t M = g.a->cols(), N = g.b->cols(), c2 = (s.chunk + 1) / 2 * 2;
   pool.run(s.tasks, s.workers,
@@ -270,15 +330,11 @@ void runWeightGradientPairs(const WeightGradient& g, int64_t rows, const WeightG
              const int64_t m0 = t / s.n_blocks * s.m_block, n0 = t % s.n_blocks * s.n_block;
              const int64_t mm = std::min(s.m_block, M - m0), nn = std::min(s.n_block, N - n0);
              const bool sums = g.db && n0 == 0;
-             float* base = scratch[w].data();
+             float* base = scratch[static_cast<size_t>(w)].data();
              uint16_t* ac = reinterpret_cast<uint16_t*>(base);
              base += pad16((s.chunk * s.m_block + 1) / 2);
              uint16_t* at = reinterpret_cast<uint16_t*>(base);
              base += pad16((s.m_block * c2 + 1) / 2);
-             uint16_t* bc = reinterpret_cast<uint16_t*>(base);
-             base += pad16((s.chunk * s.n_block + 1) / 2);
-             uint16_t* bp = reinterpret_cast<uint16_t*>(base);
-             base += pad16((kn.pair_elements(s.chunk, s.n_block) + 1) / 2);
              float* c = base;
              float* db = c + pad16(s.m_block * s.n_pad);
              std::fill(db, db + mm, 0.0f);
@@ -289,11 +345,13 @@ void runWeightGradientPairs(const WeightGradient& g, int64_t rows, const WeightG
                transposeBlocked(ac, cn, mm, mm, at, cn2);
                if (cn2 > cn)
                  for (int64_t i = 0; i < mm; ++i) at[i * cn2 + cn] = 0;
+               // Row by row over the chunk as read (the loop over i vectorises; each db[i] still adds
+               // its rows in order).
                if (sums)
-                 for (int64_t i = 0; i < mm; ++i)
-                   for (int64_t r = 0; r < cn; ++r) db[i] += bf16ToFloat(at[i * cn2 + r]);
-               g.b->readBits(r0, cn, n0, nn, bc, nn);
-               kn.pack_pairs(bc, nn, false, cn, nn, bp);
+                 for (int64_t r = 0; r < cn; ++r)
+                   for (int64_t i = 0; i < mm; ++i) db[i] += bf16ToFloat(ac[r * mm + i]);
+               const uint16_t* bp = reinterpret_cast<const uint16_t*>(packed + r0 / s.chunk * s.chunk_packed) +
+                                    n0 / kn.nr * (cn2 / 2) * kn.nr * 2;
                kn.gemm_pairs(mm, nn, cn, 1.0f, at, cn2, bp, r0 == 0 ? 0.0f : 1.0f, c, s.n_pad);
              }
              for (int64_t i = 0; i < mm; ++i) fromFloat(g.dtype, c + i * s.n_pad, nn, g.dw, (m0 + i) * N + n0);
@@ -308,9 +366,11 @@ void runWeightGradient(const WeightGradient& g, int64_t rows, RunContext& ctx, T
   const TileKernels& kn = activeTileKernels();
   const int64_t M = g.a->cols(), N = g.b->cols();
   const WeightGradient::Shape s = WeightGradient::Shape::of(rows, M, N, kn.nr, pool.threads(), g.dtype);
+  Buffer<float> packed(ctx.allocator(), s.packed, g.input + " packed");
   auto scratch = perWorker(ctx.allocator(), s.workers, s.scratch, g.name);
+  packGradientInput(g, rows, s, packed.data(), scratch, ctx, pool);
   if (s.pairs) {
-    runWeightGradientPairs(g, rows, s, scratch, ctx, pool);
+    runWeightGradientPairs(g, rows, s, packed.data(), scratch, ctx, pool);
     return;
   }
   pool.run(s.tasks, s.workers,
@@ -318,9 +378,8 @@ void runWeightGradient(const WeightGradient& g, int64_t rows, RunContext& ctx, T
              const int64_t m0 = t / s.n_blocks * s.m_block, n0 = t % s.n_blocks * s.n_block;
              const int64_t mm = std::min(s.m_block, M - m0), nn = std::min(s.n_block, N - n0);
              const bool sums = g.db && n0 == 0;  // the bias gradient once per row block of dw
-             float* ac = scratch[w].data();
-             float* bc = ac + pad16(s.chunk * s.m_block);
-             float* c = bc + pad16(s.chunk * s.n_pad);
+             float* ac = scratch[static_cast<size_t>(w)].data();
+             float* c = ac + pad16(s.chunk * s.m_block);
              float* db = c + pad16(s.m_block * s.n_pad);
              std::fill(db, db + mm, 0.0f);
              const int nr = kn.nr;
@@ -332,16 +391,9 @@ void runWeightGradient(const WeightGradient& g, int64_t rows, RunContext& ctx, T
                if (sums)
                  for (int64_t r = 0; r < cn; ++r)
                    for (int64_t i = 0; i < mm; ++i) db[i] += ac[r * mm + i];
-               // b's chunk straight into strips of nr columns (strip j: cn rows of nr floats at
-               // j * cn * nr), the columns past nn zero.
-               for (int64_t j0 = 0; j0 < s.n_pad; j0 += nr) {
-                 float* strip = bc + j0 * cn;
-                 const int64_t cols = std::clamp<int64_t>(nn - j0, 0, nr);
-                 if (cols > 0) g.b->read(r0, cn, n0 + j0, cols, strip, nr);
-                 if (cols < nr)
-                   for (int64_t r = 0; r < cn; ++r) std::fill(strip + r * nr + cols, strip + (r + 1) * nr, 0.0f);
-               }
-               kn.gemm_at(mm, s.n_pad, cn, 1.0f, ac, mm, bc, nr, cn * nr, r0 == 0 ? 0.0f : 1.0f, c, s.n_pad);
+               // b's packed chunk from this block's first strip (strip j at j * cn * nr floats).
+               const float* bc = packed.data() + r0 / s.chunk * s.chunk_packed + n0 * cn;
+               kn.gemm_at(mm, nn, cn, 1.0f, ac, mm, bc, nr, cn * nr, r0 == 0 ? 0.0f : 1.0f, c, s.n_pad);
              }
              for (int64_t i = 0; i < mm; ++i) fromFloat(g.dtype, c + i * s.n_pad, nn, g.dw, (m0 + i) * N + n0);
              if (sums) fromFloat(g.dtype, db, mm, g.db, m0);

@@ -58,10 +58,15 @@ struct RowMatrix {
 
 // out = a * op(w) + bias: a is R x K, w a stored weight (transposed: stored N rows of K, as
 // nn.Linear's weight; else K rows of N), bias N values or none. The weight is packed once for
-// all tasks. On fp32 rows each task is one block of the weight's columns, small enough to stay
-// in L2 (kWeightBlockFloats), over a group of row blocks: the weight is read from memory once,
-// where tasks of whole-width row blocks streamed all of it per 48 rows. On bf16 pairs each task
-// is one block of rows over every column.
+// all tasks. On fp32 rows the weight is cut into blocks of columns small enough to stay in L2
+// (kWeightBlockFloats). Where K <= N (the forward projections, dO) each task is one such block
+// over a group of row blocks: the weight is read from memory once, where tasks of whole-width
+// row blocks streamed all of it per 48 rows. Where K > N (the layer's dx, K = 3 x N) a row block
+// of A (48 x K) outweighs a block of the weight, so rows go outside: each task is one row block
+// over every column block, A staying in cache while the weight streams past (Zen 4, dx: 130-163
+// -> 167-175 GFLOP/s on two threads; the same order on the qkv product lost 12 %). Rows that
+// are not fp32 are converted once per row block. On bf16 pairs each task is one block of rows
+// over every column.
 struct RowProduct {
   const RowMatrix* a = nullptr;
   const uint8_t* w = nullptr;
@@ -83,6 +88,7 @@ struct RowProduct {
     int64_t cols = 0, col_blocks = 1, row_groups = 0;
     int workers = 0;
     bool pairs = false;
+    bool rows_outer = false;  // K > N on fp32 rows: task t is row block t over every column block
     static Shape of(int64_t rows, int64_t k, int64_t n, int threads, DType dtype);
   };
 };
@@ -92,24 +98,27 @@ void runRowProduct(const RowProduct& p, int64_t rows, RunContext& ctx, TaskPool&
 
 // dw = a^T b (M x N, stored row-major in the dtype) and, when db is given, db = the column sums
 // of a (M values): the gradients of a linear layer's weight and bias, summed over the R rows.
-// Tasks over (M block, N block) walk the rows in chunks.
+// b is packed once, chunk by chunk of rows ("<input> packed": fp32 strips, or bf16 pairs), for
+// every block of dw; tasks over (M block, N block) then walk the chunks, reading a's columns.
 struct WeightGradient {
   const RowMatrix* a = nullptr;  // R x M (the output's gradient)
   const RowMatrix* b = nullptr;  // R x N (the layer's input)
   uint8_t* dw = nullptr;
   uint8_t* db = nullptr;
   DType dtype = DType::fp32;
-  std::string name;  // names the scratch: "<name> (worker i)"
+  std::string name;   // names the scratch: "<name> (worker i)"
+  std::string input;  // names b's packing: "<input> packed"
 
   struct Shape {
-    int64_t m_block = 0, n_block = 0, n_pad = 0, m_blocks = 0, n_blocks = 0, chunk = 0, tasks = 0, scratch = 0;
+    int64_t m_block = 0, n_block = 0, n_pad = 0, m_blocks = 0, n_blocks = 0, chunk = 0, chunks = 0, tasks = 0;
+    int64_t scratch = 0, packed = 0, chunk_packed = 0;  // floats: per worker, b packed, one chunk of it
     int workers = 0;
     bool pairs = false;  // on bf16 pairs (RowProduct::usesPairs)
     static Shape of(int64_t rows, int64_t m, int64_t n, int nr, int threads, DType dtype);
   };
 };
-void planWeightGradient(MemoryPlan& plan, int step, const std::string& name, int64_t rows, int64_t m, int64_t n,
-                        int threads, DType dtype);
+void planWeightGradient(MemoryPlan& plan, int step, const std::string& name, const std::string& input, int64_t rows,
+                        int64_t m, int64_t n, int threads, DType dtype);
 void runWeightGradient(const WeightGradient& g, int64_t rows, RunContext& ctx, TaskPool& pool);
 
 }  // namespace attnscope::cpu

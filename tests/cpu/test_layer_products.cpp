@@ -129,6 +129,18 @@ TEST(LayerProducts, SeveralColumnBlocksFp32) {
   }
 }
 
+// K > N puts rows outside (each task a row block over every column block): k 2000 by 300 is
+// three column blocks, the last partial; A from heads and plain; fp16 converted once per block.
+TEST(LayerProducts, RowsOutsideWhenKExceedsN) {
+  ASSERT_TRUE(RowProduct::Shape::of(101, 2000, 300, 2, DType::fp32).rows_outer);
+  ASSERT_GT(RowProduct::Shape::of(101, 2000, 300, 2, DType::fp32).col_blocks, 1);
+  for (int threads : {1, 2}) {
+    runCase({DType::fp32, 1, 101, 1, 2000, 300, 1, false, true, threads});
+    runCase({DType::fp32, 2, 37, 8, 250, 300, 3, true, false, threads});
+    runCase({DType::fp16, 1, 101, 4, 500, 300, 1, false, true, threads});
+  }
+}
+
 TEST(LayerProducts, SeveralColumnBlocksFp16AndBf16) {
   for (DType d : {DType::fp16, DType::bf16}) {
     runCase({d, 1, 101, 1, 520, 1000, 1, true, true, 2});
@@ -160,9 +172,10 @@ void runGradientCase(DType dtype, int threads) {
   g.db = db.data();
   g.dtype = dtype;
   g.name = "dw";
+  g.input = "b";
   runWeightGradient(g, rows, ctx, pool);
   MemoryPlan plan;
-  planWeightGradient(plan, 0, "dw", rows, M, N, threads, dtype);
+  planWeightGradient(plan, 0, "dw", "b", rows, M, N, threads, dtype);
   EXPECT_EQ(alloc.peakBytes(), plan.peakBytes());
   auto at = [&](int64_t r, int64_t col, int64_t heads, int64_t d) {
     const int64_t bb = r / len, l = r % len;
