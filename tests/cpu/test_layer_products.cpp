@@ -141,6 +141,12 @@ TEST(LayerProducts, RowsOutsideWhenKExceedsN) {
   }
 }
 
+// Plain fp32 rows 1024 floats apart are copied to longer rows before the product (both orders).
+TEST(LayerProducts, PlainRowsFourKiBApartFp32) {
+  runCase({DType::fp32, 1, 101, 1, 1024, 1100, 1, true, true, 2});  // column blocks outside
+  runCase({DType::fp32, 1, 101, 1, 1024, 320, 1, false, true, 2});  // rows outside
+}
+
 TEST(LayerProducts, SeveralColumnBlocksFp16AndBf16) {
   for (DType d : {DType::fp16, DType::bf16}) {
     runCase({d, 1, 101, 1, 520, 1000, 1, true, true, 2});
