@@ -5,12 +5,13 @@
 //
 //   bench_cpu [--quick | --full] [--seq 1024,4096] [--head-dim 64,128] [--dtype fp32,bf16,fp16]
 //             [--mask none,causal] [--heads 8] [--reps 3] [--math-max-seq 2048]
-//             [--rounds 3] [--pass forward|train] [--kind attention|layer]
+//             [--rounds 3] [--pass forward|train] [--kind attention|layer] [--products]
 //             [--isa baseline|avx2|avx512|avx512_bf16|amx_bf16] [--python PATH | --no-torch]
 //
 // --pass train times forward and backward (ours: the backend's backward; torch: autograd of the
 // same SDPA call, out.backward(G)); --kind layer times the whole layer at width heads x head_dim
-// (ours: cpu_layer.cpp; torch: F.linear, SDPA, F.linear, under autograd for train).
+// (ours: cpu_layer.cpp; torch: F.linear, SDPA, F.linear, under autograd for train); --products
+// times the layer's six train products alone instead (layer_products_bench.h), beside torch's.
 //
 // Each point is measured in rounds that alternate ours and torch's (torch first in every second
 // round), so a burst of load on a shared machine falls on both sides rather than on one: times are
@@ -30,6 +31,7 @@
 #include <vector>
 
 #include "bench/cpu_peak.h"
+#include "bench/layer_products_bench.h"
 #include "bench/torch_peer.h"
 #include "core/base/format.h"
 #include "core/engine/run_engine.h"
@@ -59,6 +61,8 @@ struct Options {
   bool torch = true;
   Pass pass = Pass::forward;
   WorkloadKind kind = WorkloadKind::attention;
+  bool products = false;
+  bool seqs_given = false;  // --seq (or --quick / --full) was given
 };
 
 [[noreturn]] void usage(int code, const std::string& error = {}) {
@@ -66,7 +70,7 @@ struct Options {
   std::fprintf(code ? stderr : stdout,
                "usage: bench_cpu [--quick | --full] [--seq 1024,4096] [--head-dim 64,128] [--dtype fp32,bf16,fp16]\n"
                "                 [--mask none,causal] [--heads 8] [--reps 3] [--rounds 3] [--math-max-seq 2048]\n"
-               "                 [--pass forward|train] [--kind attention|layer]\n"
+               "                 [--pass forward|train] [--kind attention|layer] [--products]\n"
                "                 [--isa baseline|avx2|avx512|avx512_bf16|amx_bf16] [--python PATH | --no-torch]\n"
                "  default   seq 1024,4096; every dtype, head_dim 64 and 128, no mask and causal; 3 reps\n"
                "  --rounds  rounds per point, alternating ours and torch's (default 3): times are the\n"
@@ -75,6 +79,8 @@ struct Options {
                "  --full    seq 1024,2048,4096,8192,16384, math path up to 4096\n"
                "  --pass    train: forward and backward (torch: autograd of the same call); default forward\n"
                "  --kind    layer: the whole layer at width heads x head_dim (torch: F.linear, SDPA, F.linear)\n"
+               "  --products  the layer's six train products alone (qkv_proj, out_proj, dO, dw_o, dx, dw_qkv) at\n"
+               "            rows = seq, beside torch's F.linear / matmul on the same shapes (default seq 1024)\n"
                "  --isa     force a kernel variant of this CPU (as ATTNSCOPE_CPU_ISA does)\n"
                "  --python  the Python with torch for the peer (else ATTNSCOPE_PYTHON, else python3)\n");
   std::exit(code);
@@ -115,9 +121,11 @@ Options parse(int argc, char** argv) {
       o.math_max_seq = 1024;
     } else if (a == "--full") {
       o.seqs = {1024, 2048, 4096, 8192, 16384};
+      o.seqs_given = true;
       o.math_max_seq = 4096;
     } else if (a == "--seq") {
       o.seqs = parseList<int64_t>(a, value(), [&](const std::string& s) { return positive(a, s); });
+      o.seqs_given = true;
     } else if (a == "--head-dim") {
       o.head_dims = parseList<int64_t>(a, value(), [&](const std::string& s) { return positive(a, s); });
     } else if (a == "--dtype") {
@@ -155,6 +163,8 @@ Options parse(int argc, char** argv) {
       const auto k = parseWorkloadKind(v);
       if (!k) usage(2, "--kind: '" + v + "' is not one of attention, layer");
       o.kind = *k;
+    } else if (a == "--products") {
+      o.products = true;
     } else if (a == "--python") {
       o.python = value();
     } else if (a == "--no-torch") {
@@ -345,6 +355,18 @@ int main(int argc, char** argv) {
       }
     return 0;
   };
+  if (o.products) {
+    bench::ProductsOptions po;
+    po.seqs = o.seqs_given ? o.seqs : std::vector<int64_t>{1024};
+    po.head_dims = o.head_dims;
+    po.dtypes = o.dtypes;
+    po.heads = o.heads;
+    po.reps = o.reps;
+    po.rounds = o.rounds;
+    bench::benchLayerProducts(po, *pool, peer ? &*peer : nullptr, peakFor);
+    std::printf("load average at the end: %s\n", loadAverage().c_str());
+    return 0;
+  }
   const bool forwardAttention = o.pass == Pass::forward && o.kind == WorkloadKind::attention;
 
   std::printf("\nkind %s, pass %s, B=1 H=%lld; %d round%s per point alternating ours and torch's, each warm-up 1 and "

@@ -12,7 +12,8 @@ namespace attnscope::bench {
 namespace {
 
 // Reads one request per line: dtype batch heads kv_heads seq_q seq_kv head_dim causal scale
-// backend warmup reps pass kind. Answers "ok median min" or "error <one line>".
+// backend warmup reps pass kind, or "product op dtype m k n warmup reps" (one matrix product, see
+// timeProduct). Answers "ok median min" or "error <one line>".
 //   pass  forward: the SDPA call (or the layer) alone; train: also out.backward(G) through
 //         autograd, every leaf's .grad cleared before the next call (not timed)
 //   kind  attention: SDPA on q, k, v [B, H, L, D]; layer: x [B, L, E] with E = H D, F.linear to
@@ -32,9 +33,44 @@ print("ready torch %s, CPU capability %s, %d threads" % (torch.__version__,
       torch.backends.cpu.get_cpu_capability(), torch.get_num_threads()), flush=True)
 dtypes = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 backends = {"flash": SDPBackend.FLASH_ATTENTION, "math": SDPBackend.MATH}
+WARM_S = 0.05
+def product(f):
+    # product OP dtype m k n warmup reps: linear x[m,k] w[n,k] b[n]; nn a[m,k] @ b[k,n];
+    # tn a[k,m].t() @ b[k,n] (a linear layer's forward, its dx and its dw on contiguous rows).
+    op, dt, (m, k, n), warmup, reps = f[1], dtypes[f[2]], (int(x) for x in f[3:6]), int(f[6]), int(f[7])
+    g = torch.Generator().manual_seed(2)
+    u = lambda *shape: ((torch.rand(*shape, generator=g) * 2 - 1)).to(dt)
+    if op == "linear":
+        x, w, b = u(m, k), u(n, k), u(n)
+        call = lambda: F.linear(x, w, b)
+    elif op == "nn":
+        a, b = u(m, k), u(k, n)
+        call = lambda: a @ b
+    elif op == "tn":
+        a, b = u(k, m), u(k, n)
+        call = lambda: a.t() @ b
+    else:
+        raise ValueError("unknown product " + op)
+    with torch.no_grad():
+        # Warm-up: `warmup` calls and at least WARM_S of them, as bench_cpu warms ours.
+        t_end = time.perf_counter() + WARM_S
+        for i in range(max(warmup, 1)):
+            call()
+        while time.perf_counter() < t_end:
+            call()
+        times = []
+        for _ in range(reps):
+            t0 = time.perf_counter()
+            call()
+            times.append(time.perf_counter() - t0)
+    return times
 for line in sys.stdin:
     f = line.split()
     try:
+        if f[0] == "product":
+            times = product(f)
+            print("ok %.9f %.9f" % (statistics.median(times), min(times)), flush=True)
+            continue
         dt = dtypes[f[0]]
         b, h, hkv, lq, lkv, d = (int(x) for x in f[1:7])
         causal, scale, backend, warmup, reps = f[7] == "1", float(f[8]), f[9], int(f[10]), int(f[11])
@@ -161,15 +197,10 @@ bool TorchPeer::exchange(const std::string& request, std::string& reply) {
   }
 }
 
-PeerTiming TorchPeer::time(const WorkloadSpec& spec, const std::string& backend, int warmup, int reps) {
+PeerTiming TorchPeer::ask(const std::string& request) {
   PeerTiming t;
-  std::ostringstream req;
-  req << toString(spec.dtype) << ' ' << spec.batch << ' ' << spec.heads << ' ' << spec.kvHeads() << ' ' << spec.seq_q
-      << ' ' << spec.seqKv() << ' ' << spec.headDim() << ' ' << (spec.mask.kind == MaskKind::causal ? 1 : 0) << ' '
-      << spec.effectiveScale() << ' ' << backend << ' ' << warmup << ' ' << reps << ' ' << toString(spec.pass) << ' '
-      << toString(spec.kind);
   std::string reply;
-  if (!exchange(req.str(), reply)) {
+  if (!exchange(request, reply)) {
     t.message = "the torch process ended";
     return t;
   }
@@ -182,6 +213,22 @@ PeerTiming TorchPeer::time(const WorkloadSpec& spec, const std::string& backend,
     t.message = reply.rfind("error ", 0) == 0 ? reply.substr(6) : reply;
   }
   return t;
+}
+
+PeerTiming TorchPeer::time(const WorkloadSpec& spec, const std::string& backend, int warmup, int reps) {
+  std::ostringstream req;
+  req << toString(spec.dtype) << ' ' << spec.batch << ' ' << spec.heads << ' ' << spec.kvHeads() << ' ' << spec.seq_q
+      << ' ' << spec.seqKv() << ' ' << spec.headDim() << ' ' << (spec.mask.kind == MaskKind::causal ? 1 : 0) << ' '
+      << spec.effectiveScale() << ' ' << backend << ' ' << warmup << ' ' << reps << ' ' << toString(spec.pass) << ' '
+      << toString(spec.kind);
+  return ask(req.str());
+}
+
+PeerTiming TorchPeer::timeProduct(const std::string& op, DType dtype, int64_t m, int64_t k, int64_t n, int warmup,
+                                  int reps) {
+  std::ostringstream req;
+  req << "product " << op << ' ' << toString(dtype) << ' ' << m << ' ' << k << ' ' << n << ' ' << warmup << ' ' << reps;
+  return ask(req.str());
 }
 
 }  // namespace attnscope::bench

@@ -34,10 +34,15 @@ class TorchPeer {
   // map to is_causal (the other mask kinds are not sent). spec.pass = train adds the backward
   // through autograd; spec.kind = layer times the whole layer (F.linear, SDPA, F.linear).
   PeerTiming time(const WorkloadSpec& spec, const std::string& backend, int warmup, int reps);
+  // One product on contiguous tensors in dtype, no autograd: op "linear" F.linear(x[m,k], w[n,k],
+  // b[n]); "nn" a[m,k] @ b[k,n]; "tn" a[k,m].t() @ b[k,n] (what autograd runs for a linear layer's
+  // forward, its input gradient and its weight gradient).
+  PeerTiming timeProduct(const std::string& op, DType dtype, int64_t m, int64_t k, int64_t n, int warmup, int reps);
 
  private:
   TorchPeer() = default;
   bool exchange(const std::string& request, std::string& reply);
+  PeerTiming ask(const std::string& request);  // one request, its reply parsed
 
   int pid_ = -1, to_ = -1, from_ = -1;
   std::string description_, pending_;
