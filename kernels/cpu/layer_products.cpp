@@ -214,15 +214,15 @@ void runRowProduct(const RowProduct& p, int64_t rows, RunContext& ctx, TaskPool&
                  continue;
                }
                // fp32 A is read in place, head by head (one run when it is plain rows); else
-               // converted to fp32 rows, once per row block.
-               if (!p.a->fp32Segments(r0, m, segments)) {
-                 p.a->read(r0, m, 0, k, a, k);
-                 segments.push_back({a, k, 0, k});
-               }
-               // Plain fp32 rows a multiple of 4 KiB apart put the micro-kernel's 12 rows of A in
-               // one L1 set: copied to rows 16 floats longer (Zen 4, the qkv product at E 1024:
+               // converted to fp32 rows, once per row block. Rows a multiple of 4 KiB apart put the
+               // micro-kernel's 12 rows of A in one L1 set: converted rows are then written 16
+               // floats longer, and plain fp32 rows copied so (Zen 4, the qkv product at E 1024:
                // 186 -> 192-197 GFLOP/s on two threads, the copy counted).
-               if (segments.size() == 1 && segments[0].ld % 1024 == 0) {
+               if (!p.a->fp32Segments(r0, m, segments)) {
+                 const int64_t ld = k % 1024 == 0 ? k + 16 : k;
+                 p.a->read(r0, m, 0, k, a, ld);
+                 segments.push_back({a, ld, 0, k});
+               } else if (segments.size() == 1 && segments[0].ld % 1024 == 0) {
                  for (int64_t i = 0; i < m; ++i)
                    std::memcpy(a + i * (k + 16), segments[0].rows + i * segments[0].ld, static_cast<size_t>(k) * 4);
                  segments[0] = {a, k + 16, 0, k};

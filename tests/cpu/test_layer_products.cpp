@@ -141,10 +141,13 @@ TEST(LayerProducts, RowsOutsideWhenKExceedsN) {
   }
 }
 
-// Plain fp32 rows 1024 floats apart are copied to longer rows before the product (both orders).
-TEST(LayerProducts, PlainRowsFourKiBApartFp32) {
+// Rows 1024 elements apart: plain fp32 rows are copied to longer rows before the product, and
+// fp16 rows converted into longer rows (both orders).
+TEST(LayerProducts, RowsFourKiBApart) {
   runCase({DType::fp32, 1, 101, 1, 1024, 1100, 1, true, true, 2});  // column blocks outside
   runCase({DType::fp32, 1, 101, 1, 1024, 320, 1, false, true, 2});  // rows outside
+  runCase({DType::fp16, 1, 101, 1, 1024, 1100, 1, true, true, 2});
+  runCase({DType::fp16, 1, 101, 1, 1024, 320, 1, false, true, 2});
 }
 
 TEST(LayerProducts, SeveralColumnBlocksFp16AndBf16) {
