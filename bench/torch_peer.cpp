@@ -106,7 +106,11 @@ for line in sys.stdin:
                 with torch.no_grad():
                     forward()
         with sdpa_kernel(backends[backend]):
-            for _ in range(warmup):
+            # Warm-up: `warmup` calls and at least WARM_S of them, as bench_cpu warms ours.
+            t_end = time.perf_counter() + WARM_S
+            for _ in range(max(warmup, 1)):
+                run()
+            while time.perf_counter() < t_end:
                 run()
             times = []
             for _ in range(reps):

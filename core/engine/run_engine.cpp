@@ -102,18 +102,23 @@ void execute(Backend& backend, const WorkloadSpec& spec, const RunOptions& opt, 
     if (spec.pass == Pass::train && inputs->g.elements() != spec.qElements())
       throw std::invalid_argument("a train pass needs the output gradient g in the inputs");
     std::unique_ptr<Execution> exec = backend.prepare(spec, *inputs, ctx);
-    const int64_t total = static_cast<int64_t>(opt.warmup) + std::max(1, opt.reps);
-    for (int64_t pass = 0; pass < total; ++pass) {
+    int64_t warmup = opt.warmup;
+    double warm_s = 0;
+    for (int64_t pass = 0; pass < warmup + std::max(1, opt.reps); ++pass) {
       ctx.throwIfCancelled();
       if (pass == kTracedPasses) {
         ex.untraced.begin_ns = nowNs();
         setRecording(alloc, ctx, false);
       }
       const double seconds = exec->run();
-      if (pass >= opt.warmup) r.timing.samples_s.push_back(seconds);
+      if (pass >= warmup) r.timing.samples_s.push_back(seconds);
+      else warm_s += seconds;
+      // The last warm-up pass, short of warmup_seconds: one more (at most kMaxReps in all).
+      if (pass == warmup - 1 && warm_s < opt.warmup_seconds && warmup < kMaxReps) ++warmup;
       ++ex.passes;
       ex.seconds += seconds;
     }
+    r.timing.warmup = static_cast<int>(warmup);
     if (ex.untraced.begin_ns >= 0) {
       ex.untraced.end_ns = nowNs();
       setRecording(alloc, ctx, true);

@@ -22,6 +22,9 @@ inline constexpr int kTracedPasses = 8;
 
 struct RunOptions {
   int warmup = 1;
+  // Beyond `warmup`, more warm-up passes until they have taken this long together (bench_cpu:
+  // a short point timed right after the machine sat idle, or after torch's turn, ran slow). 0: none.
+  double warmup_seconds = 0;
   int reps = 3;
   CheckMode check = CheckMode::automatic;  // core/check/check_policy.h; off: stored as not checked
   int64_t memory_budget = -1;       // predicted peak above it: status skipped. -1: none

@@ -310,6 +310,22 @@ TEST(RunEngine, OkRunHasTimingMemoryAccuracyAndTrace) {
   EXPECT_EQ(phases, 4);
 }
 
+// warmup_seconds adds warm-up passes until they have taken that long (this backend reports 1 ms a
+// pass): 1 + 10 more for 10.5 ms; the timed reps are unchanged and the count is reported.
+TEST(RunEngine, WarmupSecondsAddsWarmupPasses) {
+  ReferenceTestBackend b;
+  RunOptions o;
+  o.warmup = 1;
+  o.reps = 3;
+  o.warmup_seconds = 0.0105;
+  RunResult r = runPoint(b, small(), o);
+  ASSERT_EQ(r.status, RunStatus::ok) << r.message;
+  EXPECT_EQ(r.timing.warmup, 11);
+  EXPECT_EQ(r.timing.samples_s.size(), 3u);
+  o.warmup_seconds = 0;
+  EXPECT_EQ(runPoint(b, small(), o).timing.warmup, 1);
+}
+
 TEST(RunEngine, StatusesForInvalidUnsupportedBudgetAndMemory) {
   ReferenceTestBackend b;
   RunOptions o;
