@@ -34,6 +34,13 @@ print("ready torch %s, CPU capability %s, %d threads" % (torch.__version__,
 dtypes = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 backends = {"flash": SDPBackend.FLASH_ATTENTION, "math": SDPBackend.MATH}
 WARM_S = 0.05
+def warm(call, warmup):
+    # `warmup` calls (at least one) and more until WARM_S has passed, as bench_cpu warms ours.
+    t_end = time.perf_counter() + WARM_S
+    for _ in range(max(warmup, 1)):
+        call()
+    while time.perf_counter() < t_end:
+        call()
 def product(f):
     # product OP dtype m k n warmup reps: linear x[m,k] w[n,k] b[n]; nn a[m,k] @ b[k,n];
     # tn a[k,m].t() @ b[k,n] (a linear layer's forward, its dx and its dw on contiguous rows).
@@ -52,12 +59,7 @@ def product(f):
     else:
         raise ValueError("unknown product " + op)
     with torch.no_grad():
-        # Warm-up: `warmup` calls and at least WARM_S of them, as bench_cpu warms ours.
-        t_end = time.perf_counter() + WARM_S
-        for i in range(max(warmup, 1)):
-            call()
-        while time.perf_counter() < t_end:
-            call()
+        warm(call, warmup)
         times = []
         for _ in range(reps):
             t0 = time.perf_counter()
@@ -106,12 +108,7 @@ for line in sys.stdin:
                 with torch.no_grad():
                     forward()
         with sdpa_kernel(backends[backend]):
-            # Warm-up: `warmup` calls and at least WARM_S of them, as bench_cpu warms ours.
-            t_end = time.perf_counter() + WARM_S
-            for _ in range(max(warmup, 1)):
-                run()
-            while time.perf_counter() < t_end:
-                run()
+            warm(run, warmup)
             times = []
             for _ in range(reps):
                 for t in leaves:
