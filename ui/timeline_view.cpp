@@ -165,11 +165,14 @@ TimelineView::TimelineView(QWidget* parent) : ChartView(parent) {
   rubber_ = new QRubberBand(QRubberBand::Rectangle, plot_);
 
   // What is drawn is at pixel resolution: when the lanes' width changes (the first layout, a
-  // resize), it is recomputed; the recompute's own layout finds the width unchanged and stops.
+  // resize, an export at another size), it is recomputed at once, between this frame's layout
+  // and its drawing, so names placed for the old width never overprint on the frame drawn (a
+  // queued recompute left one such frame, and an exported image, stale). The recompute's own
+  // queued replot finds the width unchanged and stops.
   connect(plot_, &QCustomPlot::afterLayout, this, [this] {
     if (lane_rect_->width() == laid_out_width_) return;
     laid_out_width_ = lane_rect_->width();
-    QMetaObject::invokeMethod(this, [this] { refreshVisible(); }, Qt::QueuedConnection);
+    refreshVisible();
   });
   // Zoom and pan in sync: either x-axis drives the other, then the visible data is recomputed.
   auto sync = [this](QCPAxis* other) {
