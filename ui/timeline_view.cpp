@@ -165,10 +165,9 @@ TimelineView::TimelineView(QWidget* parent) : ChartView(parent) {
   rubber_ = new QRubberBand(QRubberBand::Rectangle, plot_);
 
   // What is drawn is at pixel resolution: when the lanes' width changes (the first layout, a
-  // resize, an export at another size), it is recomputed at once, between this frame's layout
-  // and its drawing, so names placed for the old width never overprint on the frame drawn (a
-  // queued recompute left one such frame, and an exported image, stale). The recompute's own
-  // queued replot finds the width unchanged and stops.
+  // resize), it is recomputed at once, between this frame's layout and its drawing, so names
+  // placed for the old width never overprint on the frame drawn (a queued recompute left that
+  // frame stale). The recompute's own queued replot finds the width unchanged and stops.
   connect(plot_, &QCustomPlot::afterLayout, this, [this] {
     if (lane_rect_->width() == laid_out_width_) return;
     laid_out_width_ = lane_rect_->width();
