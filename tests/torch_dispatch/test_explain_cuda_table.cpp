@@ -5,7 +5,6 @@
 // Expected values are written from the reference's tables and formulas (section cited per row),
 // never computed by the code under test, so a rule cut short by one release or one arch fails a
 // named row.
-#include <algorithm>
 #include <string>
 #include <vector>
 
